@@ -2,7 +2,10 @@ module github.com/fdbqueue/fdbqueue
 
 go 1.26.8
 
-require github.com/stretchr/testify v1.11.1
+require (
+	github.com/stretchr/testify v1.11.1
+	github.com/tidwall/btree v1.8.1
+)
 
 require (
 	github.com/davecgh/go-spew v1.1.1 // indirect

@@ -1,0 +1,259 @@
+package embedded
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// Batch sizes of range reads: the first batch is small (a queue pop wants
+// one key), later ones grow, as FoundationDB's iterator streaming mode does.
+const (
+	firstBatch = 8
+	maxBatch   = 1024
+)
+
+// rangeIter merges the committed key-values at the read version (fetched in
+// batches) with the transaction's buffered writes, so that reads see the
+// transaction's own writes. For a serializable read, the range it covered is
+// added to the transaction's read-conflict ranges as it goes: the whole range
+// once exhausted, up to the last key returned when a limit stopped it.
+type rangeIter struct {
+	t        *txn
+	snapshot bool
+	begin    []byte // remaining range, narrowed as the iteration advances
+	end      []byte
+	beginEx  bool // begin itself was consumed (forward iteration)
+	reverse  bool
+	limit    int
+	mode     kv.StreamingMode
+
+	batch     []kv.KeyValue
+	bi        int
+	batchSize int
+	dbDone    bool
+
+	returned int
+	cur      kv.KeyValue
+	err      error
+	done     bool
+
+	conflict int // index of this iterator's span in t.reads, or -1
+	origin   []byte
+}
+
+func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rangeIter {
+	it := &rangeIter{
+		t: t, snapshot: snapshot,
+		begin: r.Begin, end: r.End,
+		reverse: opts.Reverse, limit: opts.Limit, mode: opts.Mode,
+		conflict: -1,
+	}
+	if err := t.check(); err != nil {
+		it.fail(err)
+		return it
+	}
+	if opts.Limit < 0 {
+		it.fail(kv.Errorf(2210, "range limit %d is negative", opts.Limit))
+		return it
+	}
+	if bytes.Compare(r.Begin, r.End) > 0 {
+		it.fail(kv.Errorf(2005, "range end precedes its begin"))
+		return it
+	}
+	if len(r.Begin) > 0 && r.Begin[0] == 0xff || bytes.Compare(r.End, []byte{0xff}) > 0 {
+		it.fail(kv.Errorf(2004, "range reaches into the system key space (0xff...)"))
+		return it
+	}
+	switch {
+	case opts.Mode == kv.StreamingModeWantAll:
+		it.batchSize = maxBatch
+	case opts.Mode == kv.StreamingModeSmall:
+		it.batchSize = firstBatch
+	default:
+		it.batchSize = firstBatch
+	}
+	if opts.Limit > 0 && opts.Limit < it.batchSize {
+		it.batchSize = opts.Limit
+	}
+	if !snapshot {
+		// Start with an empty span; it grows as keys are returned.
+		// Never nil: a nil end would make the span a single key.
+		if opts.Reverse {
+			it.origin = append([]byte{}, r.End...)
+		} else {
+			it.origin = append([]byte{}, r.Begin...)
+		}
+		t.reads = append(t.reads, span{begin: it.origin, end: it.origin})
+		it.conflict = len(t.reads) - 1
+	}
+	return it
+}
+
+func (it *rangeIter) fail(err error) {
+	it.err = err
+	it.done = true
+}
+
+func (it *rangeIter) KeyValue() kv.KeyValue { return it.cur }
+func (it *rangeIter) Err() error            { return it.err }
+
+// nextDB returns the next committed key-value of the remaining range, fetching
+// a batch when needed.
+func (it *rangeIter) nextDB() (kv.KeyValue, bool) {
+	if it.bi < len(it.batch) {
+		return it.batch[it.bi], true
+	}
+	if it.dbDone {
+		return kv.KeyValue{}, false
+	}
+	// The 5-second limit and the context are checked once per batch.
+	if err := it.t.check(); err != nil {
+		it.fail(err)
+		return kv.KeyValue{}, false
+	}
+	it.batch, it.dbDone = it.t.s.fetch(it.t.rv, it.begin, it.beginEx, it.end, it.reverse, it.batchSize, it.batch[:0])
+	it.bi = 0
+	if it.batchSize < maxBatch {
+		it.batchSize *= 2
+	}
+	if len(it.batch) == 0 {
+		it.dbDone = true
+		return kv.KeyValue{}, false
+	}
+	return it.batch[0], true
+}
+
+// nextWrite returns the transaction's next buffered write in the remaining
+// range.
+func (it *rangeIter) nextWrite() *write {
+	ws := it.t.writes
+	if ws == nil || ws.Len() == 0 {
+		return nil
+	}
+	var found *write
+	if it.reverse {
+		ws.Descend(&write{key: it.end}, func(w *write) bool {
+			if bytes.Compare(w.key, it.end) >= 0 {
+				return true
+			}
+			if c := bytes.Compare(w.key, it.begin); c > 0 || c == 0 && !it.beginEx {
+				found = w
+			}
+			return false
+		})
+	} else {
+		ws.Ascend(&write{key: it.begin}, func(w *write) bool {
+			if it.beginEx && bytes.Equal(w.key, it.begin) {
+				return true
+			}
+			if bytes.Compare(w.key, it.end) < 0 {
+				found = w
+			}
+			return false
+		})
+	}
+	return found
+}
+
+// consume narrows the remaining range past key.
+func (it *rangeIter) consume(key []byte) {
+	if it.reverse {
+		it.end = key
+	} else {
+		it.begin, it.beginEx = key, true
+	}
+}
+
+func (it *rangeIter) Next() bool {
+	if it.done {
+		return false
+	}
+	if it.limit > 0 && it.returned >= it.limit {
+		it.finish(false)
+		return false
+	}
+	for {
+		dbkv, dbOK := it.nextDB()
+		if it.err != nil {
+			return false
+		}
+		w := it.nextWrite()
+		if !dbOK && w == nil {
+			it.finish(true)
+			return false
+		}
+		var key, val []byte
+		var ok bool
+		switch {
+		case w == nil || (dbOK && it.before(dbkv.Key, w.key)):
+			// A committed key with no write of ours.
+			it.bi++
+			key, val = dbkv.Key, dbkv.Value
+			ok = !it.t.inClears(key)
+		case dbOK && bytes.Equal(dbkv.Key, w.key):
+			it.bi++
+			key = w.key
+			val, ok = w.resolve(dbkv.Value, true)
+		default:
+			// A key only our writes know; atomic ops on it start from
+			// nothing, as the key is absent at the read version.
+			key = w.key
+			val, ok = w.resolve(nil, false)
+		}
+		it.consume(key)
+		if !ok {
+			continue
+		}
+		it.cur = kv.KeyValue{Key: key, Value: presence(val, true)}
+		it.returned++
+		it.cover(key)
+		return true
+	}
+}
+
+// before reports whether a comes before b in iteration order.
+func (it *rangeIter) before(a, b []byte) bool {
+	c := bytes.Compare(a, b)
+	if it.reverse {
+		return c > 0
+	}
+	return c < 0
+}
+
+// cover extends the read-conflict span to include key.
+func (it *rangeIter) cover(key []byte) {
+	if it.conflict < 0 {
+		return
+	}
+	s := &it.t.reads[it.conflict]
+	if it.reverse {
+		s.begin = key
+	} else {
+		s.end = kv.KeyAfter(key)
+	}
+}
+
+// finish ends the iteration; exhausted means the whole range was read, so the
+// whole of it is a read conflict.
+func (it *rangeIter) finish(exhausted bool) {
+	it.done = true
+	if it.conflict < 0 {
+		return
+	}
+	s := &it.t.reads[it.conflict]
+	if exhausted {
+		if it.reverse {
+			s.begin = it.begin
+		} else {
+			s.end = append([]byte{}, it.end...)
+		}
+	}
+	it.t.size += s.size()
+	if bytes.Equal(s.begin, s.end) {
+		// Nothing read: drop the empty span.
+		it.t.reads = slices.Delete(it.t.reads, it.conflict, it.conflict+1)
+	}
+	it.conflict = -1
+}

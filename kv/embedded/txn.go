@@ -1,0 +1,587 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/tidwall/btree"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+type txnState int
+
+const (
+	txnActive txnState = iota
+	txnCommitted
+	txnCancelled
+)
+
+// baseKind says what a buffered write starts from.
+type baseKind uint8
+
+const (
+	baseDB      baseKind = iota // atomic operations on the committed value
+	baseSet                     // the transaction set the value
+	baseCleared                 // the transaction cleared the key
+)
+
+type opKind uint8
+
+const (
+	opAdd opKind = iota
+	opCompareAndClear
+)
+
+type atomicOp struct {
+	kind  opKind
+	param []byte
+}
+
+// write is a transaction's buffered write to one key.
+type write struct {
+	key   []byte
+	base  baseKind
+	val   []byte
+	ops   []atomicOp
+	spare []byte // room allocated with key for the first Set's value
+}
+
+// resolve applies w to the value it starts from (dbVal, dbOK when base is
+// baseDB) and returns the resulting value.
+func (w *write) resolve(dbVal []byte, dbOK bool) ([]byte, bool) {
+	val, ok := dbVal, dbOK
+	switch w.base {
+	case baseSet:
+		val, ok = w.val, true
+	case baseCleared:
+		val, ok = nil, false
+	}
+	for _, op := range w.ops {
+		switch op.kind {
+		case opAdd:
+			val, ok = addLE(val, ok, op.param), true
+		case opCompareAndClear:
+			if ok && bytes.Equal(val, op.param) {
+				val, ok = nil, false
+			}
+		}
+	}
+	return val, ok
+}
+
+// addLE is FoundationDB's ADD: little-endian addition, the result as long as
+// the parameter, an absent value counting as zero.
+func addLE(val []byte, ok bool, param []byte) []byte {
+	out := make([]byte, len(param))
+	if ok {
+		copy(out, val)
+	}
+	var carry uint16
+	for i := range out {
+		s := uint16(out[i]) + uint16(param[i]) + carry
+		out[i] = byte(s)
+		carry = s >> 8
+	}
+	return out
+}
+
+func writeLess(a, b *write) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+// txn is a transaction on a store. It is not safe for concurrent use, as
+// FoundationDB transactions are not meant to be shared between goroutines
+// without care.
+type txn struct {
+	s     *store
+	ctx   context.Context
+	state txnState
+	start time.Time // creation, for TransactionTimeout
+
+	hasRV   bool
+	rv      uint64
+	grvTime time.Time
+
+	writes *btree.BTreeG[*write] // nil until the first write
+	clears []kv.Range            // ClearRange calls, in order
+	wconf  []span                // AddWriteConflict*
+	reads  []span                // serializable read-conflict spans
+	size   int                   // bytes of mutations and conflict ranges
+	err    error                 // deferred error, reported by Commit
+
+	retries int
+	backoff time.Duration
+	snap    snapshot
+}
+
+var _ kv.Transaction = (*txn)(nil)
+
+func newTxn(s *store, ctx context.Context) *txn {
+	t := &txn{s: s, ctx: ctx, start: s.cfg.Clock()}
+	t.snap.t = t
+	return t
+}
+
+// check returns the error that stops any operation now, and acquires the read
+// version on the first read.
+func (t *txn) check() error {
+	switch t.state {
+	case txnCommitted:
+		return kv.Errorf(2000, "transaction already committed")
+	case txnCancelled:
+		return kv.Errorf(1025, "transaction was cancelled")
+	}
+	if err := t.ctx.Err(); err != nil {
+		return errors.Join(kv.ErrTransactionCancelled, err)
+	}
+	now := t.s.cfg.Clock()
+	if d := t.s.cfg.TransactionTimeout; d > 0 && now.Sub(t.start) > d {
+		return kv.Errorf(1031, "transaction ran longer than its %v timeout", d)
+	}
+	if !t.hasRV {
+		t.rv = t.s.acquireReadVersion(t, now)
+		t.grvTime = now
+		t.hasRV = true
+	} else if now.Sub(t.grvTime) > kv.MaxTransactionAge {
+		return kv.Errorf(1007, "read version is %v old", now.Sub(t.grvTime).Round(time.Millisecond))
+	}
+	return nil
+}
+
+func (t *txn) Context() context.Context { return t.ctx }
+
+func (t *txn) GetReadVersion() (int64, error) {
+	if err := t.check(); err != nil {
+		return 0, err
+	}
+	return int64(t.rv), nil
+}
+
+func (t *txn) Snapshot() kv.ReadTransaction { return &t.snap }
+
+// checkReadKey validates a key to read: keys past the user key space are
+// FoundationDB's system keys.
+func checkReadKey(key []byte) error {
+	if len(key) > 0 && key[0] == 0xff {
+		return kv.Errorf(2004, "key %q is in the system key space (0xff...)", truncate(key))
+	}
+	return nil
+}
+
+func truncate(b []byte) []byte {
+	if len(b) > 32 {
+		return b[:32]
+	}
+	return b
+}
+
+func (t *txn) Get(key []byte) ([]byte, error) { return t.get(key, false) }
+
+func (t *txn) findWrite(key []byte) *write {
+	if t.writes == nil {
+		return nil
+	}
+	w, _ := t.writes.Get(&write{key: key})
+	return w
+}
+
+func (t *txn) inClears(key []byte) bool {
+	for _, r := range t.clears {
+		if r.Contains(key) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	if err := checkReadKey(key); err != nil {
+		return nil, err
+	}
+	w := t.findWrite(key)
+	if w != nil && w.base != baseDB {
+		v, ok := w.resolve(nil, false)
+		return presence(v, ok), nil
+	}
+	if w == nil && t.inClears(key) {
+		return nil, nil
+	}
+	v, ok := t.s.get(t.rv, key)
+	if !snapshot {
+		t.addRead(span{begin: slices.Clone(key)})
+	}
+	if w != nil {
+		v, ok = w.resolve(v, ok)
+	}
+	return presence(v, ok), nil
+}
+
+func presence(v []byte, ok bool) []byte {
+	if !ok {
+		return nil
+	}
+	if v == nil {
+		return []byte{}
+	}
+	return v
+}
+
+func (t *txn) addRead(s span) {
+	t.reads = append(t.reads, s)
+	t.size += s.size()
+}
+
+func (t *txn) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
+	return newRangeIter(t, r, opts, false)
+}
+
+// writeKey buffers a write to key, returning the write record to fill in.
+func (t *txn) writeKey(key []byte, extra int) *write {
+	if t.state != txnActive {
+		return nil
+	}
+	if t.err == nil {
+		switch {
+		case len(key) > kv.MaxKeySize:
+			t.err = kv.Errorf(2102, "key of %d bytes (limit %d)", len(key), kv.MaxKeySize)
+		case len(key) > 0 && key[0] == 0xff:
+			t.err = kv.Errorf(2004, "key %q is in the system key space (0xff...)", truncate(key))
+		}
+	}
+	if t.writes == nil {
+		t.writes = btree.NewBTreeGOptions(writeLess, btree.Options{NoLocks: true, Degree: 16})
+	}
+	w := t.findWrite(key)
+	if w == nil {
+		buf := make([]byte, len(key)+extra)
+		copy(buf, key)
+		w = &write{key: buf[:len(key):len(key)], spare: buf[len(key):]}
+		if t.inClears(key) {
+			w.base = baseCleared
+		}
+		t.writes.Set(w)
+		t.size += len(key)
+	}
+	return w
+}
+
+func (t *txn) Set(key, value []byte) {
+	w := t.writeKey(key, len(value))
+	if w == nil {
+		return
+	}
+	if len(value) > kv.MaxValueSize && t.err == nil {
+		t.err = kv.Errorf(2103, "value of %d bytes (limit %d)", len(value), kv.MaxValueSize)
+	}
+	w.base = baseSet
+	if len(w.spare) >= len(value) {
+		w.val = w.spare[:len(value):len(value)]
+		copy(w.val, value)
+	} else {
+		w.val = slices.Clone(value)
+	}
+	w.spare = nil
+	w.ops = nil
+	t.size += len(value)
+}
+
+func (t *txn) Clear(key []byte) {
+	w := t.writeKey(key, 0)
+	if w == nil {
+		return
+	}
+	w.base, w.val, w.ops = baseCleared, nil, nil
+}
+
+func (t *txn) ClearRange(r kv.Range) {
+	if t.state != txnActive {
+		return
+	}
+	if bytes.Compare(r.Begin, r.End) >= 0 {
+		if bytes.Compare(r.Begin, r.End) > 0 && t.err == nil {
+			t.err = kv.Errorf(2005, "range end precedes its begin")
+		}
+		return
+	}
+	if len(r.End) > 0 && bytes.Compare(r.End, []byte{0xff}) > 0 && t.err == nil {
+		t.err = kv.Errorf(2004, "range reaches into the system key space (0xff...)")
+	}
+	r = kv.Range{Begin: slices.Clone(r.Begin), End: slices.Clone(r.End)}
+	if t.writes != nil {
+		var drop []*write
+		t.writes.Ascend(&write{key: r.Begin}, func(w *write) bool {
+			if bytes.Compare(w.key, r.End) >= 0 {
+				return false
+			}
+			drop = append(drop, w)
+			return true
+		})
+		for _, w := range drop {
+			t.writes.Delete(w)
+		}
+	}
+	t.clears = append(t.clears, r)
+	t.size += len(r.Begin) + len(r.End)
+}
+
+func (t *txn) atomic(key []byte, kind opKind, param []byte) {
+	w := t.writeKey(key, 0)
+	if w == nil {
+		return
+	}
+	if len(param) > kv.MaxValueSize && t.err == nil {
+		t.err = kv.Errorf(2103, "value of %d bytes (limit %d)", len(param), kv.MaxValueSize)
+	}
+	w.ops = append(w.ops, atomicOp{kind: kind, param: slices.Clone(param)})
+	t.size += len(param)
+}
+
+func (t *txn) Add(key []byte, delta int64) {
+	var p [8]byte
+	binary.LittleEndian.PutUint64(p[:], uint64(delta))
+	t.atomic(key, opAdd, p[:])
+}
+
+func (t *txn) CompareAndClear(key, value []byte) {
+	t.atomic(key, opCompareAndClear, value)
+}
+
+func (t *txn) AddReadConflictKey(key []byte) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	t.addRead(span{begin: slices.Clone(key)})
+	return nil
+}
+
+func (t *txn) AddReadConflictRange(r kv.Range) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if bytes.Compare(r.Begin, r.End) > 0 {
+		return kv.Errorf(2005, "range end precedes its begin")
+	}
+	if bytes.Equal(r.Begin, r.End) {
+		return nil
+	}
+	t.addRead(span{begin: slices.Clone(r.Begin), end: slices.Clone(r.End)})
+	return nil
+}
+
+func (t *txn) AddWriteConflictKey(key []byte) error {
+	if t.state != txnActive {
+		return t.check()
+	}
+	s := span{begin: slices.Clone(key)}
+	t.wconf = append(t.wconf, s)
+	t.size += s.size()
+	return nil
+}
+
+func (t *txn) hasWrites() bool {
+	return (t.writes != nil && t.writes.Len() > 0) || len(t.clears) > 0 || len(t.wconf) > 0
+}
+
+// Commit implements kv.Transaction.
+func (t *txn) Commit() error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if t.err != nil {
+		return t.err
+	}
+	if !t.hasWrites() {
+		// A read-only transaction commits trivially, as on FoundationDB.
+		t.finish(txnCommitted)
+		return nil
+	}
+	if t.size > kv.MaxTransactionSize {
+		return kv.Errorf(2101, "transaction of %d bytes (limit %d)", t.size, kv.MaxTransactionSize)
+	}
+	writes := t.writeSpans()
+	s := t.s
+	now := s.cfg.Clock()
+
+	s.mu.Lock()
+	if now.Sub(t.grvTime) > kv.MaxTransactionAge {
+		s.mu.Unlock()
+		return kv.Errorf(1007, "read version is %v old at commit", now.Sub(t.grvTime).Round(time.Millisecond))
+	}
+	if len(s.history) > 0 && s.history[len(s.history)-1].ver > t.rv && len(t.reads) > 0 {
+		if s.conflictsLocked(t.rv, mergeSpans(t.reads)) {
+			s.mu.Unlock()
+			return kv.ErrNotCommitted
+		}
+	}
+	ver := s.version.Load() + 1
+	touched := t.applyLocked(ver)
+	s.history = append(s.history, commitRecord{ver: ver, writes: writes})
+	s.gcq = append(s.gcq, gcRecord{ver: ver, entries: touched})
+	s.version.Store(ver)
+	s.gcLocked(now, 2*len(touched)+64)
+	s.mu.Unlock()
+
+	t.finish(txnCommitted)
+	return nil
+}
+
+// writeSpans lists the transaction's write-conflict spans.
+func (t *txn) writeSpans() []span {
+	n := len(t.clears) + len(t.wconf)
+	if t.writes != nil {
+		n += t.writes.Len()
+	}
+	out := make([]span, 0, n)
+	for _, r := range t.clears {
+		out = append(out, span{begin: r.Begin, end: r.End})
+	}
+	if t.writes != nil {
+		t.writes.Scan(func(w *write) bool {
+			out = append(out, span{begin: w.key})
+			return true
+		})
+	}
+	return append(out, t.wconf...)
+}
+
+// applyLocked installs the transaction's writes at version ver and returns
+// the entries it touched. Callers hold s.mu.
+func (t *txn) applyLocked(ver uint64) []*entry {
+	s := t.s
+	var touched []*entry
+	for _, r := range t.clears {
+		s.tree.Ascend(&entry{key: r.Begin}, func(e *entry) bool {
+			if bytes.Compare(e.key, r.End) >= 0 {
+				return false
+			}
+			if !e.v.del {
+				pushVersionLocked(e, ver, nil, true)
+				touched = append(touched, e)
+			}
+			return true
+		})
+	}
+	if t.writes == nil {
+		return touched
+	}
+	if cap(touched)-len(touched) < t.writes.Len() {
+		touched = slices.Grow(touched, t.writes.Len())
+	}
+	probe := &entry{}
+	t.writes.Scan(func(w *write) bool {
+		probe.key = w.key
+		e, exists := s.tree.Get(probe)
+		var cur []byte
+		var curOK bool
+		if exists {
+			cur, curOK = e.latest()
+		}
+		val, ok := w.resolve(cur, curOK)
+		switch {
+		case !exists && ok:
+			e = &entry{key: w.key, v: version{ver: ver, val: val}}
+			s.tree.Set(e)
+		case exists && (ok || curOK):
+			pushVersionLocked(e, ver, val, !ok)
+		default:
+			return true // absent before and after
+		}
+		touched = append(touched, e)
+		return true
+	})
+	return touched
+}
+
+// mergeSpans sorts spans by begin and merges overlapping or adjacent ones.
+// Every span of the result has an explicit end.
+func mergeSpans(in []span) []span {
+	slices.SortFunc(in, func(a, b span) int { return bytes.Compare(a.begin, b.begin) })
+	out := make([]span, 0, len(in))
+	for _, s := range in {
+		end := s.end
+		if end == nil {
+			end = kv.KeyAfter(s.begin)
+		}
+		if n := len(out); n > 0 && bytes.Compare(s.begin, out[n-1].end) <= 0 {
+			if bytes.Compare(end, out[n-1].end) > 0 {
+				out[n-1].end = end
+			}
+			continue
+		}
+		out = append(out, span{begin: s.begin, end: end})
+	}
+	return out
+}
+
+func (t *txn) finish(state txnState) {
+	if t.hasRV {
+		t.s.releaseReadVersion(t)
+		t.hasRV = false
+	}
+	t.state = state
+}
+
+// Cancel implements kv.Transaction.
+func (t *txn) Cancel() {
+	if t.state == txnActive {
+		t.finish(txnCancelled)
+	}
+}
+
+// reset prepares the transaction for another attempt.
+func (t *txn) reset() {
+	if t.hasRV {
+		t.s.releaseReadVersion(t)
+	}
+	*t = txn{s: t.s, ctx: t.ctx, start: t.start, retries: t.retries, backoff: t.backoff}
+	t.snap.t = t
+}
+
+// OnError implements kv.Transaction.
+func (t *txn) OnError(err error) error {
+	if !kv.IsRetryable(err) || t.state == txnCancelled {
+		return err
+	}
+	if lim := t.s.cfg.RetryLimit; lim >= 0 && t.retries >= lim {
+		return err
+	}
+	t.retries++
+	if t.backoff == 0 {
+		t.backoff = t.s.cfg.InitialBackoff
+	} else if t.backoff = t.backoff * 2; t.backoff > t.s.cfg.MaxBackoff {
+		t.backoff = t.s.cfg.MaxBackoff
+	}
+	// Jitter in [backoff/2, backoff] spreads colliding retries apart.
+	wait := t.backoff/2 + rand.N(t.backoff/2+1)
+	timer := time.NewTimer(wait)
+	select {
+	case <-timer.C:
+	case <-t.ctx.Done():
+		timer.Stop()
+		return errors.Join(err, t.ctx.Err())
+	}
+	t.reset()
+	return nil
+}
+
+// snapshot is the view of a transaction whose reads record no conflicts.
+type snapshot struct {
+	t *txn
+}
+
+func (s *snapshot) Get(key []byte) ([]byte, error) { return s.t.get(key, true) }
+
+func (s *snapshot) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
+	return newRangeIter(s.t, r, opts, true)
+}
+
+func (s *snapshot) GetReadVersion() (int64, error) { return s.t.GetReadVersion() }
+func (s *snapshot) Snapshot() kv.ReadTransaction   { return s }
+func (s *snapshot) Context() context.Context       { return s.t.ctx }

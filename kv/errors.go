@@ -1,0 +1,143 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error is a FoundationDB error: a numeric code, as FoundationDB defines it,
+// and an optional detail. Two Errors match under errors.Is when their codes
+// are equal, so errors.Is(err, kv.ErrNotCommitted) works whatever the detail.
+type Error struct {
+	Code   int
+	Detail string
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("fdbqueue: %s (%d)", codeName(e.Code), e.Code)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// Is reports whether target is an *Error with the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// The errors engines return, by FoundationDB code.
+var (
+	// ErrTransactionTooOld is returned when a transaction reads or commits
+	// more than 5 seconds after its read version. Retryable.
+	ErrTransactionTooOld = &Error{Code: 1007}
+	// ErrFutureVersion is returned when a read version is not yet
+	// available on the storage servers. Retryable.
+	ErrFutureVersion = &Error{Code: 1009}
+	// ErrNotCommitted is returned by Commit when the transaction conflicted
+	// with another: something it read serializably was written after its
+	// read version. Nothing was written. Retryable.
+	ErrNotCommitted = &Error{Code: 1020}
+	// ErrCommitUnknownResult is returned by Commit when the transaction may
+	// or may not have been committed. Retryable, but a retry may apply the
+	// transaction twice unless it is idempotent.
+	ErrCommitUnknownResult = &Error{Code: 1021}
+	// ErrTransactionCancelled is returned when the transaction was
+	// cancelled, or its context was done.
+	ErrTransactionCancelled = &Error{Code: 1025}
+	// ErrTransactionTimedOut is returned when the transaction's timeout
+	// option expired. Not retryable.
+	ErrTransactionTimedOut = &Error{Code: 1031}
+	// ErrProcessBehind is returned when a storage server is too far behind.
+	// Retryable.
+	ErrProcessBehind = &Error{Code: 1037}
+	// ErrClientInvalidOperation is returned when a transaction is used in a
+	// way the API does not allow (after Commit, say).
+	ErrClientInvalidOperation = &Error{Code: 2000}
+	// ErrKeyOutsideLegalRange is returned when a write touches the system
+	// key space (keys starting with 0xff).
+	ErrKeyOutsideLegalRange = &Error{Code: 2004}
+	// ErrInvertedRange is returned when a range's end precedes its begin.
+	ErrInvertedRange = &Error{Code: 2005}
+	// ErrTransactionTooLarge is returned by Commit when the transaction's
+	// mutations and conflict ranges exceed 10,000,000 bytes.
+	ErrTransactionTooLarge = &Error{Code: 2101}
+	// ErrKeyTooLarge is returned by Commit when a written key exceeds
+	// 10,000 bytes.
+	ErrKeyTooLarge = &Error{Code: 2102}
+	// ErrValueTooLarge is returned by Commit when a written value exceeds
+	// 100,000 bytes.
+	ErrValueTooLarge = &Error{Code: 2103}
+)
+
+func codeName(code int) string {
+	switch code {
+	case 1007:
+		return "transaction_too_old: the transaction ran for more than 5 seconds"
+	case 1009:
+		return "future_version"
+	case 1020:
+		return "not_committed: transaction conflicted with another transaction"
+	case 1021:
+		return "commit_unknown_result: the transaction may or may not have committed"
+	case 1025:
+		return "transaction_cancelled"
+	case 1031:
+		return "transaction_timed_out"
+	case 1037:
+		return "process_behind"
+	case 2000:
+		return "client_invalid_operation"
+	case 2004:
+		return "key_outside_legal_range: keys starting with 0xff are reserved"
+	case 2005:
+		return "inverted_range"
+	case 2101:
+		return "transaction_too_large: a transaction may write at most 10,000,000 bytes"
+	case 2102:
+		return "key_too_large: keys are at most 10,000 bytes"
+	case 2103:
+		return "value_too_large: values are at most 100,000 bytes"
+	}
+	return "error"
+}
+
+// Code returns the FoundationDB error code in err's chain, or 0.
+func Code(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+// IsRetryable reports whether a transaction that failed with err may be
+// retried: FoundationDB's "retryable" predicate, that is not_committed
+// (1020), commit_unknown_result (1021), transaction_too_old (1007),
+// future_version (1009) and process_behind (1037). A retry after 1021 may
+// apply the transaction a second time; see IsMaybeCommitted.
+func IsRetryable(err error) bool {
+	switch Code(err) {
+	case 1007, 1009, 1020, 1021, 1037:
+		return true
+	}
+	return false
+}
+
+// IsMaybeCommitted reports whether err leaves it unknown whether the
+// transaction committed (commit_unknown_result, 1021).
+func IsMaybeCommitted(err error) bool {
+	return Code(err) == 1021
+}
+
+// IsRetryableNotCommitted reports whether err is retryable and the
+// transaction certainly did not commit.
+func IsRetryableNotCommitted(err error) bool {
+	return IsRetryable(err) && !IsMaybeCommitted(err)
+}
+
+// Errorf returns an *Error with code and a formatted detail, for engines.
+func Errorf(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
+}

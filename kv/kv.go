@@ -1,0 +1,266 @@
+// Package kv is the transaction contract that every fdbqueue engine
+// implements: FoundationDB's semantics, as the official Go bindings expose
+// them (database.go, transaction.go, snapshot.go, range.go in
+// github.com/apple/foundationdb/bindings/go/src/fdb), with reads made
+// synchronous and a context.Context bounding every transaction.
+//
+// # Transactions
+//
+// A transaction reads a consistent snapshot of the database as of its read
+// version, and buffers its writes until Commit. Reads see the transaction's
+// own writes (read-your-writes). Commit fails with ErrNotCommitted (1020) if
+// any key or range the transaction read serializably was written by a
+// transaction that committed after the read version. Reads through Snapshot()
+// record no read conflicts. Blind writes and atomic operations (Add,
+// CompareAndClear) never cause a conflict for the transaction doing them.
+//
+// # Retry contract
+//
+// Database.Transact runs its function in a transaction and commits it,
+// retrying retryable errors (IsRetryable) with backoff, bounded by the context
+// and a retry limit. The function may therefore run several times. It must
+// have no effects outside the transaction (or only idempotent ones), and must
+// not keep iterators or the transaction after it returns.
+//
+// # Limits
+//
+// Engines enforce FoundationDB's limits with its error codes: keys up to
+// 10,000 bytes (2102), values up to 100,000 bytes (2103), a transaction's
+// mutations and conflict ranges up to 10,000,000 bytes (2101), and a
+// transaction's reads up to 5 seconds after its read version (1007).
+//
+// # Byte slices
+//
+// Slices passed to Set and friends are copied. Slices returned by reads must
+// not be modified by the caller.
+package kv
+
+import (
+	"bytes"
+	"context"
+	"time"
+)
+
+// Limits, as FoundationDB enforces them.
+const (
+	MaxKeySize         = 10_000
+	MaxValueSize       = 100_000
+	MaxTransactionSize = 10_000_000
+	// MaxTransactionAge is how long after its read version a transaction
+	// may still read and commit (FoundationDB's MVCC window).
+	MaxTransactionAge = 5 * time.Second
+)
+
+// KeyValue is one key and its value.
+type KeyValue struct {
+	Key, Value []byte
+}
+
+// Range is the half-open key range [Begin, End).
+type Range struct {
+	Begin, End []byte
+}
+
+// PrefixRange returns the range of every key that starts with prefix.
+// An empty prefix gives the whole user key space, [ "", "\xff" ).
+func PrefixRange(prefix []byte) Range {
+	if len(prefix) == 0 {
+		return Range{Begin: []byte{}, End: []byte{0xff}}
+	}
+	return Range{Begin: clone(prefix), End: Strinc(prefix)}
+}
+
+// Contains reports whether key is in r.
+func (r Range) Contains(key []byte) bool {
+	return bytes.Compare(r.Begin, key) <= 0 && bytes.Compare(key, r.End) < 0
+}
+
+// KeyAfter returns the first key after k in key order (k + 0x00).
+func KeyAfter(k []byte) []byte {
+	out := make([]byte, len(k)+1)
+	copy(out, k)
+	return out
+}
+
+// Strinc returns the first key that does not have prefix as a prefix: prefix
+// with trailing 0xff bytes removed and its last byte incremented. It panics
+// if prefix is empty or all 0xff, like the bindings' fdb.Strinc errors.
+func Strinc(prefix []byte) []byte {
+	p := bytes.TrimRight(prefix, "\xff")
+	if len(p) == 0 {
+		panic("kv: Strinc of an empty or all-0xff key")
+	}
+	out := clone(p)
+	out[len(out)-1]++
+	return out
+}
+
+func clone(b []byte) []byte {
+	return append(make([]byte, 0, len(b)), b...)
+}
+
+// StreamingMode tells an engine how to batch a range read; it only affects
+// performance, never results. The names follow FoundationDB's.
+type StreamingMode int
+
+const (
+	// StreamingModeIterator starts with small batches and grows them: the
+	// right choice when the caller may stop early.
+	StreamingModeIterator StreamingMode = iota
+	// StreamingModeWantAll fetches large batches: the caller reads everything.
+	StreamingModeWantAll
+	// StreamingModeSmall fetches small batches.
+	StreamingModeSmall
+)
+
+// RangeOptions control a range read.
+type RangeOptions struct {
+	// Limit is the most key-values returned; 0 means no limit.
+	Limit int
+	// Reverse returns key-values from the end of the range backwards.
+	Reverse bool
+	// Mode is a batching hint.
+	Mode StreamingMode
+}
+
+// Iterator streams the key-values of a range read. It is not safe for
+// concurrent use, and is valid only while its transaction is.
+//
+//	it := tr.GetRange(r, kv.RangeOptions{})
+//	for it.Next() {
+//		kv := it.KeyValue()
+//	}
+//	if err := it.Err(); err != nil { ... }
+type Iterator interface {
+	// Next advances to the next key-value and reports whether there is one.
+	Next() bool
+	// KeyValue returns the current key-value.
+	KeyValue() KeyValue
+	// Err returns the error that stopped the iteration, if any.
+	Err() error
+}
+
+// ReadTransaction is the read half of a transaction.
+type ReadTransaction interface {
+	// Get returns the value of key, or nil if the key is absent.
+	Get(key []byte) ([]byte, error)
+	// GetRange reads the key-values in r in key order (or reverse order).
+	GetRange(r Range, opts RangeOptions) Iterator
+	// GetReadVersion returns the version the transaction reads at.
+	GetReadVersion() (int64, error)
+	// Snapshot returns a view of the same transaction whose reads add no
+	// read-conflict ranges. It still sees the transaction's own writes.
+	Snapshot() ReadTransaction
+	// Context returns the context bounding the transaction.
+	Context() context.Context
+}
+
+// Transaction reads and writes. Writes are buffered until Commit; errors in
+// them (a key too large, say) are reported by Commit, as FoundationDB does.
+type Transaction interface {
+	ReadTransaction
+	// Set writes value at key.
+	Set(key, value []byte)
+	// Clear removes key.
+	Clear(key []byte)
+	// ClearRange removes every key in r.
+	ClearRange(r Range)
+	// Add atomically adds delta to the little-endian 64-bit integer at key
+	// (FoundationDB's ADD mutation with an 8-byte parameter); an absent key
+	// counts as zero. It adds no read conflict.
+	Add(key []byte, delta int64)
+	// CompareAndClear atomically clears key if its value equals value
+	// (FoundationDB's COMPARE_AND_CLEAR). It adds no read conflict.
+	CompareAndClear(key, value []byte)
+	// AddReadConflictKey makes the transaction conflict with writes to key.
+	AddReadConflictKey(key []byte) error
+	// AddReadConflictRange makes the transaction conflict with writes in r.
+	AddReadConflictRange(r Range) error
+	// AddWriteConflictKey makes transactions that read key conflict with
+	// this one, as if it had written key.
+	AddWriteConflictKey(key []byte) error
+	// Commit applies the transaction's writes atomically, or fails.
+	Commit() error
+	// Cancel abandons the transaction; later calls fail.
+	Cancel()
+	// OnError decides what to do after err: for a retryable error within
+	// the retry limit and the context, it waits a backoff, resets the
+	// transaction for another attempt, and returns nil; otherwise it
+	// returns err.
+	OnError(err error) error
+}
+
+// Database is an engine's handle on one database.
+type Database interface {
+	// Transact runs fn in a transaction and commits it, retrying as
+	// OnError allows. See the package doc for the retry contract.
+	Transact(ctx context.Context, fn func(Transaction) error) error
+	// ReadTransact runs fn in a transaction that is not committed,
+	// retrying as OnError allows.
+	ReadTransact(ctx context.Context, fn func(ReadTransaction) error) error
+	// CreateTransaction opens a transaction that the caller commits or
+	// cancels. ctx bounds its whole life.
+	CreateTransaction(ctx context.Context) (Transaction, error)
+	// Close releases the handle.
+	Close() error
+}
+
+// Transact is the retry loop that engines use to implement
+// Database.Transact: run fn, commit, and on error ask OnError whether to try
+// again.
+func Transact(ctx context.Context, db Database, fn func(Transaction) error) error {
+	tr, err := db.CreateTransaction(ctx)
+	if err != nil {
+		return err
+	}
+	defer tr.Cancel()
+	for {
+		err = fn(tr)
+		if err == nil {
+			err = tr.Commit()
+			if err == nil {
+				return nil
+			}
+		}
+		if err = tr.OnError(err); err != nil {
+			return err
+		}
+	}
+}
+
+// ReadTransact is the retry loop for read-only transactions.
+func ReadTransact(ctx context.Context, db Database, fn func(ReadTransaction) error) error {
+	tr, err := db.CreateTransaction(ctx)
+	if err != nil {
+		return err
+	}
+	defer tr.Cancel()
+	for {
+		err = fn(tr)
+		if err == nil {
+			return nil
+		}
+		if err = tr.OnError(err); err != nil {
+			return err
+		}
+	}
+}
+
+// Collect reads a whole iterator into a slice.
+func Collect(it Iterator) ([]KeyValue, error) {
+	var out []KeyValue
+	for it.Next() {
+		out = append(out, it.KeyValue())
+	}
+	return out, it.Err()
+}
+
+// First returns the first key-value of r in the given direction, or ok false
+// if r is empty.
+func First(tr ReadTransaction, r Range, reverse bool) (kv KeyValue, ok bool, err error) {
+	it := tr.GetRange(r, RangeOptions{Limit: 1, Reverse: reverse})
+	if it.Next() {
+		return it.KeyValue(), true, nil
+	}
+	return KeyValue{}, false, it.Err()
+}
