@@ -86,7 +86,12 @@ func KeyAfter(k []byte) []byte {
 // with trailing 0xff bytes removed and its last byte incremented. It panics
 // if prefix is empty or all 0xff, like the bindings' fdb.Strinc errors.
 func Strinc(prefix []byte) []byte {
-	p := bytes.TrimRight(prefix, "\xff")
+	// Not bytes.TrimRight: it reads its cutset as UTF-8, and would trim
+	// any invalid byte (0xfd, say) along with 0xff.
+	p := prefix
+	for len(p) > 0 && p[len(p)-1] == 0xff {
+		p = p[:len(p)-1]
+	}
 	if len(p) == 0 {
 		panic("kv: Strinc of an empty or all-0xff key")
 	}

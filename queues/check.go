@@ -1,0 +1,105 @@
+package queues
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// Check verifies the queue's invariants in one read transaction: every item
+// decodes and has its id index entry and (for tasks) its cell and shape
+// entries; every index entry names a queued item; the directories list
+// exactly the non-empty cells and shapes; the counter equals the number of
+// items. It returns an error wrapping ErrCorrupt for the first violation.
+// It reads the whole queue: it is meant for tests and for offline checks.
+func (q *Queue) Check(tr kv.ReadTransaction) error {
+	type entryKey struct {
+		tag int
+		key string
+	}
+	expected := map[entryKey]bool{} // index entries the items imply
+	ids := map[int64]pos{}
+	var n int64
+
+	it := tr.GetRange(kv.PrefixRange(q.sub[tagItems]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
+	for it.Next() {
+		e := it.KeyValue()
+		item, p, err := q.decodeItem(e.Key, e.Value)
+		if err != nil {
+			return err
+		}
+		if _, dup := ids[p.id]; dup {
+			return fmt.Errorf("%w: id %d is queued twice", ErrCorrupt, p.id)
+		}
+		ids[p.id] = p
+		n++
+		if len(item.Resources) > 0 {
+			cell := cellsOf(item.Resources)
+			expected[entryKey{tagCells, string(appendInts(q.key(tagCells, cell...), p.prio, p.seq, p.id))}] = true
+			expected[entryKey{tagCellDir, string(q.key(tagCellDir, cell...))}] = true
+			expected[entryKey{tagShapes, string(appendInts(q.key(tagShapes, item.Resources...), p.prio, p.seq, p.id))}] = true
+			expected[entryKey{tagShapeDir, string(q.key(tagShapeDir, item.Resources...))}] = true
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+
+	// The id index, both ways.
+	seen := 0
+	it = tr.GetRange(kv.PrefixRange(q.sub[tagIDs]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
+	for it.Next() {
+		e := it.KeyValue()
+		id, _, err := tuple.DecodeInt(e.Key[len(q.sub[tagIDs]):])
+		if err != nil {
+			return fmt.Errorf("%w: id index key: %v", ErrCorrupt, err)
+		}
+		p, ok := ids[id]
+		if !ok {
+			return fmt.Errorf("%w: id index names item %d, which is not queued", ErrCorrupt, id)
+		}
+		want := appendInts(nil, p.seq)
+		if q.kind == Priority {
+			want = appendInts(nil, p.prio, p.seq)
+		}
+		if !bytes.Equal(e.Value, want) {
+			return fmt.Errorf("%w: id index of item %d points elsewhere", ErrCorrupt, id)
+		}
+		seen++
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if seen != len(ids) {
+		return fmt.Errorf("%w: %d items but %d id index entries", ErrCorrupt, len(ids), seen)
+	}
+
+	// The fit index and its directories hold exactly what the items imply.
+	for _, tag := range []int{tagCells, tagCellDir, tagShapes, tagShapeDir} {
+		it = tr.GetRange(kv.PrefixRange(q.sub[tag]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
+		for it.Next() {
+			k := entryKey{tag, string(it.KeyValue().Key)}
+			if !expected[k] {
+				return fmt.Errorf("%w: stray fit index key %x (tag %d)", ErrCorrupt, k.key, tag)
+			}
+			delete(expected, k)
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+	}
+	for k := range expected {
+		return fmt.Errorf("%w: missing fit index key %x (tag %d)", ErrCorrupt, k.key, k.tag)
+	}
+
+	count, err := q.Count(tr)
+	if err != nil {
+		return err
+	}
+	if count != n {
+		return fmt.Errorf("%w: counter says %d items, %d are queued", ErrCorrupt, count, n)
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+// Package queues implements FoundationDB's queue recipes over a kv
+// transaction: a FIFO queue, a priority queue (pop and peek of the minimum
+// and the maximum), and a task queue whose pop returns the best task that
+// fits a consumer's resources. Every function takes the transaction as a
+// parameter, so queue operations compose inside a caller's transaction, and
+// every function follows kv's retry contract (no effects outside the
+// transaction).
+//
+// # Key layout
+//
+// A queue lives under a key prefix P (a packed tuple). Every key below is P
+// followed by a packed tuple, so FoundationDB's tuple layer in any language
+// can read them:
+//
+//	P (0, seq, id)                  FIFO item -> (resources..., value)
+//	P (0, priority, seq, id)        priority item -> (resources..., value)
+//	P (1, id)                       id index -> (priority, seq) or (seq)
+//	P (2)                           item count, little-endian int64 (atomic ADD)
+//	P (3, cell..., priority, seq, id) fit index by cell -> ""
+//	P (4, cell...)                  cell directory -> "" (present while the cell holds tasks)
+//	P (5, shape..., priority, seq, id) fit index by exact resources -> ""
+//	P (6, shape...)                 shape directory -> ""
+//
+// seq is one more than the last seq in use (under the item's priority),
+// read with a snapshot read, so concurrent pushes never conflict; two pushes
+// that pick the same seq are told apart by their ids. The id is a random
+// positive int64 made outside the transaction (NewID), checked for
+// uniqueness inside it. FIFO tables use priority 0 in the fit index.
+//
+// # Order
+//
+// Min order serves the lowest priority first, Max order the highest. Within
+// one priority both serve the oldest first (lowest seq), unlike the recipe's
+// pop_max, which takes the newest. Pushes that run concurrently are ordered
+// by the seq their snapshot read gave them, then by id.
+//
+// # The fit index
+//
+// PopFit(limits) returns the first task in queue order whose every resource
+// is at most its limit. It runs in two steps:
+//
+//  1. It reads the first 16 items in queue order. If one fits, it is the
+//     answer: when many tasks fit, this is all it takes.
+//  2. Otherwise it consults the index. Each task is filed under its cell, the
+//     vector of its resources quantised (exact below 16, then 8 buckets per
+//     power of two, so a cell spans at most 1/8 of its values), and under its
+//     exact resource vector (shape). Directories list the cells and shapes in
+//     use. A skip-scan of the cell directory visits only cells whose lower
+//     corner fits; a cell entirely inside the limits contributes its head
+//     (its best task in queue order, one read); a cell that straddles a
+//     limit is resolved through the shape directory, inside the cell, where
+//     every fitting shape contributes its head. The best head wins.
+//
+// The cost of step 2 depends on the number of distinct cells (and, at the
+// limits' boundary, shapes) that may fit, never on the number of tasks: when
+// the only fitting task is the last of millions, a pop is a few dozen small
+// range reads. The answer is exact: never a lower-priority task while a
+// higher-priority one fits, never a newer one while an older one of the same
+// priority fits.
+//
+// # Concurrency
+//
+// Pops read what they remove serializably, so two concurrent pops never
+// return the same item: one of them fails with a conflict and retries. Pops
+// read the directories and heads serializably too, so a pop that commits
+// after a better task was pushed conflicts and retries instead of returning
+// the worse one. Pushes read only the id and directory keys serializably,
+// and write a directory key only when it is absent, so pushes conflict with
+// each other only when two create the same cell at once.
+package queues
