@@ -19,7 +19,7 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 		tag int
 		key string
 	}
-	expected := map[entryKey]bool{} // index entries the items imply
+	expected := map[entryKey]string{} // index entries the items imply, with their values
 	ids := map[int64]pos{}
 	var n int64
 
@@ -37,10 +37,10 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 		n++
 		if len(item.Resources) > 0 {
 			cell := cellsOf(item.Resources)
-			expected[entryKey{tagCells, string(appendInts(q.key(tagCells, cell...), p.prio, p.seq, p.id))}] = true
-			expected[entryKey{tagCellDir, string(q.key(tagCellDir, cell...))}] = true
-			expected[entryKey{tagShapes, string(appendInts(q.key(tagShapes, item.Resources...), p.prio, p.seq, p.id))}] = true
-			expected[entryKey{tagShapeDir, string(q.key(tagShapeDir, item.Resources...))}] = true
+			expected[entryKey{tagCells, string(appendInts(q.key(tagCells, cell...), p.prio, p.seq, p.id))}] = string(appendInts(nil, item.Resources...))
+			expected[entryKey{tagCellDir, string(q.key(tagCellDir, cell...))}] = ""
+			expected[entryKey{tagShapes, string(appendInts(q.key(tagShapes, item.Resources...), p.prio, p.seq, p.id))}] = ""
+			expected[entryKey{tagShapeDir, string(q.key(tagShapeDir, item.Resources...))}] = ""
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -81,8 +81,12 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 		it = tr.GetRange(kv.PrefixRange(q.sub[tag]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
 		for it.Next() {
 			k := entryKey{tag, string(it.KeyValue().Key)}
-			if !expected[k] {
+			want, ok := expected[k]
+			if !ok {
 				return fmt.Errorf("%w: stray fit index key %x (tag %d)", ErrCorrupt, k.key, tag)
+			}
+			if want != string(it.KeyValue().Value) {
+				return fmt.Errorf("%w: fit index key %x holds the wrong resources", ErrCorrupt, k.key)
 			}
 			delete(expected, k)
 		}

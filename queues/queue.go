@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/tuple"
@@ -78,8 +79,11 @@ const (
 )
 
 // scanBudget is how many items a fit pop reads in queue order before it
-// turns to the index.
-const scanBudget = 16
+// turns to the index. Reading an item inside a batched range read costs
+// about a tenth of an index head read, and a fit pop through the index reads
+// one head per fitting cell, so the scan pays while a fit is likely among
+// the first hundred or so items.
+const scanBudget = 128
 
 // Queue is one queue's place in the key space and its shape. It holds no
 // state of its own: every method works through the transaction it is given.
@@ -331,7 +335,9 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64) error {
 	if err := ensureDir(tr, q.key(tagCellDir, cell...)); err != nil {
 		return err
 	}
-	tr.Set(appendInts(q.key(tagCells, cell...), p.prio, p.seq, p.id), nil)
+	// The entry carries the task's resources, so that a cell straddling a
+	// limit can be scanned without reading the items.
+	tr.Set(appendInts(q.key(tagCells, cell...), p.prio, p.seq, p.id), appendInts(nil, res...))
 	if err := ensureDir(tr, q.key(tagShapeDir, res...)); err != nil {
 		return err
 	}
@@ -414,47 +420,64 @@ func (q *Queue) Pop(tr kv.Transaction, order Order) (Item, bool, error) {
 // Scan calls fn with the queue's items in order until fn returns false or an
 // error. It streams: the queue is never loaded whole.
 func (q *Queue) Scan(tr kv.ReadTransaction, order Order, fn func(Item) (bool, error)) error {
-	_, err := q.scan(tr, order, func(it Item, _ pos) (bool, error) { return fn(it) })
+	_, err := q.scan(tr, order, func(e kv.KeyValue, _ pos) (bool, error) {
+		it, _, err := q.decodeItem(e.Key, e.Value)
+		if err != nil {
+			return false, err
+		}
+		return fn(it)
+	})
 	return err
 }
 
 // scan is Scan with positions; it also reports whether fn stopped it.
-func (q *Queue) scan(tr kv.ReadTransaction, order Order, fn func(Item, pos) (bool, error)) (stopped bool, err error) {
+func (q *Queue) scan(tr kv.ReadTransaction, order Order, fn func(kv.KeyValue, pos) (bool, error)) (stopped bool, err error) {
+	prefix := q.sub[tagItems]
+	return scanOrdered(tr, prefix, q.kind == Priority && order == Max, q.decodeItemKey, func(p pos) []byte {
+		return tuple.AppendInt(bytes.Clone(prefix), p.prio)
+	}, fn)
+}
+
+// scanOrdered visits the keys under prefix in queue order: key order, or,
+// for maxFirst, priorities from the highest down, each in key order (oldest
+// first). decode gives a key's position; under gives the prefix of a
+// position's priority.
+func scanOrdered(tr kv.ReadTransaction, prefix []byte, maxFirst bool, decode func([]byte) (pos, error),
+	under func(pos) []byte, fn func(kv.KeyValue, pos) (bool, error)) (stopped bool, err error) {
 	visit := func(r kv.Range) (bool, error) {
 		it := tr.GetRange(r, kv.RangeOptions{})
 		for it.Next() {
 			e := it.KeyValue()
-			item, p, err := q.decodeItem(e.Key, e.Value)
+			p, err := decode(e.Key)
 			if err != nil {
 				return true, err
 			}
-			more, err := fn(item, p)
+			more, err := fn(e, p)
 			if err != nil || !more {
 				return true, err
 			}
 		}
 		return false, it.Err()
 	}
-	items := kv.PrefixRange(q.sub[tagItems])
-	if q.kind == FIFO || order == Min {
-		return visit(items)
+	all := kv.PrefixRange(prefix)
+	if !maxFirst {
+		return visit(all)
 	}
-	// Max order: priorities from the highest down, each oldest first.
-	end := items.End
+	end := all.End
 	for {
-		last, ok, err := kv.First(tr, kv.Range{Begin: items.Begin, End: end}, true)
+		last, ok, err := kv.First(tr, kv.Range{Begin: all.Begin, End: end}, true)
 		if err != nil || !ok {
 			return false, err
 		}
-		p, err := q.decodeItemKey(last.Key)
+		p, err := decode(last.Key)
 		if err != nil {
 			return true, err
 		}
-		under := kv.PrefixRange(q.key(tagItems, p.prio))
-		if stopped, err := visit(under); stopped || err != nil {
+		r := kv.PrefixRange(under(p))
+		if stopped, err := visit(r); stopped || err != nil {
 			return stopped, err
 		}
-		end = under.Begin
+		end = r.Begin
 	}
 }
 
@@ -494,10 +517,21 @@ func (q *Queue) findFit(tr kv.ReadTransaction, order Order, limits []int64) (Ite
 	var foundPos pos
 	var ok bool
 	n := 0
-	stopped, err := q.scan(tr, order, func(it Item, p pos) (bool, error) {
-		if fits(it.Resources, limits) {
-			found, foundPos, ok = it, p, true
-			return false, nil
+	res := make([]int64, len(limits))
+	stopped, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
+		// Only the resources, without allocating, for items that do not fit.
+		rest := e.Value
+		for i := range res {
+			v, r, err := tuple.DecodeInt(rest)
+			if err != nil {
+				return false, fmt.Errorf("%w: item %d has a malformed resource", ErrCorrupt, p.id)
+			}
+			res[i], rest = v, r
+		}
+		if fits(res, limits) {
+			it, _, err := q.decodeItem(e.Key, e.Value)
+			found, foundPos, ok = it, p, err == nil
+			return false, err
 		}
 		n++
 		return n < scanBudget, nil
@@ -528,44 +562,94 @@ func (q *Queue) findFit(tr kv.ReadTransaction, order Order, limits []int64) (Ite
 	return it, p, true, nil
 }
 
+// straddleBudget is how many entries of a cell straddling a limit a fit pop
+// reads in queue order before it resolves the cell through its exact shapes.
+const straddleBudget = 64
+
 // bestFromIndex finds the best fitting task through the cell and shape
-// directories.
+// directories. Cells wholly inside the limits give their heads first; then
+// each cell straddling a limit is read in queue order, only as far as it can
+// still beat the best head found, and at most straddleBudget entries, past
+// which its fitting shapes are visited instead.
 func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64) (pos, bool, error) {
 	d := len(limits)
 	var best pos
 	found := false
-	consider := func(prefix []byte) error {
-		p, ok, err := q.head(tr, prefix, order)
-		if err != nil || !ok {
-			return err
-		}
+	offer := func(p pos) {
 		if !found || better(p, best, order) {
 			best, found = p, true
 		}
-		return nil
+	}
+	consider := func(prefix []byte) error {
+		p, ok, err := q.head(tr, prefix, order)
+		if ok {
+			offer(p)
+		}
+		return err
 	}
 	noMin := make([]int64, d)
 	for i := range noMin {
 		noMin[i] = math.MinInt64
 	}
+	var straddling [][]int64
 	err := skipScan(tr, q.sub[tagCellDir], noMin, limits, func(cell []int64) error {
-		inside := true
+		for i, c := range cell {
+			if cellHigh(c) > limits[i] {
+				straddling = append(straddling, slices.Clone(cell))
+				return nil
+			}
+		}
+		return consider(q.key(tagCells, cell...))
+	})
+	if err != nil {
+		return pos{}, false, err
+	}
+	res := make([]int64, d)
+	for _, cell := range straddling {
+		prefix := q.key(tagCells, cell...)
+		n := 0
+		stopped, err := scanOrdered(tr, prefix, q.kind == Priority && order == Max,
+			func(k []byte) (pos, error) {
+				var v [3]int64
+				err := decodeInts(k[len(prefix):], v[:])
+				return pos{prio: v[0], seq: v[1], id: v[2]}, err
+			},
+			func(p pos) []byte { return tuple.AppendInt(bytes.Clone(prefix), p.prio) },
+			func(e kv.KeyValue, p pos) (bool, error) {
+				if found && !better(p, best, order) {
+					return false, nil // nothing further in this cell can win
+				}
+				if n++; n > straddleBudget {
+					return false, nil
+				}
+				if err := decodeInts(e.Value, res); err != nil {
+					return false, err
+				}
+				if fits(res, limits) {
+					offer(p)
+					return false, nil
+				}
+				return true, nil
+			})
+		if err != nil {
+			return pos{}, false, err
+		}
+		if !stopped || n <= straddleBudget {
+			continue
+		}
+		// Over budget: the cell's fitting shapes, exactly.
 		lo, hi := make([]int64, d), make([]int64, d)
 		for i, c := range cell {
 			lo[i], hi[i] = c, min(cellHigh(c), limits[i])
-			if cellHigh(c) > limits[i] {
-				inside = false
-			}
 		}
-		if inside {
-			return consider(q.key(tagCells, cell...))
-		}
-		// The cell straddles a limit: its fitting shapes, exactly.
-		return skipScan(tr, q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
+		err = skipScan(tr, q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
 			return consider(q.key(tagShapes, shape...))
 		})
-	})
-	return best, found, err
+		if err != nil {
+			return pos{}, false, err
+		}
+	}
+	return best, found, nil
 }
 
 // head returns the best index entry under prefix (a cell or a shape).
