@@ -214,27 +214,16 @@ type Database interface {
 // Database.Transact: run fn, commit, and on error ask OnError whether to try
 // again.
 func Transact(ctx context.Context, db Database, fn func(Transaction) error) error {
-	tr, err := db.CreateTransaction(ctx)
-	if err != nil {
-		return err
-	}
-	defer tr.Cancel()
-	for {
-		err = fn(tr)
-		if err == nil {
-			err = tr.Commit()
-			if err == nil {
-				return nil
-			}
-		}
-		if err = tr.OnError(err); err != nil {
-			return err
-		}
-	}
+	return retry(ctx, db, fn, true)
 }
 
-// ReadTransact is the retry loop for read-only transactions.
+// ReadTransact is the retry loop for read-only transactions: as Transact,
+// without the commit.
 func ReadTransact(ctx context.Context, db Database, fn func(ReadTransaction) error) error {
+	return retry(ctx, db, func(tr Transaction) error { return fn(tr) }, false)
+}
+
+func retry(ctx context.Context, db Database, fn func(Transaction) error, commit bool) error {
 	tr, err := db.CreateTransaction(ctx)
 	if err != nil {
 		return err
@@ -243,7 +232,12 @@ func ReadTransact(ctx context.Context, db Database, fn func(ReadTransaction) err
 	for {
 		err = fn(tr)
 		if err == nil {
-			return nil
+			if !commit {
+				return nil
+			}
+			if err = tr.Commit(); err == nil {
+				return nil
+			}
 		}
 		if err = tr.OnError(err); err != nil {
 			return err
