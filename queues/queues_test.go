@@ -619,3 +619,56 @@ func TestCheckFindsCorruption(t *testing.T) {
 	err := db.ReadTransact(bg, func(tr kv.ReadTransaction) error { return q.Check(tr) })
 	require.True(t, errors.Is(err, queues.ErrCorrupt), "got %v", err)
 }
+
+// TestPushesDoNotConflict: pushes into the same queue, priority and cell,
+// open at the same time, all commit.
+func TestPushesDoNotConflict(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority, "cpu", "mem")
+	push(t, db, q, 1, "existing", 2, 100) // the cell exists
+	var trs []kv.Transaction
+	for i := 0; i < 4; i++ {
+		tr, err := db.CreateTransaction(bg)
+		require.NoError(t, err)
+		defer tr.Cancel()
+		require.NoError(t, q.Push(tr, queues.Item{ID: queues.NewID(), Priority: 1, Resources: []int64{2, 100}, Value: []byte(fmt.Sprint(i))}))
+		trs = append(trs, tr)
+	}
+	for _, tr := range trs {
+		require.NoError(t, tr.Commit())
+	}
+	require.Equal(t, int64(5), count(t, db, q))
+}
+
+// TestFitPopConflictsWithBetterPush: a fit pop that read the queue before a
+// better fitting task was committed must not commit its worse answer.
+func TestFitPopConflictsWithBetterPush(t *testing.T) {
+	t.Parallel()
+	for _, viaIndex := range []bool{false, true} {
+		db, q := setup(t, queues.Priority, "cpu", "mem")
+		if viaIndex {
+			// Enough non-fitting tasks up front that the pop uses the index.
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				for i := 0; i < 300; i++ {
+					if err := q.Push(tr, queues.Item{ID: queues.NewID(), Priority: 9, Resources: []int64{64, 1 << 20}}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+		}
+		push(t, db, q, 1, "worse", 1, 100)
+		popper, err := db.CreateTransaction(bg)
+		require.NoError(t, err)
+		it, ok, err := q.PopFit(popper, queues.Max, []int64{4, 1000})
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "worse", string(it.Value))
+
+		push(t, db, q, 5, "better", 3, 900) // another cell, higher priority
+		require.ErrorIs(t, popper.Commit(), kv.ErrNotCommitted, "viaIndex=%v", viaIndex)
+		v, ok := popFit(t, db, q, queues.Max, 4, 1000)
+		require.True(t, ok)
+		require.Equal(t, "better", v)
+	}
+}
