@@ -331,11 +331,13 @@ func (s *store) horizonLocked(now time.Time) uint64 {
 	return h
 }
 
-// get returns the value of key at rv.
-func (s *store) get(rv uint64, key []byte) ([]byte, bool) {
-	probe := entry{key: key}
+// get returns the value of key at rv. probe is the caller's scratch entry
+// for the lookup.
+func (s *store) get(rv uint64, key []byte, probe *entry) ([]byte, bool) {
+	probe.key = key
 	s.mu.RLock()
-	e, ok := s.tree.Get(&probe)
+	e, ok := s.tree.Get(probe)
+	probe.key = nil
 	var val []byte
 	if ok {
 		val, ok = e.at(rv)

@@ -116,6 +116,10 @@ type txn struct {
 	retries int
 	backoff time.Duration
 	snap    snapshot
+
+	// Probes for tree lookups, kept here so that lookups do not allocate.
+	wprobe write
+	eprobe entry
 }
 
 var _ kv.Transaction = (*txn)(nil)
@@ -185,7 +189,9 @@ func (t *txn) findWrite(key []byte) *write {
 	if t.writes == nil {
 		return nil
 	}
-	w, _ := t.writes.Get(&write{key: key})
+	t.wprobe.key = key
+	w, _ := t.writes.Get(&t.wprobe)
+	t.wprobe.key = nil
 	return w
 }
 
@@ -213,7 +219,7 @@ func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
 	if w == nil && t.inClears(key) {
 		return nil, nil
 	}
-	v, ok := t.s.get(t.rv, key)
+	v, ok := t.s.get(t.rv, key, &t.eprobe)
 	if !snapshot {
 		t.addRead(span{begin: slices.Clone(key)})
 	}
