@@ -1,0 +1,187 @@
+// Package parser turns fdbqueue's SQL dialect into small statement types.
+//
+// It is the only package that imports github.com/xwb1989/sqlparser: it runs
+// sqlparser's tokenizer over the text first (to recognise FOR POP, IF NOT
+// EXISTS and the few spellings sqlparser does not accept), then
+// sqlparser.ParseStrictDDL (which, unlike Parse, fails on partial DDL and
+// never logs), and converts the tree into the types below. Anything outside
+// the dialect is an error that names what was not understood and what is
+// supported. Parsed statements are cached by their text (see Parse).
+package parser
+
+// Statement is one parsed statement: *CreateTable, *DropTable, *Insert,
+// *Select, *Delete, *Update, *Begin, *Commit or *Rollback.
+type Statement interface{ statement() }
+
+// Type is a column type.
+type Type uint8
+
+// Column types.
+const (
+	TypeInt Type = iota + 1
+	TypeFloat
+	TypeText
+	TypeBlob
+	TypeBool
+	TypeTimestamp
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeInt:
+		return "INT"
+	case TypeFloat:
+		return "DOUBLE"
+	case TypeText:
+		return "TEXT"
+	case TypeBlob:
+		return "BLOB"
+	case TypeBool:
+		return "BOOLEAN"
+	case TypeTimestamp:
+		return "TIMESTAMP"
+	}
+	return "?"
+}
+
+// Column is a column definition.
+type Column struct {
+	Name    string
+	Type    Type
+	Length  int // VARCHAR(n), VARBINARY(n): the most bytes; 0 for no limit
+	NotNull bool
+	// Default is the DEFAULT literal, or nil. A DEFAULT NULL is a Value
+	// of kind ValueNull.
+	Default *Value
+}
+
+// CreateTable is CREATE TABLE [IF NOT EXISTS] name (columns [, INDEX name (cols)]).
+type CreateTable struct {
+	Name        string
+	IfNotExists bool
+	Columns     []Column
+	// Index lists the resource columns of the fit index, in order; empty
+	// without INDEX.
+	Index     []string
+	IndexName string
+}
+
+// DropTable is DROP TABLE [IF EXISTS] name.
+type DropTable struct {
+	Name     string
+	IfExists bool
+}
+
+// ValueKind says what a Value holds.
+type ValueKind uint8
+
+// Value kinds.
+const (
+	ValueNull ValueKind = iota
+	ValueInt
+	ValueFloat
+	ValueString
+	ValueBytes
+	ValueBool
+	// ValueArg is a placeholder, bound at execution.
+	ValueArg
+)
+
+// Value is a literal or a placeholder.
+type Value struct {
+	Kind  ValueKind
+	Int   int64
+	Float float64
+	Str   string // ValueString; ValueBytes holds its bytes here too
+	Bool  bool
+	// Placeholders: Ordinal (1-based) for ?, Name for :name.
+	Ordinal int
+	Name    string
+}
+
+// Op is a comparison operator.
+type Op uint8
+
+// Comparison operators.
+const (
+	OpEq Op = iota + 1
+	OpNe
+	OpLt
+	OpLe
+	OpGt
+	OpGe
+)
+
+func (o Op) String() string {
+	return [...]string{"", "=", "!=", "<", "<=", ">", ">="}[o]
+}
+
+// Cond is one comparison of a WHERE conjunction: Column Op Value.
+type Cond struct {
+	Column string
+	Op     Op
+	Value  Value
+}
+
+// OrderBy is ORDER BY column [ASC|DESC].
+type OrderBy struct {
+	Column string
+	Desc   bool
+}
+
+// Insert is INSERT INTO table [(columns)] VALUES (...), ....
+type Insert struct {
+	Table   string
+	Columns []string // nil: all columns, in table order
+	Rows    [][]Value
+}
+
+// Select is SELECT columns|*|COUNT(*) FROM table [WHERE] [ORDER BY] [LIMIT] [FOR POP].
+type Select struct {
+	Table   string
+	Star    bool
+	Columns []string
+	Count   bool
+	Where   []Cond
+	OrderBy *OrderBy
+	Limit   *Value // nil: no LIMIT
+	ForPop  bool
+}
+
+// Delete is DELETE FROM table [WHERE] [ORDER BY] [LIMIT].
+type Delete struct {
+	Table   string
+	Where   []Cond
+	OrderBy *OrderBy
+	Limit   *Value
+}
+
+// Assignment is one SET column = value.
+type Assignment struct {
+	Column string
+	Value  Value
+}
+
+// Update is UPDATE table SET ... WHERE ....
+type Update struct {
+	Table string
+	Set   []Assignment
+	Where []Cond
+}
+
+// Begin, Commit and Rollback control an explicit transaction.
+type (
+	Begin    struct{}
+	Commit   struct{}
+	Rollback struct{}
+)
+
+func (*CreateTable) statement() {}
+func (*DropTable) statement()   {}
+func (*Insert) statement()      {}
+func (*Select) statement()      {}
+func (*Delete) statement()      {}
+func (*Update) statement()      {}
+func (*Begin) statement()       {}
+func (*Commit) statement()      {}
+func (*Rollback) statement()    {}

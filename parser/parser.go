@@ -1,0 +1,741 @@
+package parser
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/xwb1989/sqlparser"
+)
+
+// ErrSyntax is returned (wrapped, with the position and what is supported)
+// for text the dialect does not accept.
+var ErrSyntax = errors.New("fdbqueue: SQL not understood")
+
+// ErrUnsupported is returned (wrapped) for valid SQL outside the dialect.
+var ErrUnsupported = errors.New("fdbqueue: not supported")
+
+// Supported summarises the dialect for error messages.
+const Supported = "supported: CREATE TABLE [IF NOT EXISTS], DROP TABLE [IF EXISTS], " +
+	"INSERT INTO t [(cols)] VALUES (...), SELECT cols|*|COUNT(*) FROM t [WHERE] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP], " +
+	"DELETE FROM t [WHERE] [ORDER BY priority] [LIMIT n], UPDATE t SET priority = v WHERE id = v, BEGIN, COMMIT, ROLLBACK"
+
+// MaxStatementSize bounds the text Parse accepts.
+const MaxStatementSize = 1 << 20
+
+// Parsed is a parsed statement with what its placeholders need.
+type Parsed struct {
+	Stmt Statement
+	// NumInput is the number of ? placeholders, or -1 when the statement
+	// uses :name placeholders (their names are in Names).
+	NumInput int
+	Names    []string
+}
+
+// CacheSize is how many parsed statements the cache keeps.
+const CacheSize = 4096
+
+var cache, _ = lru.New[string, *Parsed](CacheSize)
+
+// Parse parses one statement, through a bounded cache keyed by the text: a
+// statement seen before is not parsed again. The result is shared and must
+// not be modified.
+func Parse(sql string) (*Parsed, error) {
+	if p, ok := cache.Get(sql); ok {
+		return p, nil
+	}
+	p, err := parse(sql)
+	if err != nil {
+		return nil, err
+	}
+	cache.Add(sql, p)
+	return p, nil
+}
+
+// token is one token of the text, with the segment of the text it came from
+// (its leading blanks included).
+type token struct {
+	typ        int
+	val        string
+	start, end int
+}
+
+func tokenize(sql string) ([]token, error) {
+	tz := sqlparser.NewStringTokenizer(sql)
+	var toks []token
+	for {
+		before := tz.Position
+		typ, val := tz.Scan()
+		if typ == 0 {
+			break
+		}
+		if typ == sqlparser.LEX_ERROR {
+			return nil, fmt.Errorf("%w: syntax error at position %d: unterminated or invalid token near %q; %s", ErrSyntax, tz.Position, val, Supported)
+		}
+		start, end := max(before-1, 0), max(tz.Position-1, 0)
+		if end > len(sql) {
+			end = len(sql)
+		}
+		toks = append(toks, token{typ: typ, val: string(val), start: start, end: end})
+	}
+	return toks, nil
+}
+
+// prepass recognises what sqlparser does not: a trailing FOR POP, CREATE
+// TABLE IF NOT EXISTS, BOOL/BOOLEAN column types, negative and boolean
+// DEFAULTs, and unnamed indexes. It returns the text for sqlparser.
+type prepass struct {
+	forPop      bool
+	ifNotExists bool
+	boolCols    map[string]bool
+	positional  int // ? placeholders
+	named       bool
+}
+
+func (pp *prepass) run(sql string, toks []token) (string, error) {
+	var code []int // indexes of non-comment tokens
+	for i, t := range toks {
+		if t.typ != sqlparser.COMMENT {
+			code = append(code, i)
+		}
+	}
+	tokAt := func(k int) token {
+		if k < 0 || k >= len(code) {
+			return token{}
+		}
+		return toks[code[k]]
+	}
+	n := len(code)
+	if n > 0 && tokAt(n-1).typ == ';' {
+		n--
+	}
+	replace := map[int]string{} // token index -> replacement text
+	drop := map[int]bool{}
+
+	// Placeholders: ? becomes :vN in sqlparser; :name stays.
+	for _, i := range code[:n] {
+		t := toks[i]
+		if t.typ == sqlparser.VALUE_ARG {
+			if strings.HasSuffix(strings.TrimSpace(sql[t.start:t.end]), "?") {
+				pp.positional++
+			} else {
+				pp.named = true
+			}
+		}
+		if t.typ == sqlparser.LIST_ARG {
+			return "", fmt.Errorf("%w: list placeholders (::name); %s", ErrUnsupported, Supported)
+		}
+	}
+	if pp.positional > 0 && pp.named {
+		return "", fmt.Errorf("%w: a statement uses either ? or :name placeholders, not both", ErrUnsupported)
+	}
+
+	// FOR POP at the end of a SELECT.
+	if n >= 2 && tokAt(n-2).typ == sqlparser.FOR {
+		last := tokAt(n - 1)
+		if last.typ == sqlparser.ID && strings.EqualFold(last.val, "pop") {
+			pp.forPop = true
+			drop[code[n-2]], drop[code[n-1]] = true, true
+		} else if last.typ != sqlparser.UPDATE {
+			return "", fmt.Errorf("%w: trailing clause FOR %s; the only trailing clause is FOR POP", ErrUnsupported, strings.ToUpper(last.val))
+		}
+	}
+
+	if n >= 2 && tokAt(0).typ == sqlparser.CREATE && tokAt(1).typ == sqlparser.TABLE {
+		k := 2
+		if tokAt(2).typ == sqlparser.IF && tokAt(3).typ == sqlparser.NOT && tokAt(4).typ == sqlparser.EXISTS {
+			pp.ifNotExists = true
+			drop[code[2]], drop[code[3]], drop[code[4]] = true, true, true
+			k = 5
+		}
+		pp.boolCols = map[string]bool{}
+		for ; k < n; k++ {
+			t, prev := tokAt(k), tokAt(k-1)
+			switch {
+			case (t.typ == sqlparser.BOOL || t.typ == sqlparser.BOOLEAN) && prev.typ == sqlparser.ID:
+				// A column type: sqlparser knows BIT, which we read back as BOOLEAN.
+				replace[code[k]] = " bit"
+				pp.boolCols[strings.ToLower(prev.val)] = true
+			case t.typ == sqlparser.DEFAULT:
+				v := tokAt(k + 1)
+				switch {
+				case v.typ == '-' && (tokAt(k+2).typ == sqlparser.INTEGRAL || tokAt(k+2).typ == sqlparser.FLOAT):
+					replace[code[k+1]] = " '-" + tokAt(k+2).val + "'"
+					drop[code[k+2]] = true
+					k += 2
+				case v.typ == sqlparser.TRUE || v.typ == sqlparser.FALSE:
+					replace[code[k+1]] = " '" + strings.ToLower(v.val) + "'"
+					k++
+				}
+			case (t.typ == sqlparser.INDEX || t.typ == sqlparser.KEY) && tokAt(k+1).typ == '(' &&
+				prev.typ != sqlparser.PRIMARY && prev.typ != sqlparser.UNIQUE && prev.typ != sqlparser.SPATIAL && prev.typ != sqlparser.FULLTEXT:
+				replace[code[k]] = " INDEX fit"
+			}
+		}
+	}
+
+	if len(replace) == 0 && len(drop) == 0 {
+		return sql, nil
+	}
+	var b strings.Builder
+	for i, t := range toks {
+		switch {
+		case drop[i]:
+		case replace[i] != "":
+			b.WriteString(replace[i])
+		default:
+			b.WriteString(sql[t.start:t.end])
+		}
+	}
+	return b.String(), nil
+}
+
+func parse(sql string) (*Parsed, error) {
+	if len(sql) > MaxStatementSize {
+		return nil, fmt.Errorf("%w: statement of %d bytes (at most %d)", ErrUnsupported, len(sql), MaxStatementSize)
+	}
+	if strings.TrimSpace(strings.TrimRight(strings.TrimSpace(sql), ";")) == "" {
+		return nil, fmt.Errorf("%w: empty statement; %s", ErrSyntax, Supported)
+	}
+	toks, err := tokenize(sql)
+	if err != nil {
+		return nil, err
+	}
+	var pp prepass
+	text, err := pp.run(sql, toks)
+	if err != nil {
+		return nil, err
+	}
+	if semis := countStatements(toks); semis > 1 {
+		return nil, fmt.Errorf("%w: %d statements in one call; send one statement at a time", ErrUnsupported, semis)
+	}
+	tree, err := sqlparser.ParseStrictDDL(text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v; %s", ErrSyntax, err, Supported)
+	}
+	c := converter{pp: &pp}
+	st, err := c.statement(tree)
+	if err != nil {
+		return nil, err
+	}
+	if sel, ok := st.(*Select); ok {
+		sel.ForPop = pp.forPop
+		if sel.ForPop && sel.Limit == nil {
+			return nil, fmt.Errorf("%w: FOR POP needs a LIMIT (how many rows to pop)", ErrUnsupported)
+		}
+		if sel.ForPop && sel.Count {
+			return nil, fmt.Errorf("%w: SELECT COUNT(*) ... FOR POP; pop rows, then count them", ErrUnsupported)
+		}
+	} else if pp.forPop {
+		return nil, fmt.Errorf("%w: FOR POP ends a SELECT", ErrUnsupported)
+	}
+	p := &Parsed{Stmt: st, NumInput: pp.positional}
+	if pp.named {
+		p.NumInput = -1
+		p.Names = c.names
+	}
+	return p, nil
+}
+
+// countStatements counts the statements in the token stream: text after a
+// semicolon is a second statement.
+func countStatements(toks []token) int {
+	n, pending := 0, false
+	for _, t := range toks {
+		switch t.typ {
+		case sqlparser.COMMENT:
+		case ';':
+			if pending {
+				n++
+			}
+			pending = false
+		default:
+			pending = true
+		}
+	}
+	if pending {
+		n++
+	}
+	return n
+}
+
+// converter turns sqlparser's tree into ours.
+type converter struct {
+	pp    *prepass
+	names []string
+	seen  map[string]bool
+}
+
+func unsupported(format string, args ...any) error {
+	return fmt.Errorf("%w: %s; %s", ErrUnsupported, fmt.Sprintf(format, args...), Supported)
+}
+
+func (c *converter) statement(tree sqlparser.Statement) (Statement, error) {
+	switch s := tree.(type) {
+	case *sqlparser.DDL:
+		return c.ddl(s)
+	case *sqlparser.Insert:
+		return c.insert(s)
+	case *sqlparser.Select:
+		return c.selectStmt(s)
+	case *sqlparser.Delete:
+		return c.delete(s)
+	case *sqlparser.Update:
+		return c.update(s)
+	case *sqlparser.Begin:
+		return &Begin{}, nil
+	case *sqlparser.Commit:
+		return &Commit{}, nil
+	case *sqlparser.Rollback:
+		return &Rollback{}, nil
+	case *sqlparser.Union, *sqlparser.ParenSelect:
+		return nil, unsupported("UNION and nested SELECT")
+	case *sqlparser.Set:
+		return nil, unsupported("SET")
+	case *sqlparser.Show, *sqlparser.OtherRead, *sqlparser.OtherAdmin, *sqlparser.DBDDL, *sqlparser.Use, *sqlparser.Stream:
+		return nil, unsupported("%s", strings.ToUpper(strings.Fields(sqlparser.String(tree) + " statement")[0]))
+	}
+	return nil, unsupported("this statement")
+}
+
+func tableName(t sqlparser.TableName) (string, error) {
+	if !t.Qualifier.IsEmpty() {
+		return "", unsupported("qualified table name %s.%s", t.Qualifier.String(), t.Name.String())
+	}
+	if t.Name.IsEmpty() {
+		return "", unsupported("a statement without a table")
+	}
+	return t.Name.String(), nil
+}
+
+func (c *converter) ddl(d *sqlparser.DDL) (Statement, error) {
+	switch d.Action {
+	case sqlparser.CreateStr:
+		return c.createTable(d)
+	case sqlparser.DropStr:
+		name, err := tableName(d.Table)
+		if err != nil {
+			return nil, err
+		}
+		return &DropTable{Name: name, IfExists: d.IfExists}, nil
+	}
+	return nil, unsupported("%s TABLE", strings.ToUpper(d.Action))
+}
+
+func (c *converter) createTable(d *sqlparser.DDL) (Statement, error) {
+	name, err := tableName(d.NewName)
+	if err != nil {
+		return nil, err
+	}
+	if d.TableSpec == nil {
+		return nil, unsupported("CREATE TABLE without columns")
+	}
+	ts := d.TableSpec
+	if strings.TrimSpace(ts.Options) != "" {
+		return nil, unsupported("table options %q", strings.TrimSpace(ts.Options))
+	}
+	ct := &CreateTable{Name: name, IfNotExists: c.pp.ifNotExists}
+	for _, cd := range ts.Columns {
+		col, err := c.column(cd)
+		if err != nil {
+			return nil, err
+		}
+		ct.Columns = append(ct.Columns, col)
+	}
+	if len(ts.Indexes) > 1 {
+		return nil, unsupported("more than one INDEX (a table has one fit index over its resource columns)")
+	}
+	for _, ix := range ts.Indexes {
+		if ix.Info.Primary || ix.Info.Unique || ix.Info.Spatial || ix.Info.Type == "fulltext" {
+			return nil, unsupported("%s index (the only index is INDEX name (resource columns))", strings.ToUpper(ix.Info.Type))
+		}
+		ct.IndexName = ix.Info.Name.String()
+		for _, ic := range ix.Columns {
+			if ic.Length != nil {
+				return nil, unsupported("index prefix lengths")
+			}
+			ct.Index = append(ct.Index, ic.Column.String())
+		}
+	}
+	return ct, nil
+}
+
+func (c *converter) column(cd *sqlparser.ColumnDefinition) (Column, error) {
+	name := cd.Name.String()
+	col := Column{Name: name, NotNull: bool(cd.Type.NotNull)}
+	ty := strings.ToLower(cd.Type.Type)
+	switch ty {
+	case "int", "integer", "bigint", "smallint", "tinyint", "mediumint":
+		col.Type = TypeInt
+	case "double", "float", "real", "decimal", "numeric":
+		col.Type = TypeFloat
+	case "text", "varchar", "char", "tinytext", "mediumtext", "longtext":
+		col.Type = TypeText
+	case "blob", "varbinary", "binary", "tinyblob", "mediumblob", "longblob":
+		col.Type = TypeBlob
+	case "bit":
+		if !c.pp.boolCols[strings.ToLower(name)] {
+			return col, unsupported("type BIT of column %s (use BOOLEAN)", name)
+		}
+		col.Type = TypeBool
+	case "timestamp", "datetime":
+		col.Type = TypeTimestamp
+	default:
+		return col, unsupported("type %s of column %s (types: INT, BIGINT, DOUBLE, FLOAT, TEXT, VARCHAR(n), BLOB, VARBINARY(n), BOOLEAN, TIMESTAMP)", strings.ToUpper(ty), name)
+	}
+	if bool(cd.Type.Autoincrement) {
+		return col, unsupported("AUTO_INCREMENT on column %s (every row has an implicit id)", name)
+	}
+	if cd.Type.Length != nil && (col.Type == TypeText || col.Type == TypeBlob) {
+		n, err := strconv.Atoi(string(cd.Type.Length.Val))
+		if err != nil || n < 0 {
+			return col, unsupported("length %s of column %s", cd.Type.Length.Val, name)
+		}
+		col.Length = n
+	}
+	if d := cd.Type.Default; d != nil {
+		v, err := c.value(d)
+		if err != nil {
+			return col, err
+		}
+		if v.Kind == ValueArg {
+			return col, unsupported("a placeholder as DEFAULT of column %s", name)
+		}
+		col.Default = &v
+	}
+	return col, nil
+}
+
+func (c *converter) insert(s *sqlparser.Insert) (Statement, error) {
+	if s.Action != sqlparser.InsertStr {
+		return nil, unsupported("REPLACE")
+	}
+	if s.Ignore != "" || len(s.OnDup) > 0 || len(s.Partitions) > 0 {
+		return nil, unsupported("INSERT IGNORE, ON DUPLICATE KEY and PARTITION")
+	}
+	name, err := tableName(s.Table)
+	if err != nil {
+		return nil, err
+	}
+	ins := &Insert{Table: name}
+	for _, col := range s.Columns {
+		ins.Columns = append(ins.Columns, col.String())
+	}
+	rows, ok := s.Rows.(sqlparser.Values)
+	if !ok {
+		return nil, unsupported("INSERT ... SELECT")
+	}
+	for _, tuple := range rows {
+		row := make([]Value, len(tuple))
+		for i, e := range tuple {
+			v, err := c.expr(e)
+			if err != nil {
+				return nil, err
+			}
+			row[i] = v
+		}
+		ins.Rows = append(ins.Rows, row)
+	}
+	return ins, nil
+}
+
+func (c *converter) from(te sqlparser.TableExprs) (string, error) {
+	if len(te) != 1 {
+		return "", unsupported("more than one table (joins)")
+	}
+	at, ok := te[0].(*sqlparser.AliasedTableExpr)
+	if !ok {
+		return "", unsupported("joins and subqueries")
+	}
+	tn, ok := at.Expr.(sqlparser.TableName)
+	if !ok {
+		return "", unsupported("a subquery in FROM")
+	}
+	if !at.As.IsEmpty() || at.Hints != nil {
+		return "", unsupported("table aliases and index hints")
+	}
+	return tableName(tn)
+}
+
+func (c *converter) selectStmt(s *sqlparser.Select) (Statement, error) {
+	if s.Distinct != "" || s.Hints != "" || len(s.GroupBy) > 0 || s.Having != nil || s.Cache != "" {
+		return nil, unsupported("DISTINCT, GROUP BY, HAVING and hints")
+	}
+	if s.Lock != "" {
+		return nil, unsupported("%s: transactions are serializable already; FOR POP removes the rows a SELECT reads", strings.ToUpper(strings.TrimSpace(s.Lock)))
+	}
+	name, err := c.from(s.From)
+	if err != nil {
+		return nil, err
+	}
+	sel := &Select{Table: name}
+	for _, se := range s.SelectExprs {
+		switch e := se.(type) {
+		case *sqlparser.StarExpr:
+			if !e.TableName.IsEmpty() {
+				return nil, unsupported("qualified *")
+			}
+			sel.Star = true
+		case *sqlparser.AliasedExpr:
+			if !e.As.IsEmpty() {
+				return nil, unsupported("column aliases (AS)")
+			}
+			switch x := e.Expr.(type) {
+			case *sqlparser.ColName:
+				if !x.Qualifier.IsEmpty() {
+					return nil, unsupported("qualified column %s", sqlparser.String(x))
+				}
+				sel.Columns = append(sel.Columns, x.Name.String())
+			case *sqlparser.FuncExpr:
+				if !x.Name.EqualString("count") || x.Distinct || len(x.Exprs) != 1 {
+					return nil, unsupported("function %s (the only one is COUNT(*))", sqlparser.String(x))
+				}
+				if _, star := x.Exprs[0].(*sqlparser.StarExpr); !star {
+					return nil, unsupported("%s (the only count is COUNT(*))", sqlparser.String(x))
+				}
+				sel.Count = true
+			default:
+				return nil, unsupported("select expression %s (select columns, * or COUNT(*))", sqlparser.String(e))
+			}
+		default:
+			return nil, unsupported("select expression %s", sqlparser.String(se))
+		}
+	}
+	if sel.Count && (sel.Star || len(sel.Columns) > 0 || len(s.SelectExprs) > 1) {
+		return nil, unsupported("COUNT(*) with other columns")
+	}
+	if sel.Star && len(s.SelectExprs) > 1 {
+		return nil, unsupported("* with other columns")
+	}
+	if sel.Where, err = c.where(s.Where); err != nil {
+		return nil, err
+	}
+	if sel.OrderBy, err = c.orderBy(s.OrderBy); err != nil {
+		return nil, err
+	}
+	if sel.Limit, err = c.limit(s.Limit); err != nil {
+		return nil, err
+	}
+	if sel.Count && (sel.OrderBy != nil || sel.Limit != nil) {
+		return nil, unsupported("COUNT(*) with ORDER BY or LIMIT")
+	}
+	return sel, nil
+}
+
+func (c *converter) delete(s *sqlparser.Delete) (Statement, error) {
+	if len(s.Targets) > 0 || len(s.Partitions) > 0 {
+		return nil, unsupported("multi-table DELETE and PARTITION")
+	}
+	name, err := c.from(s.TableExprs)
+	if err != nil {
+		return nil, err
+	}
+	del := &Delete{Table: name}
+	if del.Where, err = c.where(s.Where); err != nil {
+		return nil, err
+	}
+	if del.OrderBy, err = c.orderBy(s.OrderBy); err != nil {
+		return nil, err
+	}
+	if del.Limit, err = c.limit(s.Limit); err != nil {
+		return nil, err
+	}
+	return del, nil
+}
+
+func (c *converter) update(s *sqlparser.Update) (Statement, error) {
+	if len(s.OrderBy) > 0 || s.Limit != nil {
+		return nil, unsupported("UPDATE with ORDER BY or LIMIT")
+	}
+	name, err := c.from(s.TableExprs)
+	if err != nil {
+		return nil, err
+	}
+	up := &Update{Table: name}
+	for _, ue := range s.Exprs {
+		if !ue.Name.Qualifier.IsEmpty() {
+			return nil, unsupported("qualified column %s", sqlparser.String(ue.Name))
+		}
+		v, err := c.expr(ue.Expr)
+		if err != nil {
+			return nil, err
+		}
+		up.Set = append(up.Set, Assignment{Column: ue.Name.Name.String(), Value: v})
+	}
+	if up.Where, err = c.where(s.Where); err != nil {
+		return nil, err
+	}
+	return up, nil
+}
+
+func (c *converter) orderBy(ob sqlparser.OrderBy) (*OrderBy, error) {
+	if len(ob) == 0 {
+		return nil, nil
+	}
+	if len(ob) > 1 {
+		return nil, unsupported("ORDER BY more than one column (queues are ordered by priority)")
+	}
+	col, ok := ob[0].Expr.(*sqlparser.ColName)
+	if !ok || !col.Qualifier.IsEmpty() {
+		return nil, unsupported("ORDER BY %s (queues are ordered by priority)", sqlparser.String(ob[0].Expr))
+	}
+	return &OrderBy{Column: col.Name.String(), Desc: ob[0].Direction == sqlparser.DescScr}, nil
+}
+
+func (c *converter) limit(l *sqlparser.Limit) (*Value, error) {
+	if l == nil {
+		return nil, nil
+	}
+	if l.Offset != nil {
+		return nil, unsupported("OFFSET (a queue is read from its head)")
+	}
+	v, err := c.expr(l.Rowcount)
+	if err != nil {
+		return nil, err
+	}
+	switch v.Kind {
+	case ValueInt:
+		if v.Int < 0 {
+			return nil, unsupported("LIMIT %d (a count, 0 or more)", v.Int)
+		}
+	case ValueArg:
+	default:
+		return nil, unsupported("LIMIT %s (a count, 0 or more)", sqlparser.String(l.Rowcount))
+	}
+	return &v, nil
+}
+
+func (c *converter) where(w *sqlparser.Where) ([]Cond, error) {
+	if w == nil {
+		return nil, nil
+	}
+	var conds []Cond
+	var walk func(e sqlparser.Expr) error
+	walk = func(e sqlparser.Expr) error {
+		switch x := e.(type) {
+		case *sqlparser.AndExpr:
+			if err := walk(x.Left); err != nil {
+				return err
+			}
+			return walk(x.Right)
+		case *sqlparser.ParenExpr:
+			return walk(x.Expr)
+		case *sqlparser.ComparisonExpr:
+			cond, err := c.comparison(x)
+			if err != nil {
+				return err
+			}
+			conds = append(conds, cond)
+			return nil
+		}
+		return unsupported("WHERE %s (WHERE is an AND of comparisons column op value, op one of = != < <= > >=)", sqlparser.String(e))
+	}
+	return conds, walk(w.Expr)
+}
+
+var ops = map[string]Op{
+	sqlparser.EqualStr: OpEq, sqlparser.NotEqualStr: OpNe,
+	sqlparser.LessThanStr: OpLt, sqlparser.LessEqualStr: OpLe,
+	sqlparser.GreaterThanStr: OpGt, sqlparser.GreaterEqualStr: OpGe,
+}
+
+// flipped is the operator with its operands swapped: 5 < x is x > 5.
+var flipped = map[Op]Op{OpEq: OpEq, OpNe: OpNe, OpLt: OpGt, OpLe: OpGe, OpGt: OpLt, OpGe: OpLe}
+
+func (c *converter) comparison(x *sqlparser.ComparisonExpr) (Cond, error) {
+	op, ok := ops[x.Operator]
+	if !ok || x.Escape != nil {
+		return Cond{}, unsupported("operator %s (operators: = != < <= > >=)", strings.ToUpper(x.Operator))
+	}
+	left, right := x.Left, x.Right
+	col, isCol := left.(*sqlparser.ColName)
+	if !isCol {
+		if col, isCol = right.(*sqlparser.ColName); !isCol {
+			return Cond{}, unsupported("comparison %s (compare a column with a value)", sqlparser.String(x))
+		}
+		right, op = left, flipped[op]
+	}
+	if !col.Qualifier.IsEmpty() {
+		return Cond{}, unsupported("qualified column %s", sqlparser.String(col))
+	}
+	v, err := c.expr(right)
+	if err != nil {
+		return Cond{}, err
+	}
+	return Cond{Column: col.Name.String(), Op: op, Value: v}, nil
+}
+
+// expr converts a value expression: a literal or a placeholder.
+func (c *converter) expr(e sqlparser.Expr) (Value, error) {
+	switch x := e.(type) {
+	case *sqlparser.SQLVal:
+		return c.value(x)
+	case *sqlparser.NullVal:
+		return Value{Kind: ValueNull}, nil
+	case sqlparser.BoolVal:
+		return Value{Kind: ValueBool, Bool: bool(x)}, nil
+	case *sqlparser.UnaryExpr:
+		if x.Operator == sqlparser.UMinusStr {
+			if v, ok := x.Expr.(*sqlparser.SQLVal); ok && (v.Type == sqlparser.IntVal || v.Type == sqlparser.FloatVal) {
+				neg := *v
+				neg.Val = append([]byte{'-'}, v.Val...)
+				return c.value(&neg)
+			}
+		}
+	case *sqlparser.ParenExpr:
+		return c.expr(x.Expr)
+	}
+	return Value{}, unsupported("expression %s (values are literals or placeholders)", sqlparser.String(e))
+}
+
+func (c *converter) value(v *sqlparser.SQLVal) (Value, error) {
+	s := string(v.Val)
+	switch v.Type {
+	case sqlparser.StrVal:
+		return Value{Kind: ValueString, Str: s}, nil
+	case sqlparser.IntVal:
+		n, err := strconv.ParseInt(s, 0, 64)
+		if err != nil {
+			return Value{}, unsupported("integer %s (integers are 64-bit)", s)
+		}
+		return Value{Kind: ValueInt, Int: n}, nil
+	case sqlparser.FloatVal:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return Value{}, unsupported("number %s", s)
+		}
+		return Value{Kind: ValueFloat, Float: f}, nil
+	case sqlparser.HexVal:
+		b, err := v.HexDecode()
+		if err != nil {
+			return Value{}, unsupported("hex literal %s", s)
+		}
+		return Value{Kind: ValueBytes, Str: string(b)}, nil
+	case sqlparser.HexNum:
+		n, err := strconv.ParseUint(s[2:], 16, 64)
+		if err != nil {
+			return Value{}, unsupported("hex number %s", s)
+		}
+		return Value{Kind: ValueInt, Int: int64(n)}, nil
+	case sqlparser.ValArg:
+		name := strings.TrimPrefix(s, ":")
+		if c.pp.positional > 0 {
+			n, err := strconv.Atoi(strings.TrimPrefix(name, "v"))
+			if err != nil {
+				return Value{}, unsupported("placeholder %s", s)
+			}
+			return Value{Kind: ValueArg, Ordinal: n}, nil
+		}
+		if c.seen == nil {
+			c.seen = map[string]bool{}
+		}
+		if !c.seen[name] {
+			c.seen[name] = true
+			c.names = append(c.names, name)
+		}
+		return Value{Kind: ValueArg, Name: name}, nil
+	}
+	return Value{}, unsupported("literal %s", s)
+}

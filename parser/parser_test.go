@@ -1,0 +1,201 @@
+package parser
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func ival(n int64) Value   { return Value{Kind: ValueInt, Int: n} }
+func sval(s string) Value  { return Value{Kind: ValueString, Str: s} }
+func arg(n int) Value      { return Value{Kind: ValueArg, Ordinal: n} }
+func named(s string) Value { return Value{Kind: ValueArg, Name: s} }
+
+var accepted = []struct {
+	sql  string
+	want Statement
+	n    int // NumInput
+}{
+	{
+		"CREATE TABLE tasks (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, payload BLOB, INDEX fit (cpu, mem))",
+		&CreateTable{Name: "tasks", Columns: []Column{
+			{Name: "priority", Type: TypeInt, NotNull: true},
+			{Name: "cpu", Type: TypeInt, NotNull: true},
+			{Name: "mem", Type: TypeInt, NotNull: true},
+			{Name: "payload", Type: TypeBlob},
+		}, Index: []string{"cpu", "mem"}, IndexName: "fit"}, 0,
+	},
+	{
+		"create table if not exists jobs (done boolean default false, n bigint default -5, x double default -1.5, name varchar(20) not null default 'a', ts timestamp, b bool, INDEX (n));",
+		&CreateTable{Name: "jobs", IfNotExists: true, Columns: []Column{
+			{Name: "done", Type: TypeBool, Default: &Value{Kind: ValueString, Str: "false"}},
+			{Name: "n", Type: TypeInt, Default: &Value{Kind: ValueString, Str: "-5"}},
+			{Name: "x", Type: TypeFloat, Default: &Value{Kind: ValueString, Str: "-1.5"}},
+			{Name: "name", Type: TypeText, Length: 20, NotNull: true, Default: &Value{Kind: ValueString, Str: "a"}},
+			{Name: "ts", Type: TypeTimestamp},
+			{Name: "b", Type: TypeBool},
+		}, Index: []string{"n"}, IndexName: "fit"}, 0,
+	},
+	{"DROP TABLE IF EXISTS t", &DropTable{Name: "t", IfExists: true}, 0},
+	{"drop table t;", &DropTable{Name: "t"}, 0},
+	{
+		"INSERT INTO t (a, b) VALUES (?, 'x'), (-3, ?)",
+		&Insert{Table: "t", Columns: []string{"a", "b"}, Rows: [][]Value{{arg(1), sval("x")}, {ival(-3), arg(2)}}}, 2,
+	},
+	{
+		"INSERT INTO t VALUES (:a, :b, :a, NULL, true, 1.5, x'00ff')",
+		&Insert{Table: "t", Rows: [][]Value{{named("a"), named("b"), named("a"), {Kind: ValueNull}, {Kind: ValueBool, Bool: true}, {Kind: ValueFloat, Float: 1.5}, {Kind: ValueBytes, Str: "\x00\xff"}}}}, -1,
+	},
+	{
+		"SELECT id, priority, payload FROM tasks WHERE cpu <= ? AND mem <= ? ORDER BY priority DESC LIMIT 1 FOR POP",
+		&Select{Table: "tasks", Columns: []string{"id", "priority", "payload"},
+			Where:   []Cond{{Column: "cpu", Op: OpLe, Value: arg(1)}, {Column: "mem", Op: OpLe, Value: arg(2)}},
+			OrderBy: &OrderBy{Column: "priority", Desc: true}, Limit: ptr(ival(1)), ForPop: true}, 2,
+	},
+	{
+		"select * from t where (a != 5) and 10 > b and c <> 'x' order by priority limit ? for pop; -- done",
+		&Select{Table: "t", Star: true,
+			Where:   []Cond{{Column: "a", Op: OpNe, Value: ival(5)}, {Column: "b", Op: OpLt, Value: ival(10)}, {Column: "c", Op: OpNe, Value: sval("x")}},
+			OrderBy: &OrderBy{Column: "priority"}, Limit: ptr(arg(1)), ForPop: true}, 1,
+	},
+	{"SELECT * FROM t /* peek */ LIMIT 3", &Select{Table: "t", Star: true, Limit: ptr(ival(3))}, 0},
+	{"SELECT COUNT(*) FROM t", &Select{Table: "t", Count: true}, 0},
+	{"SELECT count(*) FROM t WHERE cpu <= 2", &Select{Table: "t", Count: true, Where: []Cond{{Column: "cpu", Op: OpLe, Value: ival(2)}}}, 0},
+	{"DELETE FROM t WHERE id = ?", &Delete{Table: "t", Where: []Cond{{Column: "id", Op: OpEq, Value: arg(1)}}}, 1},
+	{"DELETE FROM t", &Delete{Table: "t"}, 0},
+	{"DELETE FROM t WHERE cpu <= 4 ORDER BY priority DESC LIMIT 2", &Delete{Table: "t", Where: []Cond{{Column: "cpu", Op: OpLe, Value: ival(4)}}, OrderBy: &OrderBy{Column: "priority", Desc: true}, Limit: ptr(ival(2))}, 0},
+	{"UPDATE t SET priority = ? WHERE id = ?", &Update{Table: "t", Set: []Assignment{{Column: "priority", Value: arg(1)}}, Where: []Cond{{Column: "id", Op: OpEq, Value: arg(2)}}}, 2},
+	{"BEGIN", &Begin{}, 0},
+	{"START TRANSACTION", &Begin{}, 0},
+	{"COMMIT;", &Commit{}, 0},
+	{"ROLLBACK", &Rollback{}, 0},
+}
+
+func ptr(v Value) *Value { return &v }
+
+func TestAccepted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range accepted {
+		p, err := parse(tc.sql)
+		require.NoError(t, err, tc.sql)
+		require.Equal(t, tc.want, p.Stmt, tc.sql)
+		require.Equal(t, tc.n, p.NumInput, tc.sql)
+	}
+	p, err := parse("INSERT INTO t VALUES (:a, :b, :a)")
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b"}, p.Names)
+}
+
+var rejected = []struct {
+	sql, want string
+}{
+	{"", "empty statement"},
+	{"   ;  ", "empty statement"},
+	{"SELEC * FROM t", "syntax error"},
+	{"CREATE TABLE t (a INT", "syntax error"},
+	{"SELECT * FROM t LIMIT 1 FOR UPDATE", "FOR UPDATE"},
+	{"SELECT * FROM t LIMIT 1 FOR SHARE", "the only trailing clause is FOR POP"},
+	{"SELECT * FROM t FOR POP", "FOR POP needs a LIMIT"},
+	{"DELETE FROM t FOR POP", "FOR POP ends a SELECT"},
+	{"SELECT COUNT(*) FROM t LIMIT 1 FOR POP", "COUNT(*)"},
+	{"SELECT a FROM t, u", "more than one table"},
+	{"SELECT a FROM t JOIN u ON t.a = u.a", "joins"},
+	{"SELECT DISTINCT a FROM t", "DISTINCT"},
+	{"SELECT a FROM t GROUP BY a", "GROUP BY"},
+	{"SELECT a + 1 FROM t", "select expression"},
+	{"SELECT max(a) FROM t", "COUNT(*)"},
+	{"SELECT a AS b FROM t", "aliases"},
+	{"SELECT * FROM t WHERE a = 1 OR b = 2", "AND of comparisons"},
+	{"SELECT * FROM t WHERE a LIKE 'x%'", "operator LIKE"},
+	{"SELECT * FROM t WHERE a IN (1, 2)", "operator IN"},
+	{"SELECT * FROM t WHERE a = b", "values are literals or placeholders"},
+	{"SELECT * FROM t ORDER BY a, b", "more than one column"},
+	{"SELECT * FROM t LIMIT 1 OFFSET 2", "OFFSET"},
+	{"SELECT * FROM t LIMIT -1", "LIMIT -1 (a count, 0 or more)"},
+	{"SELECT * FROM t WHERE a = ? AND b = :x", "either ? or :name"},
+	{"SELECT * FROM t; SELECT * FROM u", "2 statements"},
+	{"INSERT INTO t SELECT * FROM u", "INSERT ... SELECT"},
+	{"INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = 2", "ON DUPLICATE KEY"},
+	{"REPLACE INTO t VALUES (1)", "REPLACE"},
+	{"INSERT INTO t VALUES (99999999999999999999)", "64-bit"},
+	{"UPDATE t SET priority = 1 WHERE id = 2 LIMIT 1", "UPDATE with ORDER BY or LIMIT"},
+	{"CREATE TABLE t (a JSON)", "type JSON"},
+	{"CREATE TABLE t (a BIT)", "use BOOLEAN"},
+	{"CREATE TABLE t (a INT AUTO_INCREMENT)", "AUTO_INCREMENT"},
+	{"CREATE TABLE t (a INT, PRIMARY KEY (a))", "PRIMARY"},
+	{"CREATE TABLE t (a INT, b INT, INDEX x (a), INDEX y (b))", "more than one INDEX"},
+	{"CREATE TABLE t (a INT) ENGINE=InnoDB", "table options"},
+	{"ALTER TABLE t ADD COLUMN b INT", "ALTER"},
+	{"SHOW TABLES", "SHOW"},
+	{"SET autocommit = 1", "SET"},
+	{"SELECT * FROM db.t", "qualified table"},
+	{"SELECT 'unterminated FROM t", "syntax error"},
+}
+
+func TestRejected(t *testing.T) {
+	t.Parallel()
+	for _, tc := range rejected {
+		_, err := parse(tc.sql)
+		require.Error(t, err, tc.sql)
+		require.Contains(t, err.Error(), tc.want, tc.sql)
+		require.True(t, errors.Is(err, ErrSyntax) || errors.Is(err, ErrUnsupported), tc.sql)
+	}
+	// Errors list what is supported.
+	_, err := parse("SHOW TABLES")
+	require.Contains(t, err.Error(), "supported:")
+}
+
+func TestCache(t *testing.T) {
+	t.Parallel()
+	sql := fmt.Sprintf("SELECT * FROM cache_%p LIMIT 1", t)
+	a, err := Parse(sql)
+	require.NoError(t, err)
+	b, err := Parse(sql)
+	require.NoError(t, err)
+	require.Same(t, a, b, "a repeated statement is not parsed again")
+	_, err = Parse("SELEC nope")
+	require.Error(t, err)
+}
+
+func BenchmarkParse(b *testing.B) {
+	const sql = "SELECT id, priority, payload FROM tasks WHERE cpu <= ? AND mem <= ? ORDER BY priority DESC LIMIT 1 FOR POP"
+	b.Run("uncached", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := parse(sql); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := Parse(sql); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func FuzzParse(f *testing.F) {
+	for _, tc := range accepted {
+		f.Add(tc.sql)
+	}
+	for _, tc := range rejected {
+		f.Add(tc.sql)
+	}
+	f.Fuzz(func(t *testing.T, sql string) {
+		p, err := parse(sql)
+		if err != nil {
+			require.True(t, errors.Is(err, ErrSyntax) || errors.Is(err, ErrUnsupported), "unclassified error %v", err)
+			return
+		}
+		require.NotNil(t, p.Stmt)
+		// Parsing is deterministic.
+		p2, err := parse(sql)
+		require.NoError(t, err)
+		require.Equal(t, p, p2)
+	})
+}
