@@ -1,0 +1,11 @@
+package conformance_test
+
+import (
+	"testing"
+
+	"github.com/fdbqueue/fdbqueue/conformance"
+)
+
+func TestMemory(t *testing.T) {
+	conformance.Run(t, "memory:")
+}

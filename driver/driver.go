@@ -1,0 +1,138 @@
+package driver
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/exec"
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/kv/embedded"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// DriverName is the name the driver registers under.
+const DriverName = "fdbqueue"
+
+func init() {
+	sql.Register(DriverName, &Driver{})
+}
+
+// Driver is fdbqueue's database/sql driver.
+type Driver struct{}
+
+var (
+	_ driver.Driver        = (*Driver)(nil)
+	_ driver.DriverContext = (*Driver)(nil)
+)
+
+// Open opens a connection on a new connector; database/sql uses
+// OpenConnector instead, so that the connections of one sql.DB share one
+// engine.
+func (d *Driver) Open(dsn string) (driver.Conn, error) {
+	c, err := d.OpenConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return c.Connect(context.Background())
+}
+
+// OpenConnector parses dsn and opens its engine.
+func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return NewConnector(cfg)
+}
+
+// ErrEngine is returned when a DSN's engine is not available in this build.
+var ErrEngine = errors.New("fdbqueue: engine not available")
+
+// root is the key prefix of all of fdbqueue's data.
+var root = tuple.Tuple{"fdbqueue"}.Pack()
+
+// NewConnector opens the engine cfg names. Its connections share the
+// engine; closing the sql.DB closes the engine (a named in-memory database
+// lives on while other connectors use it).
+func NewConnector(cfg *Config) (driver.Connector, error) {
+	var db kv.Database
+	switch cfg.Engine {
+	case EngineMemory:
+		db = embedded.Open(cfg.Name, embedded.Config{})
+	case EngineFile:
+		return nil, fmt.Errorf("%w: file: needs the durable embedded engine, which this version does not have yet; use memory: or memory:NAME", ErrEngine)
+	case EngineFDB:
+		return openFDB(cfg)
+	default:
+		return nil, fmt.Errorf("%w: %q", ErrDSN, cfg.Engine)
+	}
+	c := &connector{cfg: *cfg, exec: exec.New(db, root)}
+	return c, nil
+}
+
+// connector holds one engine and an immutable copy of its config.
+type connector struct {
+	cfg  Config
+	exec *exec.Executor
+}
+
+var _ driver.Connector = (*connector)(nil)
+
+func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &conn{exec: c.exec}, nil
+}
+
+func (c *connector) Driver() driver.Driver { return &Driver{} }
+
+// Close closes the engine; database/sql calls it from DB.Close.
+func (c *connector) Close() error { return c.exec.DB().Close() }
+
+// IsRetryable reports whether err means the transaction failed on a conflict
+// (or another transient condition) and nothing was written, so running the
+// whole transaction again is safe. ExecuteTx does that.
+func IsRetryable(err error) bool {
+	return kv.IsRetryableNotCommitted(err)
+}
+
+// ExecuteTx runs fn in a transaction and commits it, running it again from
+// the start while it fails with an error IsRetryable recognises, with
+// backoff, until ctx is done. fn must be safe to run several times: it may
+// only act through tx.
+func ExecuteTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+	backoff := time.Millisecond
+	for {
+		err := execTxOnce(ctx, db, opts, fn)
+		if err == nil || !IsRetryable(err) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		if backoff < 100*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+func execTxOnce(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

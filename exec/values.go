@@ -1,0 +1,261 @@
+package exec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fdbqueue/fdbqueue/parser"
+)
+
+// Errors of statement execution. Each is wrapped with what was wrong and
+// what is accepted.
+var (
+	// ErrNoTable is returned for a table that does not exist.
+	ErrNoTable = errors.New("fdbqueue: no such table")
+	// ErrTableExists is returned by CREATE TABLE for an existing table.
+	ErrTableExists = errors.New("fdbqueue: table already exists")
+	// ErrUnknownColumn is returned for a column the table does not have.
+	ErrUnknownColumn = errors.New("fdbqueue: unknown column")
+	// ErrSchema is returned for a CREATE TABLE the dialect cannot serve.
+	ErrSchema = errors.New("fdbqueue: invalid table definition")
+	// ErrValue is returned for a value that does not fit its column: the
+	// wrong type, NULL in a NOT NULL column, too long.
+	ErrValue = errors.New("fdbqueue: invalid value")
+	// ErrArgs is returned for placeholders and arguments that do not match.
+	ErrArgs = errors.New("fdbqueue: wrong arguments")
+	// ErrStatement is returned for a statement the table cannot serve
+	// (ORDER BY a column other than priority, say).
+	ErrStatement = errors.New("fdbqueue: statement not supported on this table")
+	// ErrCatalog is returned when a stored schema cannot be read.
+	ErrCatalog = errors.New("fdbqueue: catalog corrupt")
+)
+
+// MaxRowSize is the largest row (all columns packed) a table stores: a
+// FoundationDB value.
+const MaxRowSize = 100_000
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return "integer"
+	case float64:
+		return "float"
+	case string:
+		return "string"
+	case []byte:
+		return "bytes"
+	case bool:
+		return "boolean"
+	case time.Time:
+		return "time"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// convert converts v to the Go type of col: int64, float64, string, []byte,
+// bool or time.Time, or nil for NULL.
+func convert(col *Column, v any) (any, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: column %s is %s; got %s %v%s", ErrValue, col.Name, col.Type, typeName(v), short(v), why)
+	}
+	if v == nil {
+		return nil, nil
+	}
+	switch col.Type {
+	case parser.TypeInt:
+		switch x := v.(type) {
+		case int64:
+			return x, nil
+		case float64:
+			if x == math.Trunc(x) && x >= math.MinInt64 && x < math.MaxInt64 {
+				return int64(x), nil
+			}
+			return nil, bad(" (not an integer)")
+		case bool:
+			if x {
+				return int64(1), nil
+			}
+			return int64(0), nil
+		case string:
+			n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+			if err != nil {
+				return nil, bad("")
+			}
+			return n, nil
+		}
+	case parser.TypeFloat:
+		switch x := v.(type) {
+		case float64:
+			return x, nil
+		case int64:
+			return float64(x), nil
+		case string:
+			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil {
+				return nil, bad("")
+			}
+			return f, nil
+		}
+	case parser.TypeText:
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case []byte:
+			if !utf8.Valid(x) {
+				return nil, bad(" (not valid UTF-8; use a BLOB column)")
+			}
+			s = string(x)
+		case int64:
+			s = strconv.FormatInt(x, 10)
+		case float64:
+			s = strconv.FormatFloat(x, 'g', -1, 64)
+		case bool:
+			s = strconv.FormatBool(x)
+		default:
+			return nil, bad("")
+		}
+		if col.Length > 0 && utf8.RuneCountInString(s) > col.Length {
+			return nil, fmt.Errorf("%w: column %s holds at most %d characters; got %d", ErrValue, col.Name, col.Length, utf8.RuneCountInString(s))
+		}
+		return s, nil
+	case parser.TypeBlob:
+		var b []byte
+		switch x := v.(type) {
+		case []byte:
+			b = bytes.Clone(x)
+		case string:
+			b = []byte(x)
+		default:
+			return nil, bad("")
+		}
+		if col.Length > 0 && len(b) > col.Length {
+			return nil, fmt.Errorf("%w: column %s holds at most %d bytes; got %d", ErrValue, col.Name, col.Length, len(b))
+		}
+		return b, nil
+	case parser.TypeBool:
+		switch x := v.(type) {
+		case bool:
+			return x, nil
+		case int64:
+			if x == 0 || x == 1 {
+				return x == 1, nil
+			}
+		case string:
+			if b, err := strconv.ParseBool(strings.TrimSpace(x)); err == nil {
+				return b, nil
+			}
+		}
+	case parser.TypeTimestamp:
+		switch x := v.(type) {
+		case time.Time:
+			return x.UTC(), nil
+		case string:
+			for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02"} {
+				if t, err := time.Parse(layout, strings.TrimSpace(x)); err == nil {
+					return t.UTC(), nil
+				}
+			}
+			return nil, bad(" (timestamps are time.Time or RFC 3339 text)")
+		}
+	}
+	return nil, bad("")
+}
+
+func short(v any) string {
+	s := fmt.Sprint(v)
+	if b, ok := v.([]byte); ok {
+		s = fmt.Sprintf("%q", b)
+	}
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return s
+}
+
+// encodeValue maps a column value onto a tuple element.
+func encodeValue(v any) any {
+	if t, ok := v.(time.Time); ok {
+		return t.UnixNano()
+	}
+	return v
+}
+
+// decodeValue maps a tuple element back onto a column value.
+func decodeValue(ty parser.Type, e any) any {
+	if e == nil {
+		return nil
+	}
+	switch ty {
+	case parser.TypeTimestamp:
+		if n, ok := e.(int64); ok {
+			return time.Unix(0, n).UTC()
+		}
+	case parser.TypeFloat:
+		if f, ok := e.(float32); ok {
+			return float64(f)
+		}
+	}
+	return e
+}
+
+// literal returns the Go value of a parsed literal.
+func literal(v parser.Value) any {
+	switch v.Kind {
+	case parser.ValueInt:
+		return v.Int
+	case parser.ValueFloat:
+		return v.Float
+	case parser.ValueString:
+		return v.Str
+	case parser.ValueBytes:
+		return []byte(v.Str)
+	case parser.ValueBool:
+		return v.Bool
+	}
+	return nil
+}
+
+// compare orders two non-NULL values of one column type.
+func compare(a, b any) int {
+	switch x := a.(type) {
+	case int64:
+		return cmpOrdered(x, b.(int64))
+	case float64:
+		return cmpOrdered(x, b.(float64))
+	case string:
+		return strings.Compare(x, b.(string))
+	case []byte:
+		return bytes.Compare(x, b.([]byte))
+	case bool:
+		y := b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	case time.Time:
+		return x.Compare(b.(time.Time))
+	}
+	return 0
+}
+
+func cmpOrdered[T int64 | float64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
