@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/hashicorp/golang-lru/v2 v2.0.7
+	github.com/jmoiron/sqlx v1.4.0
 	github.com/stretchr/testify v1.11.1
 	github.com/tidwall/btree v1.8.1
 	github.com/xwb1989/sqlparser v0.0.0-20180606152119-120387863bf2
