@@ -64,7 +64,7 @@ type Config struct {
 }
 
 // DefaultRetryLimit is the retry limit when Config.RetryLimit is 0.
-const DefaultRetryLimit = 100
+const DefaultRetryLimit = 1000
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
