@@ -1,6 +1,7 @@
-// Command taskqueue runs a task queue on the embedded engine: publishers
-// push tasks with priorities and resource needs, and consumers with
-// different capacities pop the highest-priority task that fits them.
+// Command taskqueue runs a task queue through database/sql on the embedded
+// engine: publishers insert tasks with priorities and resource needs, and
+// consumers with different capacities pop the highest-priority task that
+// fits them.
 //
 //	go run ./examples/taskqueue
 //
@@ -9,7 +10,8 @@
 package main
 
 import (
-	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -17,10 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fdbqueue/fdbqueue/kv"
-	"github.com/fdbqueue/fdbqueue/kv/embedded"
-	"github.com/fdbqueue/fdbqueue/queues"
-	"github.com/fdbqueue/fdbqueue/tuple"
+	_ "github.com/fdbqueue/fdbqueue/driver"
 )
 
 type consumer struct {
@@ -36,10 +35,19 @@ func main() {
 }
 
 func run() error {
-	ctx := context.Background()
-	db := embedded.Open("", embedded.Config{})
+	db, err := sql.Open("fdbqueue", "memory:")
+	if err != nil {
+		return err
+	}
 	defer db.Close()
-	q := queues.New(tuple.Tuple{"tasks"}.Pack(), queues.Priority, "cpu", "mem")
+	if _, err := db.Exec(`CREATE TABLE tasks (
+		priority INT NOT NULL,
+		cpu      INT NOT NULL,
+		mem      INT NOT NULL,
+		name     TEXT NOT NULL,
+		INDEX fit (cpu, mem))`); err != nil {
+		return err
+	}
 
 	const publishers, perPublisher = 3, 20
 	consumers := []consumer{
@@ -47,47 +55,41 @@ func run() error {
 		{"medium (4 cpu, 8 GB)", 4, 8192},
 		{"large (16 cpu, 64 GB)", 16, 65536},
 	}
-
-	var log sync.Mutex
+	var logMu sync.Mutex
 	say := func(format string, args ...any) {
-		log.Lock()
-		defer log.Unlock()
+		logMu.Lock()
+		defer logMu.Unlock()
 		fmt.Printf(format+"\n", args...)
 	}
 
-	// Publishers: each pushes tasks of mixed sizes and priorities.
+	// Publishers insert tasks of mixed sizes and priorities.
 	var pub sync.WaitGroup
+	errs := make(chan error, publishers+len(consumers))
 	for p := 0; p < publishers; p++ {
 		pub.Add(1)
 		go func() {
 			defer pub.Done()
 			r := rand.New(rand.NewPCG(uint64(p), 1))
 			for i := 0; i < perPublisher; i++ {
-				it := queues.Item{
-					ID:        queues.NewID(), // made outside the transaction: a retry pushes the same id
-					Priority:  r.Int64N(3),
-					Resources: []int64{[]int64{1, 2, 4, 8, 16}[r.IntN(5)], []int64{512, 2048, 8192, 32768}[r.IntN(4)]},
-					Value:     []byte(fmt.Sprintf("job-%d-%02d", p, i)),
-				}
-				if err := db.Transact(ctx, func(tr kv.Transaction) error { return q.Push(tr, it) }); err != nil {
-					say("publisher %d: %v", p, err)
+				_, err := db.Exec(`INSERT INTO tasks (priority, cpu, mem, name) VALUES (?, ?, ?, ?)`,
+					r.IntN(3), []int{1, 2, 4, 8, 16}[r.IntN(5)], []int{512, 2048, 8192, 32768}[r.IntN(4)], fmt.Sprintf("job-%d-%02d", p, i))
+				if err != nil {
+					errs <- fmt.Errorf("publisher %d: %w", p, err)
 					return
 				}
 			}
 		}()
 	}
 	pub.Wait()
-	var queued int64
-	if err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		var err error
-		queued, err = q.Count(tr)
-		return err
-	}); err != nil {
+	var queued int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM tasks`).Scan(&queued); err != nil {
 		return err
 	}
 	say("%d publishers queued %d tasks\n", publishers, queued)
 
-	// Consumers: each pops what fits it until nothing does.
+	// Consumers pop what fits them until nothing does.
+	const pop = `SELECT name, priority, cpu, mem FROM tasks
+		WHERE cpu <= ? AND mem <= ? ORDER BY priority DESC LIMIT 1 FOR POP`
 	taken := map[string][]string{}
 	seen := map[string]bool{}
 	var cons sync.WaitGroup
@@ -96,35 +98,35 @@ func run() error {
 		go func() {
 			defer cons.Done()
 			for {
-				var it queues.Item
-				var ok bool
-				err := db.Transact(ctx, func(tr kv.Transaction) error {
-					var err error
-					it, ok, err = q.PopFit(tr, queues.Max, []int64{c.cpu, c.mem})
-					return err
-				})
+				var name string
+				var prio, cpu, mem int
+				err := db.QueryRow(pop, c.cpu, c.mem).Scan(&name, &prio, &cpu, &mem)
+				if errors.Is(err, sql.ErrNoRows) {
+					return
+				}
 				if err != nil {
-					say("%s: %v", c.name, err)
+					errs <- fmt.Errorf("%s: %w", c.name, err)
 					return
 				}
-				if !ok {
+				logMu.Lock()
+				dup := seen[name]
+				seen[name] = true
+				taken[c.name] = append(taken[c.name], name)
+				logMu.Unlock()
+				if dup {
+					errs <- fmt.Errorf("%s was taken twice", name)
 					return
 				}
-				log.Lock()
-				if seen[string(it.Value)] {
-					log.Unlock()
-					say("BUG: %s taken twice", it.Value)
-					return
-				}
-				seen[string(it.Value)] = true
-				taken[c.name] = append(taken[c.name], string(it.Value))
-				log.Unlock()
-				say("%-22s took %s  priority %d  needs %2d cpu %5d MB", c.name, it.Value, it.Priority, it.Resources[0], it.Resources[1])
+				say("%-22s took %s  priority %d  needs %2d cpu %5d MB", c.name, name, prio, cpu, mem)
 				time.Sleep(time.Millisecond) // "work"
 			}
 		}()
 	}
 	cons.Wait()
+	close(errs)
+	for err := range errs {
+		return err
+	}
 
 	fmt.Println("\nsummary")
 	names := make([]string, 0, len(taken))
@@ -137,19 +139,12 @@ func run() error {
 		fmt.Printf("  %-22s %3d tasks\n", n, len(taken[n]))
 		total += len(taken[n])
 	}
-	var left int64
-	if err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		if err := q.Check(tr); err != nil {
-			return err
-		}
-		var err error
-		left, err = q.Count(tr)
-		return err
-	}); err != nil {
+	var left int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM tasks`).Scan(&left); err != nil {
 		return err
 	}
 	fmt.Printf("  taken %d of %d, %d left (too big for every consumer), none twice\n", total, queued, left)
-	if int64(total)+left != queued {
+	if total+left != queued {
 		return fmt.Errorf("lost tasks: %d taken + %d left != %d queued", total, left, queued)
 	}
 	return nil

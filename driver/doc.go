@@ -1,0 +1,60 @@
+// Package driver is fdbqueue's database/sql driver: FoundationDB's queue
+// recipes (FIFO queues, priority queues, and task queues that pop the best
+// task that fits a consumer's resources) behind a small SQL dialect.
+//
+//	import _ "github.com/fdbqueue/fdbqueue/driver"
+//
+//	db, err := sql.Open("fdbqueue", "memory:")
+//
+// # DSN
+//
+//   - memory: a private in-memory database, shared by the connections of one sql.DB;
+//   - memory:NAME the in-memory database NAME, shared by every sql.Open of that
+//     name in the process while one is open;
+//   - file:PATH a durable database (not in this version yet: it says so);
+//   - fdb:[CLUSTER_FILE][?root=...&tenant=...&timeout=...&retry_limit=...]
+//     a FoundationDB cluster (needs -tags fdb and the FoundationDB client).
+//
+// Unknown parameters are errors (ErrDSN), never ignored.
+//
+// # Dialect
+//
+//	CREATE TABLE [IF NOT EXISTS] t (col TYPE [NOT NULL] [DEFAULT v], ... [, INDEX name (col, ...)])
+//	DROP TABLE [IF EXISTS] t
+//	INSERT INTO t [(cols)] VALUES (...), (...)
+//	SELECT cols|*|COUNT(*) FROM t [WHERE c op v AND ...] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP]
+//	DELETE FROM t [WHERE ...] [ORDER BY priority] [LIMIT n]
+//	UPDATE t SET priority = v WHERE id = v
+//	BEGIN | START TRANSACTION, COMMIT, ROLLBACK
+//
+// Types: INT (and BIGINT, SMALLINT, ...), DOUBLE/FLOAT, TEXT/VARCHAR(n),
+// BLOB/VARBINARY(n), BOOLEAN, TIMESTAMP. A column named priority makes the
+// table a priority queue; without one it is a FIFO queue. INDEX (cpu, mem)
+// names integer resource columns: WHERE cpu <= ? AND mem <= ? then finds the
+// best task that fits through the fit index instead of a scan. Every row has
+// an implicit id (an int64 assigned at insert, returned by LastInsertId), usable in
+// SELECT and WHERE; SELECT * lists the declared columns. FOR POP removes the
+// rows the SELECT returns, in the same transaction. Placeholders are ? or
+// :name (sql.Named), not both in one statement. Anything else is refused with
+// an error that says what was not understood and what is supported.
+//
+// # Transactions
+//
+// Each statement outside a transaction is one transaction, retried on
+// conflicts. db.BeginTx (or BEGIN ... COMMIT on one sql.Conn) runs every
+// statement until Commit in one serializable transaction that sees its own
+// writes; ReadOnly is enforced. A commit that conflicts with another
+// transaction fails, writes nothing, and IsRetryable(err) reports true;
+// ExecuteTx runs a transaction function again on such errors. Transactions
+// follow FoundationDB's limits: 5 seconds, 10,000,000 bytes of writes.
+//
+// # Errors
+//
+// Errors wrap documented values, testable with errors.Is: ErrDSN, ErrEngine,
+// ErrTxState, ErrReadOnly, ErrArgType here; parser.ErrSyntax and
+// parser.ErrUnsupported for SQL; exec.ErrNoTable, exec.ErrValue,
+// exec.ErrArgs and the other exec errors for statements; kv.Error codes
+// (FoundationDB's) underneath. The driver returns driver.ErrBadConn only for
+// a closed connection, before anything ran, so database/sql never replays a
+// push or a pop that may have happened.
+package driver

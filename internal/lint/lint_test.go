@@ -1,0 +1,58 @@
+// Package lint holds tests that keep the code base's shape: imports flow one
+// way (driver -> exec -> {parser, queues} -> kv, tuple), engines never import
+// upward, and only parser sees sqlparser.
+package lint
+
+import (
+	"go/build"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/fdbqueue/fdbqueue/"
+
+// allowed lists, for each package, the module's packages it may import.
+var allowed = map[string][]string{
+	"tuple":       {},
+	"kv":          {},
+	"kv/kvtest":   {"kv"},
+	"kv/embedded": {"kv"},
+	"queues":      {"kv", "tuple"},
+	"parser":      {},
+	"exec":        {"kv", "parser", "queues", "tuple"},
+	"driver":      {"exec", "kv", "kv/embedded", "parser", "tuple"},
+	"conformance": {"driver"},
+}
+
+func root(t *testing.T) string {
+	_, file, _, ok := runtime.Caller(0)
+	require.True(t, ok)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func TestImportsFlowOneWay(t *testing.T) {
+	t.Parallel()
+	dir := root(t)
+	for pkg, ok := range allowed {
+		for _, tags := range [][]string{nil, {"fdb"}} {
+			ctx := build.Default
+			ctx.BuildTags = tags
+			p, err := ctx.ImportDir(filepath.Join(dir, pkg), 0)
+			require.NoError(t, err, pkg)
+			for _, imp := range p.Imports {
+				if strings.Contains(imp, "xwb1989/sqlparser") {
+					require.Equal(t, "parser", pkg, "only parser imports sqlparser; %s does", pkg)
+				}
+				if !strings.HasPrefix(imp, module) {
+					continue
+				}
+				dep := strings.TrimPrefix(imp, module)
+				require.Contains(t, ok, dep, "%s may not import %s (allowed: %v)", pkg, dep, ok)
+			}
+		}
+	}
+}
