@@ -322,7 +322,27 @@ var (
 	_ driver.Rows                           = (*rows)(nil)
 	_ driver.RowsColumnTypeDatabaseTypeName = (*rows)(nil)
 	_ driver.RowsColumnTypeScanType         = (*rows)(nil)
+	_ driver.RowsColumnTypeNullable         = (*rows)(nil)
+	_ driver.RowsColumnTypeLength           = (*rows)(nil)
 )
+
+// ColumnTypeNullable reports whether the column may hold NULL: id, priority,
+// INDEX columns and NOT NULL columns never do.
+func (r *rows) ColumnTypeNullable(i int) (nullable, ok bool) {
+	if i >= len(r.res.Nullable) {
+		return false, false
+	}
+	return r.res.Nullable[i], true
+}
+
+// ColumnTypeLength reports the declared length of VARCHAR(n) and
+// VARBINARY(n) columns.
+func (r *rows) ColumnTypeLength(i int) (int64, bool) {
+	if i >= len(r.res.Lengths) || r.res.Lengths[i] == 0 {
+		return 0, false
+	}
+	return int64(r.res.Lengths[i]), true
+}
 
 func (r *rows) Columns() []string { return r.res.Columns }
 func (r *rows) Close() error      { return nil }

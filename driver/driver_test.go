@@ -393,7 +393,7 @@ func TestSqlx(t *testing.T) {
 func TestColumnTypes(t *testing.T) {
 	t.Parallel()
 	db := open(t)
-	_, err := db.Exec("CREATE TABLE t (priority INT NOT NULL, f DOUBLE, s TEXT, b BLOB, ok BOOLEAN, ts TIMESTAMP)")
+	_, err := db.Exec("CREATE TABLE t (priority INT NOT NULL, f DOUBLE, s VARCHAR(12), b BLOB, ok BOOLEAN NOT NULL, ts TIMESTAMP)")
 	require.NoError(t, err)
 	now := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
 	_, err = db.Exec("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", 1, 2.5, "s", []byte{1}, true, now)
@@ -408,6 +408,18 @@ func TestColumnTypes(t *testing.T) {
 		names = append(names, ct.DatabaseTypeName())
 	}
 	require.Equal(t, []string{"INT", "INT", "DOUBLE", "TEXT", "BLOB", "BOOLEAN", "TIMESTAMP"}, names)
+	var nullable []bool
+	for _, ct := range cts {
+		n, known := ct.Nullable()
+		require.True(t, known)
+		nullable = append(nullable, n)
+	}
+	require.Equal(t, []bool{false, false, true, true, true, false, true}, nullable)
+	l, known := cts[3].Length()
+	require.True(t, known)
+	require.Equal(t, int64(12), l)
+	_, known = cts[2].Length()
+	require.False(t, known)
 	require.True(t, rows.Next())
 	var id, prio int64
 	var f float64

@@ -43,7 +43,11 @@ type Result struct {
 	HasRows bool
 	Columns []string
 	Types   []parser.Type
-	Rows    [][]any
+	// Nullable and Lengths describe each column: whether it may hold
+	// NULL, and its declared length (VARCHAR(n), VARBINARY(n)) or 0.
+	Nullable []bool
+	Lengths  []int
+	Rows     [][]any
 	// RowsAffected and LastInsertID describe a write.
 	RowsAffected int64
 	LastInsertID int64
@@ -591,7 +595,7 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 		return nil, err
 	}
 	if st.Count {
-		res := &Result{HasRows: true, Columns: []string{"COUNT(*)"}, Types: []parser.Type{parser.TypeInt}}
+		res := &Result{HasRows: true, Columns: []string{"COUNT(*)"}, Types: []parser.Type{parser.TypeInt}, Nullable: []bool{false}, Lengths: []int{0}}
 		var n int64
 		if len(conds) == 0 {
 			n, err = t.Queue.Count(tr)
@@ -609,11 +613,21 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 	// The projection: * is the declared columns; id is selectable.
 	var proj []int
 	res := &Result{HasRows: true}
+	add := func(i int) {
+		proj = append(proj, i)
+		c := &idColumn
+		if i >= 0 {
+			c = &t.Columns[i]
+		}
+		nullable := !c.NotNull && i >= 0 && i != t.Priority && !slicesContains(t.Resources, i)
+		res.Columns = append(res.Columns, c.Name)
+		res.Types = append(res.Types, c.Type)
+		res.Nullable = append(res.Nullable, nullable)
+		res.Lengths = append(res.Lengths, c.Length)
+	}
 	if st.Star {
-		for i, c := range t.Columns {
-			proj = append(proj, i)
-			res.Columns = append(res.Columns, c.Name)
-			res.Types = append(res.Types, c.Type)
+		for i := range t.Columns {
+			add(i)
 		}
 	}
 	for _, name := range st.Columns {
@@ -621,14 +635,7 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 		if err != nil {
 			return nil, err
 		}
-		proj = append(proj, i)
-		if i < 0 {
-			res.Columns = append(res.Columns, "id")
-			res.Types = append(res.Types, parser.TypeInt)
-		} else {
-			res.Columns = append(res.Columns, t.Columns[i].Name)
-			res.Types = append(res.Types, t.Columns[i].Type)
-		}
+		add(i)
 	}
 	order, err := e.order(t, st.OrderBy)
 	if err != nil {
