@@ -432,3 +432,23 @@ func TestColumnTypes(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, []byte{1}, b)
 }
+
+// TestDropConflictsWithWriters: a transaction that wrote into a table that
+// another client then dropped does not commit its rows into nowhere.
+func TestDropConflictsWithWriters(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Exec("CREATE TABLE q (v TEXT)")
+	require.NoError(t, err)
+	tx, err := db.BeginTx(bg, nil)
+	require.NoError(t, err)
+	_, err = tx.Exec("INSERT INTO q VALUES ('orphan?')")
+	require.NoError(t, err)
+	_, err = db.Exec("DROP TABLE q")
+	require.NoError(t, err)
+	err = tx.Commit()
+	require.True(t, fdbqueue.IsRetryable(err), "got %v", err)
+	_, err = db.Exec("CREATE TABLE q (v TEXT)")
+	require.NoError(t, err)
+	require.Zero(t, count(t, db, "q"), "a re-created table starts empty")
+}

@@ -518,33 +518,21 @@ func (e *Executor) find(tr kv.Transaction, t *Table, conds []cond, order queues.
 		}
 		return []row{r}, nil
 	}
+	// Pops (and a single fit peek) take one item at a time from the queue.
+	var next func() (queues.Item, bool, error)
 	if limits, ok := fitLimits(t, conds); ok && (pop || n == 1) {
-		for int64(len(out)) < n || n < 0 {
-			var it queues.Item
-			var found bool
-			var err error
+		next = func() (queues.Item, bool, error) {
 			if pop {
-				it, found, err = t.Queue.PopFit(tr, order, limits)
-			} else {
-				it, found, err = t.Queue.PeekFit(tr, order, limits)
+				return t.Queue.PopFit(tr, order, limits)
 			}
-			if err != nil {
-				return nil, err
-			}
-			if !found {
-				break
-			}
-			r, err := e.decodeRow(t, it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
+			return t.Queue.PeekFit(tr, order, limits)
 		}
-		return out, nil
+	} else if len(conds) == 0 && pop {
+		next = func() (queues.Item, bool, error) { return t.Queue.Pop(tr, order) }
 	}
-	if len(conds) == 0 && pop {
+	if next != nil {
 		for int64(len(out)) < n || n < 0 {
-			it, found, err := t.Queue.Pop(tr, order)
+			it, found, err := next()
 			if err != nil {
 				return nil, err
 			}
