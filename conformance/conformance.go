@@ -143,15 +143,20 @@ func Format(v any) string {
 	return fmt.Sprint(v)
 }
 
-// Run runs every scenario file against dsn. Each file gets its own sql.DB;
-// for a DSN other than memory:, the files drop their tables first.
+// Run runs every scenario file against dsn. With memory: each file gets its
+// own private database and the files run in parallel; with any other DSN
+// they share the database, so they run one after the other and each first
+// drops the tables it creates.
 func Run(t *testing.T, dsn string) {
 	entries, err := files.ReadDir("testdata")
 	require.NoError(t, err)
+	private := dsn == "memory:"
 	for _, e := range entries {
 		name := e.Name()
 		t.Run(strings.TrimSuffix(name, ".test"), func(t *testing.T) {
-			t.Parallel()
+			if private {
+				t.Parallel()
+			}
 			text, err := files.ReadFile("testdata/" + name)
 			require.NoError(t, err)
 			recs, err := parseFile(string(text))
@@ -172,6 +177,10 @@ func runFile(t *testing.T, dsn, name string, recs []*record) {
 	conn, err := db.Conn(ctx)
 	require.NoError(t, err)
 	defer conn.Close()
+	for _, name := range createdTables(recs) {
+		_, err := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+name)
+		require.NoError(t, err)
+	}
 	for _, r := range recs {
 		where := fmt.Sprintf("%s:%d: %s", name, r.line, r.sql)
 		switch r.kind {
@@ -198,6 +207,29 @@ func runFile(t *testing.T, dsn, name string, recs []*record) {
 			require.Equal(t, r.want, got, where)
 		}
 	}
+}
+
+// createdTables lists the tables the file's CREATE TABLE statements name.
+func createdTables(recs []*record) []string {
+	var out []string
+	for _, r := range recs {
+		f := strings.Fields(strings.ToUpper(r.sql))
+		if len(f) < 3 || f[0] != "CREATE" || f[1] != "TABLE" {
+			continue
+		}
+		i := 2
+		if len(f) > 5 && f[2] == "IF" && f[3] == "NOT" && f[4] == "EXISTS" {
+			i = 5
+		}
+		name := strings.Fields(r.sql)[i]
+		if j := strings.IndexByte(name, '('); j >= 0 {
+			name = name[:j]
+		}
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func query(ctx context.Context, conn *sql.Conn, q string) ([]string, error) {

@@ -9,3 +9,7 @@ import (
 func TestMemory(t *testing.T) {
 	conformance.Run(t, "memory:")
 }
+
+func TestFile(t *testing.T) {
+	conformance.Run(t, "file:"+t.TempDir())
+}

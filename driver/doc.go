@@ -11,7 +11,9 @@
 //   - memory: a private in-memory database, shared by the connections of one sql.DB;
 //   - memory:NAME the in-memory database NAME, shared by every sql.Open of that
 //     name in the process while one is open;
-//   - file:PATH a durable database (not in this version yet: it says so);
+//   - file:DIR[?sync=full|none] a durable database in directory DIR: a commit
+//     returns once its log record is on disk (sync=none skips fsync: a process
+//     crash loses nothing, a power loss may lose the last commits);
 //   - fdb:[CLUSTER_FILE][?root=...&tenant=...&timeout=...&retry_limit=...]
 //     a FoundationDB cluster (needs -tags fdb and the FoundationDB client).
 //

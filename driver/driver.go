@@ -64,7 +64,20 @@ func NewConnector(cfg *Config) (driver.Connector, error) {
 	case EngineMemory:
 		db = embedded.Open(cfg.Name, embedded.Config{})
 	case EngineFile:
-		return nil, fmt.Errorf("%w: file: needs the durable embedded engine, which this version does not have yet; use memory: or memory:NAME", ErrEngine)
+		fc := embedded.FileConfig{}
+		switch cfg.Params["sync"] {
+		case "", "full":
+			fc.Sync = embedded.SyncFull
+		case "none":
+			fc.Sync = embedded.SyncNone
+		default:
+			return nil, fmt.Errorf("%w: sync=%s; accepted: full (default: a commit returns once it is on disk), none (no fsync: a power loss may lose the last commits)", ErrDSN, cfg.Params["sync"])
+		}
+		fdb, err := embedded.OpenFile(cfg.Path, fc)
+		if err != nil {
+			return nil, err
+		}
+		db = fdb
 	case EngineFDB:
 		return openFDB(cfg)
 	default:

@@ -78,8 +78,8 @@ func TestDSN(t *testing.T) {
 	_, err = fdbqueue.NewConnector(&fdbqueue.Config{Engine: fdbqueue.EngineFDB, Params: map[string]string{}})
 	require.ErrorIs(t, err, fdbqueue.ErrEngine)
 	require.ErrorContains(t, err, "-tags fdb")
-	_, err = fdbqueue.NewConnector(&fdbqueue.Config{Engine: fdbqueue.EngineFile, Path: "/tmp/x", Params: map[string]string{}})
-	require.ErrorIs(t, err, fdbqueue.ErrEngine)
+	_, err = sql.Open("fdbqueue", "file:"+t.TempDir()+"?sync=sometimes")
+	require.ErrorContains(t, err, "accepted: full")
 }
 
 func TestNamedMemoryShared(t *testing.T) {

@@ -36,6 +36,7 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,9 +168,16 @@ type store struct {
 	gcq     []gcRecord
 	gcHead  int
 
-	// version is the last committed version. It is written under mu (by
-	// commits) and read under activeMu (by read-version requests).
+	// version is the last applied version, the newest a reader may read.
+	// It is written under mu and read under activeMu (by read-version
+	// requests).
 	version atomic.Uint64
+	// nextVer is the last version handed to a commit. It equals version
+	// in memory mode; in file mode it runs ahead while commits wait for
+	// the log. Guarded by mu.
+	nextVer uint64
+	// log is the write-ahead log of a file database, nil in memory.
+	log *wal
 
 	// activeMu guards active: the transactions holding a read version,
 	// which bound what the garbage collector may prune. Lock order: mu
@@ -180,6 +188,11 @@ type store struct {
 	// registry bookkeeping, guarded by registry.mu.
 	name string
 	refs int
+
+	// File databases: the lock file held while open, and what recovery
+	// found.
+	lock     *os.File
+	recovery RecoveryStats
 }
 
 func newStore(name string, cfg Config) *store {
@@ -232,10 +245,27 @@ func (db *DB) Close() error {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	db.s.refs--
-	if db.s.refs == 0 && registry.dbs[db.s.name] == db.s {
+	if db.s.refs > 0 {
+		return nil
+	}
+	if registry.dbs[db.s.name] == db.s {
 		delete(registry.dbs, db.s.name)
 	}
-	return nil
+	return db.s.close()
+}
+
+// close shuts a store down once its last handle is closed.
+func (s *store) close() error {
+	var err error
+	if s.log != nil {
+		err = s.log.close()
+	}
+	if s.lock != nil {
+		if cerr := s.lock.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 // Transact implements kv.Database.
@@ -413,6 +443,15 @@ func (s *store) conflictsLocked(rv uint64, reads []span) bool {
 		}
 	}
 	return false
+}
+
+// installLocked applies b at version ver, makes it readable and collects
+// garbage. Callers hold s.mu, and install versions in order.
+func (s *store) installLocked(now time.Time, ver uint64, b *batch) {
+	touched := s.applyLocked(ver, b)
+	s.gcq = append(s.gcq, gcRecord{ver: ver, entries: touched})
+	s.version.Store(ver)
+	s.gcLocked(now, 2*len(touched)+64)
 }
 
 // pushVersionLocked makes (val, del) the newest version of e at ver.

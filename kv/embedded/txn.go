@@ -426,14 +426,32 @@ func (t *txn) Commit() error {
 			return kv.ErrNotCommitted
 		}
 	}
-	ver := s.version.Load() + 1
-	touched := t.applyLocked(ver)
+	if s.log != nil {
+		if err := s.log.failure(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
+	s.nextVer++
+	ver := s.nextVer
 	s.history = append(s.history, commitRecord{ver: ver, writes: writes})
-	s.gcq = append(s.gcq, gcRecord{ver: ver, entries: touched})
-	s.version.Store(ver)
-	s.gcLocked(now, 2*len(touched)+64)
+	b := t.batch()
+	if s.log == nil {
+		// Memory: apply now.
+		s.installLocked(now, ver, b)
+		s.mu.Unlock()
+		t.finish(txnCommitted)
+		return nil
+	}
+	// File: the log writer makes the batch durable with others (group
+	// commit), then applies them in version order; readers never see a
+	// version before it is durable.
+	wait := s.log.enqueue(ver, b)
 	s.mu.Unlock()
-
+	err := <-wait
+	if err != nil {
+		return err
+	}
 	t.finish(txnCommitted)
 	return nil
 }
@@ -455,54 +473,6 @@ func (t *txn) writeSpans() []span {
 		})
 	}
 	return append(out, t.wconf...)
-}
-
-// applyLocked installs the transaction's writes at version ver and returns
-// the entries it touched. Callers hold s.mu.
-func (t *txn) applyLocked(ver uint64) []*entry {
-	s := t.s
-	var touched []*entry
-	for _, r := range t.clears {
-		s.tree.Ascend(&entry{key: r.Begin}, func(e *entry) bool {
-			if bytes.Compare(e.key, r.End) >= 0 {
-				return false
-			}
-			if !e.v.del {
-				pushVersionLocked(e, ver, nil, true)
-				touched = append(touched, e)
-			}
-			return true
-		})
-	}
-	if t.writes == nil {
-		return touched
-	}
-	if cap(touched)-len(touched) < t.writes.Len() {
-		touched = slices.Grow(touched, t.writes.Len())
-	}
-	probe := &entry{}
-	t.writes.Scan(func(w *write) bool {
-		probe.key = w.key
-		e, exists := s.tree.Get(probe)
-		var cur []byte
-		var curOK bool
-		if exists {
-			cur, curOK = e.latest()
-		}
-		val, ok := w.resolve(cur, curOK)
-		switch {
-		case !exists && ok:
-			e = &entry{key: w.key, v: version{ver: ver, val: val}}
-			s.tree.Set(e)
-		case exists && (ok || curOK):
-			pushVersionLocked(e, ver, val, !ok)
-		default:
-			return true // absent before and after
-		}
-		touched = append(touched, e)
-		return true
-	})
-	return touched
 }
 
 // mergeSpans sorts spans by begin and merges overlapping or adjacent ones.

@@ -1,0 +1,206 @@
+package embedded
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// batch is a committed transaction's mutations: its range clears, then its
+// writes in key order. Applying a batch at a version is the same code live
+// and when the log is replayed, so atomic operations resolve against the
+// same values in both.
+type batch struct {
+	clears []kv.Range
+	writes []*write
+}
+
+func (t *txn) batch() *batch {
+	b := &batch{clears: t.clears}
+	if t.writes != nil {
+		b.writes = make([]*write, 0, t.writes.Len())
+		t.writes.Scan(func(w *write) bool {
+			b.writes = append(b.writes, w)
+			return true
+		})
+	}
+	return b
+}
+
+// applyLocked installs b at version ver and returns the entries it touched.
+// Callers hold s.mu.
+func (s *store) applyLocked(ver uint64, b *batch) []*entry {
+	var touched []*entry
+	for _, r := range b.clears {
+		s.tree.Ascend(&entry{key: r.Begin}, func(e *entry) bool {
+			if bytes.Compare(e.key, r.End) >= 0 {
+				return false
+			}
+			if !e.v.del {
+				pushVersionLocked(e, ver, nil, true)
+				touched = append(touched, e)
+			}
+			return true
+		})
+	}
+	if len(b.writes) == 0 {
+		return touched
+	}
+	if cap(touched)-len(touched) < len(b.writes) {
+		grown := make([]*entry, len(touched), len(touched)+len(b.writes))
+		copy(grown, touched)
+		touched = grown
+	}
+	probe := &entry{}
+	for _, w := range b.writes {
+		probe.key = w.key
+		e, exists := s.tree.Get(probe)
+		var cur []byte
+		var curOK bool
+		if exists {
+			cur, curOK = e.latest()
+		}
+		val, ok := w.resolve(cur, curOK)
+		switch {
+		case !exists && ok:
+			e = &entry{key: w.key, v: version{ver: ver, val: val}}
+			s.tree.Set(e)
+		case exists && (ok || curOK):
+			pushVersionLocked(e, ver, val, !ok)
+		default:
+			continue // absent before and after
+		}
+		touched = append(touched, e)
+	}
+	return touched
+}
+
+// Log record payload: uvarint version, uvarint #clears, each (bytes begin,
+// bytes end), uvarint #writes, each (bytes key, byte base, [bytes value if
+// base is baseSet], uvarint #ops, each (byte kind, bytes param)). bytes is a
+// uvarint length and the bytes.
+const recordFormat = 1
+
+func appendBytes(dst, b []byte) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(b))), b...)
+}
+
+func (b *batch) encode(ver uint64) []byte {
+	n := 16
+	for _, r := range b.clears {
+		n += len(r.Begin) + len(r.End) + 4
+	}
+	for _, w := range b.writes {
+		n += len(w.key) + len(w.val) + 8
+		for _, op := range w.ops {
+			n += len(op.param) + 4
+		}
+	}
+	out := make([]byte, 0, n)
+	out = append(out, recordFormat)
+	out = binary.AppendUvarint(out, ver)
+	out = binary.AppendUvarint(out, uint64(len(b.clears)))
+	for _, r := range b.clears {
+		out = appendBytes(appendBytes(out, r.Begin), r.End)
+	}
+	out = binary.AppendUvarint(out, uint64(len(b.writes)))
+	for _, w := range b.writes {
+		out = appendBytes(out, w.key)
+		out = append(out, byte(w.base))
+		if w.base == baseSet {
+			out = appendBytes(out, w.val)
+		}
+		out = binary.AppendUvarint(out, uint64(len(w.ops)))
+		for _, op := range w.ops {
+			out = appendBytes(append(out, byte(op.kind)), op.param)
+		}
+	}
+	return out
+}
+
+var errRecord = errors.New("malformed log record")
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (r *decoder) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errRecord
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *decoder) byte() byte {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errRecord
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *decoder) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		r.err = errRecord
+		return nil
+	}
+	out := append([]byte{}, r.b[:n]...)
+	r.b = r.b[n:]
+	return out
+}
+
+// count reads a uvarint count that cannot exceed what is left to read.
+func (r *decoder) count() int {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.err = errRecord
+		return 0
+	}
+	return int(n)
+}
+
+func decodeBatch(p []byte) (uint64, *batch, error) {
+	r := &decoder{b: p}
+	if f := r.byte(); r.err == nil && f != recordFormat {
+		return 0, nil, fmt.Errorf("%w: record format %d, this version reads %d", errRecord, f, recordFormat)
+	}
+	ver := r.uvarint()
+	b := &batch{}
+	for i, n := 0, r.count(); i < n && r.err == nil; i++ {
+		b.clears = append(b.clears, kv.Range{Begin: r.bytes(), End: r.bytes()})
+	}
+	for i, n := 0, r.count(); i < n && r.err == nil; i++ {
+		w := &write{key: r.bytes(), base: baseKind(r.byte())}
+		if w.base > baseCleared {
+			r.err = errRecord
+		}
+		if w.base == baseSet {
+			w.val = r.bytes()
+		}
+		for j, m := 0, r.count(); j < m && r.err == nil; j++ {
+			op := atomicOp{kind: opKind(r.byte()), param: r.bytes()}
+			if op.kind > opCompareAndClear {
+				r.err = errRecord
+			}
+			w.ops = append(w.ops, op)
+		}
+		b.writes = append(b.writes, w)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errRecord
+	}
+	return ver, b, r.err
+}

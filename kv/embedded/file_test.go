@@ -1,0 +1,221 @@
+package embedded_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/kv/embedded"
+	"github.com/fdbqueue/fdbqueue/kv/kvtest"
+)
+
+func TestFileContract(t *testing.T) {
+	kvtest.Run(t, func(t *testing.T) kvtest.Instance {
+		clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+		db, err := embedded.OpenFile(t.TempDir(), embedded.FileConfig{Config: embedded.Config{Clock: clock.Now, RetryLimit: 5}})
+		require.NoError(t, err)
+		return kvtest.Instance{DB: db, Advance: clock.Advance}
+	})
+}
+
+func mustGet(t *testing.T, db kv.Database, key string) []byte {
+	t.Helper()
+	var v []byte
+	require.NoError(t, db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
+		var err error
+		v, err = tr.Get([]byte(key))
+		return err
+	}))
+	return v
+}
+
+func TestFileReopen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		for i := 0; i < 100; i++ {
+			tr.Set([]byte(fmt.Sprintf("k%03d", i)), []byte(fmt.Sprint(i)))
+		}
+		return nil
+	}))
+	// Concurrent atomic adds: replay must resolve them in commit order too.
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				_ = db.Transact(ctx, func(tr kv.Transaction) error {
+					tr.Add([]byte("n"), 1)
+					return nil
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.ClearRange(kv.Range{Begin: []byte("k010"), End: []byte("k090")})
+		tr.Set([]byte("k050"), []byte("after clear"))
+		tr.CompareAndClear([]byte("k000"), []byte("0"))
+		return nil
+	}))
+	require.NoError(t, db.Close())
+
+	db, err = embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	rec := db.Recovery()
+	require.Equal(t, 402, rec.Records)
+	require.Zero(t, rec.TornBytes)
+	require.Equal(t, uint64(400), binary.LittleEndian.Uint64(mustGet(t, db, "n")))
+	require.Nil(t, mustGet(t, db, "k000"))
+	require.Equal(t, "1", string(mustGet(t, db, "k001")))
+	require.Nil(t, mustGet(t, db, "k010"))
+	require.Equal(t, "after clear", string(mustGet(t, db, "k050")))
+	require.Equal(t, "99", string(mustGet(t, db, "k099")))
+	st := db.Stats()
+	require.Equal(t, st.Keys, st.LiveKeys, "recovery leaves no tombstones")
+}
+
+// segments lists the log segments in dir, oldest first.
+func segments(t *testing.T, dir string) []string {
+	names, err := filepath.Glob(filepath.Join(dir, "wal-*.log"))
+	require.NoError(t, err)
+	sort.Strings(names)
+	return names
+}
+
+func TestFileTornAndCorruptTail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, damage := range []string{"truncate", "garbage", "flip"} {
+		dir := t.TempDir()
+		db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+		require.NoError(t, err)
+		for i := 0; i < 10; i++ {
+			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+				tr.Set([]byte(fmt.Sprintf("k%d", i)), []byte("v"))
+				return nil
+			}))
+		}
+		require.NoError(t, db.Close())
+		segs := segments(t, dir)
+		last := segs[len(segs)-1]
+		data, err := os.ReadFile(last)
+		require.NoError(t, err)
+		switch damage {
+		case "truncate": // the last record was half written
+			data = data[:len(data)-3]
+		case "garbage": // a write that never completed left junk
+			data = append(data, 0x55, 0x00, 0x00, 0x00, 0xde, 0xad, 0xbe, 0xef, 0x01)
+		case "flip": // the last record's payload is corrupt
+			data[len(data)-2] ^= 0xff
+		}
+		require.NoError(t, os.WriteFile(last, data, 0o600))
+
+		db, err = embedded.OpenFile(dir, embedded.FileConfig{})
+		require.NoError(t, err, damage)
+		rec := db.Recovery()
+		require.Positive(t, rec.TornBytes, damage)
+		for i := 0; i < 9; i++ {
+			require.Equal(t, "v", string(mustGet(t, db, fmt.Sprintf("k%d", i))), damage)
+		}
+		if damage == "garbage" {
+			require.Equal(t, "v", string(mustGet(t, db, "k9")))
+		} else {
+			require.Nil(t, mustGet(t, db, "k9"), "a damaged record is cut, never replayed as data")
+		}
+		// The database takes new commits after the cut, and keeps them.
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte("after"), []byte("v"))
+			return nil
+		}))
+		require.NoError(t, db.Close())
+		db, err = embedded.OpenFile(dir, embedded.FileConfig{})
+		require.NoError(t, err)
+		require.Equal(t, "v", string(mustGet(t, db, "after")))
+		require.Zero(t, db.Recovery().TornBytes)
+		require.NoError(t, db.Close())
+	}
+}
+
+func TestFileCorruptMiddleSegmentIsAnError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	for round := 0; round < 2; round++ { // each open starts a segment
+		db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+		require.NoError(t, err)
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte(fmt.Sprint("k", round)), []byte("v"))
+			return nil
+		}))
+		require.NoError(t, db.Close())
+	}
+	segs := segments(t, dir)
+	require.GreaterOrEqual(t, len(segs), 2)
+	data, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	data[len(data)-1] ^= 0xff
+	require.NoError(t, os.WriteFile(segs[0], data, 0o600))
+	_, err = embedded.OpenFile(dir, embedded.FileConfig{})
+	require.ErrorContains(t, err, "corrupt")
+}
+
+func TestFileFilesArePrivate(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "db")
+	db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	info, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+	for _, name := range append(segments(t, dir), filepath.Join(dir, "LOCK")) {
+		info, err := os.Stat(name)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), name)
+	}
+}
+
+// TestFileLockedByAnotherProcess runs this test binary as a second process
+// that tries to open the same directory.
+func TestFileLockedByAnotherProcess(t *testing.T) {
+	if dir := os.Getenv("FDBQUEUE_LOCK_CHILD"); dir != "" {
+		_, err := embedded.OpenFile(dir, embedded.FileConfig{})
+		fmt.Println("child:", err)
+		return
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFileLockedByAnotherProcess$")
+	cmd.Env = append(os.Environ(), "FDBQUEUE_LOCK_CHILD="+dir)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "database is locked")
+	require.Contains(t, string(out), fmt.Sprintf("locked by process %d", os.Getpid()))
+
+	// In this process, a second open shares the database.
+	again, err := embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	require.NoError(t, again.Close())
+	require.True(t, strings.HasPrefix(dir, "/"))
+}

@@ -1,0 +1,268 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// SyncMode says when the log is flushed to stable storage.
+type SyncMode int
+
+const (
+	// SyncFull makes every commit durable before it returns: one fsync per
+	// group of concurrent commits. The default.
+	SyncFull SyncMode = iota
+	// SyncNone writes the log without fsync. A process crash loses
+	// nothing (the data is in the operating system's cache), but a power
+	// loss or an operating system crash may lose the last commits (never
+	// part of one: recovery cuts the log at the first incomplete record).
+	SyncNone
+)
+
+// Log segment files: a header, then records of [u32 length][u32 CRC-32C of
+// the payload][payload], little-endian.
+const (
+	segMagic      = "FDBQWAL1"
+	recHeaderSize = 8
+	maxRecordSize = 64 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrFailed is returned (wrapped with the cause) by commits after the log hit
+// an I/O error: the database keeps serving reads; reopen it to write again.
+var ErrFailed = errors.New("fdbqueue: database failed after an I/O error; reopen it")
+
+// pending is a commit waiting for the log.
+type pending struct {
+	ver  uint64
+	b    *batch
+	done chan error
+}
+
+// wal is a file database's write-ahead log and the goroutine that writes it.
+type wal struct {
+	s    *store
+	dir  string
+	sync SyncMode
+
+	// mu guards queue, failed and stopping; the writer goroutine owns f,
+	// buf and size.
+	mu       sync.Mutex
+	queue    []*pending
+	failed   error
+	stopping bool
+	wake     chan struct{}
+	done     chan struct{}
+
+	f    *os.File
+	buf  []byte
+	size int64
+}
+
+func segName(first uint64) string { return fmt.Sprintf("wal-%020d.log", first) }
+
+// createSegment starts a new log segment whose first record is version
+// first, and makes its name durable.
+func createSegment(dir string, first uint64) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, segName(first)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write([]byte(segMagic)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (w *wal) start() {
+	w.wake = make(chan struct{}, 1)
+	w.done = make(chan struct{})
+	go w.run()
+}
+
+// enqueue adds a commit; callers hold s.mu, so commits queue in version
+// order. The channel receives nil once the commit is durable and readable.
+func (w *wal) enqueue(ver uint64, b *batch) <-chan error {
+	p := &pending{ver: ver, b: b, done: make(chan error, 1)}
+	w.mu.Lock()
+	if w.failed != nil {
+		err := w.failed
+		w.mu.Unlock()
+		p.done <- err
+		return p.done
+	}
+	w.queue = append(w.queue, p)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return p.done
+}
+
+func (w *wal) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
+}
+
+// run writes queued commits as groups: one write and one fsync per group,
+// then applies them in order.
+func (w *wal) run() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		group := w.queue
+		w.queue = nil
+		stopping := w.stopping
+		w.mu.Unlock()
+		if len(group) == 0 {
+			if stopping {
+				return
+			}
+			<-w.wake
+			continue
+		}
+		if err := w.write(group); err != nil {
+			w.fail(err, group)
+			continue
+		}
+		s := w.s
+		now := s.cfg.Clock()
+		s.mu.Lock()
+		for _, p := range group {
+			s.installLocked(now, p.ver, p.b)
+		}
+		s.mu.Unlock()
+		for _, p := range group {
+			p.done <- nil
+		}
+	}
+}
+
+func (w *wal) write(group []*pending) error {
+	if err := w.failure(); err != nil {
+		return err
+	}
+	w.buf = w.buf[:0]
+	for _, p := range group {
+		payload := p.b.encode(p.ver)
+		if len(payload) > maxRecordSize {
+			return fmt.Errorf("log record of %d bytes", len(payload))
+		}
+		w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(len(payload)))
+		w.buf = binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(payload, castagnoli))
+		w.buf = append(w.buf, payload...)
+	}
+	if _, err := w.f.Write(w.buf); err != nil {
+		return err
+	}
+	w.size += int64(len(w.buf))
+	if w.sync == SyncFull {
+		return w.f.Sync()
+	}
+	return nil
+}
+
+// fail puts the database in the failed state: the group's commits may or
+// may not be on disk, and no later commit is accepted. fsync is never
+// retried after an error (the kernel may have dropped the dirty pages).
+func (w *wal) fail(err error, group []*pending) {
+	w.mu.Lock()
+	if w.failed == nil {
+		w.failed = fmt.Errorf("%w: %v", ErrFailed, err)
+	}
+	failed := w.failed
+	rest := w.queue
+	w.queue = nil
+	w.mu.Unlock()
+	for _, p := range group {
+		p.done <- errors.Join(kv.Errorf(1021, "writing the log: %v", err), failed)
+	}
+	for _, p := range rest {
+		p.done <- failed
+	}
+}
+
+// close drains the queue and closes the segment.
+func (w *wal) close() error {
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	<-w.done
+	return w.f.Close()
+}
+
+// replaySegment reads the records of one segment, calling apply for each.
+// It returns the offset after the last good record, and whether the segment
+// ended in a torn or corrupt record.
+func replaySegment(path string, apply func(ver uint64, b *batch) error) (good int64, torn bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return 0, false, err
+	}
+	if len(data) < len(segMagic) || string(data[:len(segMagic)]) != segMagic {
+		// A segment whose header never reached the disk is empty.
+		return 0, true, nil
+	}
+	off := len(segMagic)
+	for off < len(data) {
+		if len(data)-off < recHeaderSize {
+			return int64(off), true, nil
+		}
+		n := int(binary.LittleEndian.Uint32(data[off:]))
+		sum := binary.LittleEndian.Uint32(data[off+4:])
+		if n > maxRecordSize || len(data)-off-recHeaderSize < n {
+			return int64(off), true, nil
+		}
+		payload := data[off+recHeaderSize : off+recHeaderSize+n]
+		if crc32.Checksum(payload, castagnoli) != sum {
+			return int64(off), true, nil
+		}
+		ver, b, err := decodeBatch(payload)
+		if err != nil {
+			return int64(off), true, nil
+		}
+		if err := apply(ver, b); err != nil {
+			return int64(off), false, err
+		}
+		off += recHeaderSize + n
+	}
+	return int64(off), false, nil
+}
