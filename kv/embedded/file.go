@@ -16,6 +16,10 @@ type FileConfig struct {
 	Config
 	// Sync is when commits reach stable storage; SyncFull by default.
 	Sync SyncMode
+	// CheckpointBytes is how much log is written between checkpoints;
+	// DefaultCheckpointBytes when 0. Recovery replays at most about this
+	// much log.
+	CheckpointBytes int64
 }
 
 // ErrLocked is returned (wrapped, with the owner's process id) by OpenFile
@@ -28,6 +32,8 @@ type RecoveryStats struct {
 	Records     int   // records applied
 	TornBytes   int64 // bytes cut from the end of the log (an incomplete last write)
 	LastVersion uint64
+	// CheckpointVersion is the version of the checkpoint loaded, 0 for none.
+	CheckpointVersion uint64
 }
 
 // OpenFile opens (creating it if needed) the durable database in directory
@@ -78,7 +84,10 @@ func openFileStore(dir string, cfg FileConfig) (*store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("fdbqueue: starting a log segment in %s: %w", dir, err)
 	}
-	s.log = &wal{s: s, dir: dir, sync: cfg.Sync, f: f}
+	s.log = &wal{s: s, dir: dir, sync: cfg.Sync, f: f, lastVer: s.nextVer, ckptBytes: cfg.CheckpointBytes}
+	if s.log.ckptBytes <= 0 {
+		s.log.ckptBytes = DefaultCheckpointBytes
+	}
 	s.log.start()
 	return s, nil
 }
@@ -107,6 +116,15 @@ func lockDir(dir string) (*os.File, error) {
 // recover replays the log segments in order.
 func (s *store) recover(dir string) (RecoveryStats, error) {
 	var st RecoveryStats
+	tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	for _, tmp := range tmps {
+		os.Remove(tmp) // a checkpoint that never finished
+	}
+	ckptVer, err := s.loadCheckpoint(dir)
+	if err != nil {
+		return st, err
+	}
+	st.CheckpointVersion = ckptVer
 	names, err := filepath.Glob(filepath.Join(dir, "wal-*.log"))
 	if err != nil {
 		return st, err
@@ -149,6 +167,16 @@ func (s *store) recover(dir string) (RecoveryStats, error) {
 	s.gcLocked(now, int(^uint(0)>>1))
 	st.LastVersion = s.nextVer
 	return st, nil
+}
+
+// Checkpoint writes a checkpoint now and waits for it: reopening then
+// replays only the log written after it. File databases checkpoint on their
+// own every FileConfig.CheckpointBytes of log.
+func (db *DB) Checkpoint() error {
+	if db.s.log == nil {
+		return nil
+	}
+	return db.s.log.checkpoint()
 }
 
 // Recovery returns what opening the database found.

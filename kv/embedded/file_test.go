@@ -219,3 +219,60 @@ func TestFileLockedByAnotherProcess(t *testing.T) {
 	require.NoError(t, again.Close())
 	require.True(t, strings.HasPrefix(dir, "/"))
 }
+
+func TestFileCheckpoints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	// Checkpoint every 8 KiB of log, under concurrent load.
+	db, err := embedded.OpenFile(dir, embedded.FileConfig{CheckpointBytes: 8 << 10})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+					tr.Set([]byte(fmt.Sprintf("g%d/%04d", g, i)), []byte(strings.Repeat("v", 50)))
+					if i > 0 && i%3 == 0 {
+						tr.Clear([]byte(fmt.Sprintf("g%d/%04d", g, i-1)))
+					}
+					tr.Add([]byte("count"), 1)
+					return nil
+				}))
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, db.Checkpoint())
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte("after-checkpoint"), []byte("v"))
+		return nil
+	}))
+	ckpts, _ := filepath.Glob(filepath.Join(dir, "ckpt-*.db"))
+	require.Len(t, ckpts, 1, "older checkpoints are deleted")
+	require.LessOrEqual(t, len(segments(t, dir)), 2, "segments before the checkpoint are deleted")
+	require.NoError(t, db.Close())
+
+	// A checkpoint that never finished is ignored and removed.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ckpt-99999999999999999999.db.tmp"), []byte("junk"), 0o600))
+
+	db, err = embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	rec := db.Recovery()
+	require.Positive(t, rec.CheckpointVersion)
+	require.Equal(t, 1, rec.Records, "only the record after the checkpoint is replayed")
+	require.Equal(t, uint64(1200), binary.LittleEndian.Uint64(mustGet(t, db, "count")))
+	require.Equal(t, "v", string(mustGet(t, db, "after-checkpoint")))
+	var n int
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		kvs, err := kv.Collect(tr.GetRange(kv.PrefixRange([]byte("g")), kv.RangeOptions{}))
+		n = len(kvs)
+		return err
+	}))
+	require.Equal(t, 4*(300-99), n, "every third key was cleared")
+	tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
+	require.Empty(t, tmps)
+}

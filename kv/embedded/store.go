@@ -324,6 +324,8 @@ func (db *DB) Stats() Stats {
 type reader struct {
 	rv    uint64
 	since time.Time
+	// pinned readers (checkpoints) never expire.
+	pinned bool
 }
 
 // acquireReadVersion registers t as a reader at the current version.
@@ -350,7 +352,7 @@ func (s *store) horizonLocked(now time.Time) uint64 {
 	defer s.activeMu.Unlock()
 	h := s.version.Load()
 	for t, r := range s.active {
-		if now.Sub(r.since) > kv.MaxTransactionAge {
+		if !r.pinned && now.Sub(r.since) > kv.MaxTransactionAge {
 			delete(s.active, t)
 			continue
 		}

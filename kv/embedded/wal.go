@@ -54,18 +54,26 @@ type wal struct {
 	dir  string
 	sync SyncMode
 
-	// mu guards queue, failed and stopping; the writer goroutine owns f,
-	// buf and size.
-	mu       sync.Mutex
-	queue    []*pending
-	failed   error
-	stopping bool
-	wake     chan struct{}
-	done     chan struct{}
+	// mu guards queue, failed, stopping, ckptWaiters and ckptErr; the
+	// writer goroutine owns f, buf, size, sinceCkpt and lastVer.
+	mu          sync.Mutex
+	queue       []*pending
+	failed      error
+	stopping    bool
+	ckptWaiters []chan error
+	ckptErr     error
+	wake        chan struct{}
+	done        chan struct{}
 
-	f    *os.File
-	buf  []byte
-	size int64
+	f         *os.File
+	buf       []byte
+	size      int64
+	sinceCkpt int64
+	lastVer   uint64
+	ckptBytes int64
+	ckpt      sync.WaitGroup // the running checkpoint, if any
+	ckptBusy  bool
+	ckptDone  chan error
 }
 
 func segName(first uint64) string { return fmt.Sprintf("wal-%020d.log", first) }
@@ -104,6 +112,7 @@ func syncDir(dir string) error {
 func (w *wal) start() {
 	w.wake = make(chan struct{}, 1)
 	w.done = make(chan struct{})
+	w.ckptDone = make(chan error, 1)
 	go w.run()
 }
 
@@ -142,12 +151,24 @@ func (w *wal) run() {
 		group := w.queue
 		w.queue = nil
 		stopping := w.stopping
+		forced := len(w.ckptWaiters) > 0
 		w.mu.Unlock()
+		select {
+		case err := <-w.ckptDone:
+			w.finishCheckpoint(err)
+		default:
+		}
+		w.maybeCheckpoint(forced)
 		if len(group) == 0 {
 			if stopping {
+				w.ckpt.Wait()
 				return
 			}
-			<-w.wake
+			select {
+			case <-w.wake:
+			case err := <-w.ckptDone:
+				w.finishCheckpoint(err)
+			}
 			continue
 		}
 		if err := w.write(group); err != nil {
@@ -185,6 +206,8 @@ func (w *wal) write(group []*pending) error {
 		return err
 	}
 	w.size += int64(len(w.buf))
+	w.sinceCkpt += int64(len(w.buf))
+	w.lastVer = group[len(group)-1].ver
 	if w.sync == SyncFull {
 		return w.f.Sync()
 	}
@@ -209,6 +232,65 @@ func (w *wal) fail(err error, group []*pending) {
 	for _, p := range rest {
 		p.done <- failed
 	}
+}
+
+// maybeCheckpoint starts a checkpoint when enough log was written since the
+// last one (or one was asked for): it moves the log to a new segment, so the
+// old ones can go once the checkpoint is durable, and writes the checkpoint
+// on another goroutine. Called by the writer goroutine.
+func (w *wal) maybeCheckpoint(forced bool) {
+	if w.ckptBusy || (!forced && w.sinceCkpt < w.ckptBytes) {
+		return
+	}
+	if w.failure() != nil {
+		w.finishCheckpoint(w.failure())
+		return
+	}
+	if w.sinceCkpt > 0 {
+		f, err := createSegment(w.dir, w.lastVer+1)
+		if err != nil {
+			w.fail(err, nil)
+			w.finishCheckpoint(err)
+			return
+		}
+		w.f.Close()
+		w.f, w.size = f, 0
+	}
+	w.sinceCkpt = 0
+	w.ckptBusy = true
+	w.ckpt.Add(1)
+	go func() {
+		defer w.ckpt.Done()
+		w.ckptDone <- w.writeCheckpoint()
+	}()
+}
+
+// finishCheckpoint records a checkpoint's outcome and answers Checkpoint
+// calls. A failed checkpoint leaves the log as it was (it still holds
+// everything); the next one retries.
+func (w *wal) finishCheckpoint(err error) {
+	w.ckptBusy = false
+	w.mu.Lock()
+	w.ckptErr = err
+	waiters := w.ckptWaiters
+	w.ckptWaiters = nil
+	w.mu.Unlock()
+	for _, c := range waiters {
+		c <- err
+	}
+}
+
+// checkpoint asks the writer for a checkpoint and waits for it.
+func (w *wal) checkpoint() error {
+	c := make(chan error, 1)
+	w.mu.Lock()
+	w.ckptWaiters = append(w.ckptWaiters, c)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return <-c
 }
 
 // close drains the queue and closes the segment.

@@ -1,0 +1,176 @@
+package embedded
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// Checkpoint files: magic, uvarint version, then entries (uvarint key
+// length, key, uvarint value length, value), then an 8-byte entry count and
+// the CRC-32C of everything before it. A checkpoint at version V holds the
+// database as of V; the log records after V complete it.
+const (
+	ckptMagic = "FDBQCKP1"
+	// DefaultCheckpointBytes is how much log a file database writes before
+	// it checkpoints, when FileConfig.CheckpointBytes is 0.
+	DefaultCheckpointBytes = 64 << 20
+)
+
+func ckptName(ver uint64) string { return fmt.Sprintf("ckpt-%020d.db", ver) }
+
+// versionOf parses the version in a segment or checkpoint file name.
+func versionOf(path, prefix, suffix string) (uint64, bool) {
+	base := filepath.Base(path)
+	if !strings.HasPrefix(base, prefix) || !strings.HasSuffix(base, suffix) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(base, prefix), suffix), 10, 64)
+	return v, err == nil
+}
+
+// writeCheckpoint writes the database as of a pinned read version to a new
+// checkpoint file, then deletes the log segments and checkpoints it makes
+// redundant. It runs on its own goroutine, concurrently with commits.
+func (w *wal) writeCheckpoint() error {
+	s := w.s
+	// Read at the current readable version, as a reader the collector
+	// waits for however long the checkpoint takes.
+	pin := &txn{s: s}
+	s.activeMu.Lock()
+	ver := s.version.Load()
+	s.active[pin] = reader{rv: ver, since: s.cfg.Clock(), pinned: true}
+	s.activeMu.Unlock()
+	defer s.releaseReadVersion(pin)
+
+	tmp := filepath.Join(w.dir, ckptName(ver)+".tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // after a successful rename this finds nothing
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
+	var n uint64
+	var scratch []byte
+	put := func(b []byte) {
+		scratch = binary.AppendUvarint(scratch[:0], uint64(len(b)))
+		bw.Write(scratch)
+		bw.Write(b)
+	}
+	bw.WriteString(ckptMagic)
+	bw.Write(binary.AppendUvarint(nil, ver))
+	begin, beginEx := []byte{}, false
+	var kvs []kv.KeyValue
+	for {
+		var done bool
+		kvs, done = s.fetch(ver, begin, beginEx, []byte{0xff}, false, 4096, kvs[:0])
+		for _, e := range kvs {
+			put(e.Key)
+			put(e.Value)
+			n++
+		}
+		if done || len(kvs) == 0 {
+			break
+		}
+		begin, beginEx = kvs[len(kvs)-1].Key, true
+	}
+	bw.Write(binary.LittleEndian.AppendUint64(nil, n))
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32())); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(w.dir, ckptName(ver))); err != nil {
+		return err
+	}
+	if err := syncDir(w.dir); err != nil {
+		return err
+	}
+	return removeRedundant(w.dir, ver)
+}
+
+// removeRedundant deletes the checkpoints older than the one at ver, and the
+// log segments whose every record is at or below ver.
+func removeRedundant(dir string, ver uint64) error {
+	ckpts, _ := filepath.Glob(filepath.Join(dir, "ckpt-*.db"))
+	for _, c := range ckpts {
+		if v, ok := versionOf(c, "ckpt-", ".db"); ok && v < ver {
+			if err := os.Remove(c); err != nil {
+				return err
+			}
+		}
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal-*.log"))
+	sort.Strings(segs)
+	for i := 0; i+1 < len(segs); i++ {
+		// Segment i ends just before segment i+1 starts.
+		next, ok := versionOf(segs[i+1], "wal-", ".log")
+		if !ok || next > ver+1 {
+			break
+		}
+		if err := os.Remove(segs[i]); err != nil {
+			return err
+		}
+	}
+	return syncDir(dir)
+}
+
+// loadCheckpoint loads the newest checkpoint into the empty store and
+// returns its version (0 without one).
+func (s *store) loadCheckpoint(dir string) (uint64, error) {
+	ckpts, err := filepath.Glob(filepath.Join(dir, "ckpt-*.db"))
+	if err != nil || len(ckpts) == 0 {
+		return 0, err
+	}
+	sort.Strings(ckpts)
+	path := ckpts[len(ckpts)-1]
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	bad := func(why string) (uint64, error) {
+		return 0, fmt.Errorf("fdbqueue: checkpoint %s is corrupt (%s)", path, why)
+	}
+	if len(data) < len(ckptMagic)+12 || string(data[:len(ckptMagic)]) != ckptMagic {
+		return bad("header")
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return bad("checksum")
+	}
+	count := binary.LittleEndian.Uint64(body[len(body)-8:])
+	r := &decoder{b: body[len(ckptMagic) : len(body)-8]}
+	ver := r.uvarint()
+	for i := uint64(0); i < count && r.err == nil; i++ {
+		k, v := r.bytes(), r.bytes()
+		if r.err == nil {
+			s.tree.Load(&entry{key: k, v: version{ver: ver, val: v}})
+		}
+	}
+	if r.err != nil || len(r.b) != 0 {
+		return bad("entries")
+	}
+	s.nextVer = ver
+	s.version.Store(ver)
+	return ver, nil
+}
