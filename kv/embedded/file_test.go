@@ -276,3 +276,13 @@ func TestFileCheckpoints(t *testing.T) {
 	tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
 	require.Empty(t, tmps)
 }
+
+func TestFileReopenWithoutCommits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i := 0; i < 3; i++ {
+		db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+		require.NoError(t, err, "open %d", i)
+		require.NoError(t, db.Close())
+	}
+}

@@ -79,9 +79,11 @@ type wal struct {
 func segName(first uint64) string { return fmt.Sprintf("wal-%020d.log", first) }
 
 // createSegment starts a new log segment whose first record is version
-// first, and makes its name durable.
+// first, and makes its name durable. A segment of that name may exist from
+// an earlier open that committed nothing; it holds no record recovery could
+// apply (or recovery would be past first), so it is truncated and reused.
 func createSegment(dir string, first uint64) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, segName(first)), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, segName(first)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, err
 	}
