@@ -91,7 +91,7 @@ func run(b *testing.B, par int, op func(i int) error) {
 		}
 		return
 	}
-	b.SetParallelism(par / 2)
+	b.SetParallelism(max(1, par/2))
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {

@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -148,7 +150,9 @@ func (w *wal) failure() error {
 // then applies them in order.
 func (w *wal) run() {
 	defer close(w.done)
+	lastGroup := 0
 	for {
+		w.gather(lastGroup)
 		w.mu.Lock()
 		group := w.queue
 		w.queue = nil
@@ -187,6 +191,30 @@ func (w *wal) run() {
 		for _, p := range group {
 			p.done <- nil
 		}
+		lastGroup = len(group)
+	}
+}
+
+// gatherWait bounds how long the writer waits for a group to fill.
+const gatherWait = 100 * time.Microsecond
+
+// gather waits, briefly, for as many commits as the last group had: the
+// clients it just answered are about to commit again, and one fsync for all
+// of them beats one for the first and another for the rest (the
+// group-commit convoy). A lone client never waits.
+func (w *wal) gather(want int) {
+	if want <= 1 || w.sync == SyncNone {
+		return
+	}
+	deadline := time.Now().Add(gatherWait)
+	for {
+		w.mu.Lock()
+		n, stopping := len(w.queue), w.stopping
+		w.mu.Unlock()
+		if n >= want || n == 0 && stopping || time.Now().After(deadline) {
+			return
+		}
+		runtime.Gosched()
 	}
 }
 
