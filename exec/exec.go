@@ -528,7 +528,23 @@ func (e *Executor) find(tr kv.Transaction, t *Table, conds []cond, order queues.
 			return t.Queue.PeekFit(tr, order, limits)
 		}
 	} else if len(conds) == 0 && pop {
-		next = func() (queues.Item, bool, error) { return t.Queue.Pop(tr, order) }
+		// Plain pops: one ordered pass, not n passes from the head.
+		limit := int(min(n, math.MaxInt32))
+		if n < 0 {
+			limit = math.MaxInt32
+		}
+		items, err := t.Queue.PopN(tr, order, limit)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			r, err := e.decodeRow(t, it)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		return out, nil
 	}
 	if next != nil {
 		for int64(len(out)) < n || n < 0 {

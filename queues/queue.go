@@ -417,6 +417,34 @@ func (q *Queue) Pop(tr kv.Transaction, order Order) (Item, bool, error) {
 	return it, true, q.remove(tr, p, it.Resources)
 }
 
+// PopN removes and returns up to n items in order, reading the queue once:
+// n calls to Pop in one transaction would each read past the items the
+// earlier ones removed.
+func (q *Queue) PopN(tr kv.Transaction, order Order, n int) ([]Item, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	var items []Item
+	var poss []pos
+	_, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
+		it, _, err := q.decodeItem(e.Key, e.Value)
+		if err != nil {
+			return false, err
+		}
+		items, poss = append(items, it), append(poss, p)
+		return len(items) < n, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range items {
+		if err := q.remove(tr, poss[i], it.Resources); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
 // Scan calls fn with the queue's items in order until fn returns false or an
 // error. It streams: the queue is never loaded whole.
 func (q *Queue) Scan(tr kv.ReadTransaction, order Order, fn func(Item) (bool, error)) error {

@@ -293,6 +293,31 @@ func TestComposesInCallerTransaction(t *testing.T) {
 	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error { return other.Check(tr) }))
 }
 
+func TestPopN(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority)
+	for i := 0; i < 10; i++ {
+		push(t, db, q, int64(i%3), fmt.Sprint(i))
+	}
+	var got []string
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		got = nil
+		items, err := q.PopN(tr, queues.Max, 5)
+		for _, it := range items {
+			got = append(got, string(it.Value))
+		}
+		return err
+	}))
+	require.Equal(t, []string{"2", "5", "8", "1", "4"}, got, "highest priority first, oldest first within one")
+	require.Equal(t, int64(5), count(t, db, q))
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		items, err := q.PopN(tr, queues.Min, 100)
+		require.Len(t, items, 5)
+		return err
+	}))
+	require.Zero(t, count(t, db, q))
+}
+
 func TestClear(t *testing.T) {
 	t.Parallel()
 	db, q := setup(t, queues.Priority, "cpu")
