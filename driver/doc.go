@@ -40,6 +40,15 @@
 // :name (sql.Named), not both in one statement. Anything else is refused with
 // an error that says what was not understood and what is supported.
 //
+// # Contention
+//
+// When many consumers pop one table at once, they all want its first row.
+// A single-row FOR POP (or DELETE ... LIMIT 1) that conflicts retries as a
+// spread pop: it takes one of the first k rows of the best priority, k
+// doubling with each conflict up to 64 and decaying once pops stop
+// conflicting. Priority order stays exact and every pop exactly-once; the
+// order within one priority is relaxed while the contention lasts.
+//
 // # Transactions
 //
 // Each statement outside a transaction is one transaction, retried on

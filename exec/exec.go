@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
@@ -19,7 +21,13 @@ import (
 type Executor struct {
 	db  kv.Database
 	cat *catalog
+	// spreads holds, per table name, the spread width recent single-row
+	// pops needed (*atomic.Int64): 0 while pops do not conflict.
+	spreads sync.Map
 }
+
+// maxSpread bounds how many head items a spread pop chooses among.
+const maxSpread = 64
 
 // New returns an executor for db, keeping all of fdbqueue's data under the
 // key prefix root.
@@ -59,6 +67,9 @@ type prepared struct {
 	p    *parser.Parsed
 	args Args
 	ids  []int64
+	// spread, when positive, makes single-row pops take one of the first
+	// spread items of the best priority: set on retries after conflicts.
+	spread int
 }
 
 func (e *Executor) prepare(p *parser.Parsed, args Args) (*prepared, error) {
@@ -112,13 +123,55 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	}
 	// Read-only statements commit too: committing a transaction that
 	// wrote nothing is free on every engine.
+	// Pops that conflict (consumers taking the same head item) turn into
+	// spread pops (queues.PopSpread): a retry doubles the width, and the
+	// table remembers it, so that its next pops start there. Once pops stop
+	// conflicting the width decays back to exact order.
+	hint := e.spreadHint(p.Stmt)
 	var res *Result
+	attempt := 0
 	err = e.db.Transact(ctx, func(tr kv.Transaction) error {
+		attempt++
+		if hint != nil {
+			pr.spread = int(hint.Load())
+			if attempt > 1 {
+				pr.spread = min(maxSpread, max(4, 2*pr.spread))
+			}
+		}
 		var err error
 		res, err = e.run(tr, pr)
 		return err
 	})
+	if hint != nil && err == nil {
+		if attempt > 1 {
+			hint.Store(int64(pr.spread))
+		} else if h := hint.Load(); h > 0 {
+			hint.CompareAndSwap(h, h-1)
+		}
+	}
 	return res, err
+}
+
+// spreadHint returns the spread width of the table a single-row pop
+// statement pops from, or nil for other statements.
+func (e *Executor) spreadHint(st parser.Statement) *atomic.Int64 {
+	var table string
+	switch s := st.(type) {
+	case *parser.Select:
+		if !s.ForPop {
+			return nil
+		}
+		table = s.Table
+	case *parser.Delete:
+		if s.Limit == nil {
+			return nil
+		}
+		table = s.Table
+	default:
+		return nil
+	}
+	h, _ := e.spreads.LoadOrStore(strings.ToLower(table), new(atomic.Int64))
+	return h.(*atomic.Int64)
 }
 
 // Exec runs one statement in the caller's transaction.
@@ -492,7 +545,7 @@ func idLookup(conds []cond) (int64, bool) {
 
 // find returns up to n rows (n < 0: all) matching conds, in order, and
 // removes them if pop.
-func (e *Executor) find(tr kv.Transaction, t *Table, conds []cond, order queues.Order, n int64, pop bool) ([]row, error) {
+func (e *Executor) find(tr kv.Transaction, t *Table, conds []cond, order queues.Order, n int64, pop bool, spread int) ([]row, error) {
 	var out []row
 	if n == 0 {
 		return nil, nil
@@ -522,11 +575,16 @@ func (e *Executor) find(tr kv.Transaction, t *Table, conds []cond, order queues.
 	var next func() (queues.Item, bool, error)
 	if limits, ok := fitLimits(t, conds); ok && (pop || n == 1) {
 		next = func() (queues.Item, bool, error) {
-			if pop {
+			switch {
+			case pop && spread > 0 && n == 1:
+				return t.Queue.PopFitSpread(tr, order, limits, spread)
+			case pop:
 				return t.Queue.PopFit(tr, order, limits)
 			}
 			return t.Queue.PeekFit(tr, order, limits)
 		}
+	} else if len(conds) == 0 && pop && spread > 0 && n == 1 {
+		next = func() (queues.Item, bool, error) { return t.Queue.PopSpread(tr, order, spread) }
 	} else if len(conds) == 0 && pop {
 		// Plain pops: one ordered pass, not n passes from the head.
 		limit := int(min(n, math.MaxInt32))
@@ -605,7 +663,7 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 			n, err = t.Queue.Count(tr)
 		} else {
 			var rows []row
-			rows, err = e.find(tr, t, conds, queues.Min, -1, false)
+			rows, err = e.find(tr, t, conds, queues.Min, -1, false, 0)
 			n = int64(len(rows))
 		}
 		if err != nil {
@@ -649,7 +707,7 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 	if err != nil {
 		return nil, err
 	}
-	rows, err := e.find(tr, t, conds, order, n, st.ForPop)
+	rows, err := e.find(tr, t, conds, order, n, st.ForPop, pr.spread)
 	if err != nil {
 		return nil, err
 	}
@@ -696,7 +754,7 @@ func (e *Executor) deleteRows(tr kv.Transaction, st *parser.Delete, pr *prepared
 		t.Queue.Clear(tr)
 		return &Result{RowsAffected: count}, nil
 	}
-	rows, err := e.find(tr, t, conds, order, n, true)
+	rows, err := e.find(tr, t, conds, order, n, true, pr.spread)
 	if err != nil {
 		return nil, err
 	}

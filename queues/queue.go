@@ -345,23 +345,11 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64) error {
 	return nil
 }
 
-// dropIndexEntry clears one fit-index entry and, if its cell (or shape) is
-// now empty, the directory key. The emptiness check reads the cell
-// serializably, so a concurrent push into it conflicts with us.
-func (q *Queue) dropIndexEntry(tr kv.Transaction, tag, dirTag int, vec []int64, p pos) error {
-	cellKey := q.key(tag, vec...)
-	tr.Clear(appendInts(bytes.Clone(cellKey), p.prio, p.seq, p.id))
-	_, ok, err := kv.First(tr, kv.PrefixRange(cellKey), false)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		tr.Clear(q.key(dirTag, vec...))
-	}
-	return nil
-}
-
-// remove deletes the item at p (whose resources are res).
+// remove deletes the item at p (whose resources are res). It leaves the
+// directory keys of the item's cell and shape even if they are now empty: a
+// fit pop that finds a listed cell empty clears its key (see
+// bestFromIndex). Checking for emptiness here would read the cell
+// serializably and make concurrent pops of one cell conflict.
 func (q *Queue) remove(tr kv.Transaction, p pos, res []int64) error {
 	tr.Clear(q.itemKey(p))
 	tr.Clear(q.key(tagIDs, p.id))
@@ -369,10 +357,9 @@ func (q *Queue) remove(tr kv.Transaction, p pos, res []int64) error {
 	if len(res) == 0 {
 		return nil
 	}
-	if err := q.dropIndexEntry(tr, tagCells, tagCellDir, cellsOf(res), p); err != nil {
-		return err
-	}
-	return q.dropIndexEntry(tr, tagShapes, tagShapeDir, res, p)
+	tr.Clear(appendInts(q.key(tagCells, cellsOf(res)...), p.prio, p.seq, p.id))
+	tr.Clear(appendInts(q.key(tagShapes, res...), p.prio, p.seq, p.id))
+	return nil
 }
 
 // first returns the first item in order.
@@ -415,6 +402,114 @@ func (q *Queue) Pop(tr kv.Transaction, order Order) (Item, bool, error) {
 		return Item{}, false, err
 	}
 	return it, true, q.remove(tr, p, it.Resources)
+}
+
+// PopSpread is Pop for many consumers popping one queue at once: instead of
+// all of them wanting the first item (and all but one retrying), each takes
+// one of the first k items of the best priority at random. Priority order
+// stays exact (a concurrent push of a better priority conflicts with the
+// pop); the order within that priority is relaxed to "one of its k oldest".
+// Every pop stays exactly-once: the chosen item is read serializably, so two
+// pops that choose it conflict. Use it when exact pops keep conflicting.
+func (q *Queue) PopSpread(tr kv.Transaction, order Order, k int) (Item, bool, error) {
+	head, ok, err := q.first(tr.Snapshot(), order)
+	if err != nil || !ok {
+		return Item{}, false, err
+	}
+	hp, err := q.decodeItemKey(head.Key)
+	if err != nil {
+		return Item{}, false, err
+	}
+	var cands []kv.KeyValue
+	r := kv.PrefixRange(q.sub[tagItems])
+	if q.kind == Priority {
+		r = kv.PrefixRange(q.key(tagItems, hp.prio))
+	}
+	it := tr.Snapshot().GetRange(r, kv.RangeOptions{Limit: max(k, 1)})
+	for it.Next() {
+		cands = append(cands, it.KeyValue())
+	}
+	if err := it.Err(); err != nil {
+		return Item{}, false, err
+	}
+	if len(cands) == 0 {
+		return Item{}, false, nil
+	}
+	c := cands[rand.IntN(len(cands))]
+	return q.takeSpread(tr, order, c.Key)
+}
+
+// takeSpread removes the chosen item of a spread pop: it reads the item
+// serializably (the only conflict between pops) and guards the better
+// priorities with a read-conflict range.
+func (q *Queue) takeSpread(tr kv.Transaction, order Order, key []byte) (Item, bool, error) {
+	p, err := q.decodeItemKey(key)
+	if err != nil {
+		return Item{}, false, err
+	}
+	v, err := tr.Get(key)
+	if err != nil || v == nil {
+		return Item{}, false, err
+	}
+	if q.kind == Priority {
+		items, prio := kv.PrefixRange(q.sub[tagItems]), kv.PrefixRange(q.key(tagItems, p.prio))
+		guard := kv.Range{Begin: items.Begin, End: prio.Begin}
+		if order == Max {
+			guard = kv.Range{Begin: prio.End, End: items.End}
+		}
+		if err := tr.AddReadConflictRange(guard); err != nil {
+			return Item{}, false, err
+		}
+	}
+	it, _, err := q.decodeItem(key, v)
+	if err != nil {
+		return Item{}, false, err
+	}
+	return it, true, q.remove(tr, p, it.Resources)
+}
+
+// PopFitSpread is PopFit for many consumers with the same limits: it reads
+// the first items in queue order with a snapshot read and takes one of the
+// first k that fit and share the best fitting priority, at random, with the
+// same guarantees as PopSpread. When none of the first items fits, it is
+// PopFit.
+func (q *Queue) PopFitSpread(tr kv.Transaction, order Order, limits []int64, k int) (Item, bool, error) {
+	if err := q.checkResources(limits, "limits"); err != nil {
+		return Item{}, false, err
+	}
+	var cands [][]byte
+	bestPrio, n := int64(0), 0
+	res := make([]int64, len(limits))
+	stopped, err := q.scan(tr.Snapshot(), order, func(e kv.KeyValue, p pos) (bool, error) {
+		if len(cands) > 0 && p.prio != bestPrio {
+			return false, nil // past the best fitting priority
+		}
+		rest := e.Value
+		for i := range res {
+			v, r, err := tuple.DecodeInt(rest)
+			if err != nil {
+				return false, fmt.Errorf("%w: item %d has a malformed resource", ErrCorrupt, p.id)
+			}
+			res[i], rest = v, r
+		}
+		if fits(res, limits) {
+			bestPrio = p.prio
+			cands = append(cands, e.Key)
+			return len(cands) < max(k, 1), nil
+		}
+		n++
+		return n < scanBudget || len(cands) > 0, nil
+	})
+	if err != nil {
+		return Item{}, false, err
+	}
+	if len(cands) == 0 {
+		if !stopped {
+			return Item{}, false, nil // the whole queue was read: nothing fits
+		}
+		return q.PopFit(tr, order, limits)
+	}
+	return q.takeSpread(tr, order, cands[rand.IntN(len(cands))])
 }
 
 // PopN removes and returns up to n items in order, reading the queue once:
@@ -599,6 +694,10 @@ const straddleBudget = 64
 // each cell straddling a limit is read in queue order, only as far as it can
 // still beat the best head found, and at most straddleBudget entries, past
 // which its fitting shapes are visited instead.
+//
+// A listed cell or shape that turns out empty has its directory key cleared
+// when tr is writable (a pop); the read that found it empty was
+// serializable, so a concurrent push into it conflicts with the clear.
 func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64) (pos, bool, error) {
 	d := len(limits)
 	var best pos
@@ -608,10 +707,13 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 			best, found = p, true
 		}
 	}
-	consider := func(prefix []byte) error {
+	wtr, writable := tr.(kv.Transaction)
+	consider := func(prefix, dirKey []byte) error {
 		p, ok, err := q.head(tr, prefix, order)
 		if ok {
 			offer(p)
+		} else if err == nil && writable {
+			wtr.Clear(dirKey)
 		}
 		return err
 	}
@@ -627,7 +729,7 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 				return nil
 			}
 		}
-		return consider(q.key(tagCells, cell...))
+		return consider(q.key(tagCells, cell...), q.key(tagCellDir, cell...))
 	})
 	if err != nil {
 		return pos{}, false, err
@@ -662,6 +764,9 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 		if err != nil {
 			return pos{}, false, err
 		}
+		if !stopped && n == 0 && writable {
+			wtr.Clear(q.key(tagCellDir, cell...)) // listed, but empty
+		}
 		if !stopped || n <= straddleBudget {
 			continue
 		}
@@ -671,7 +776,7 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 			lo[i], hi[i] = c, min(cellHigh(c), limits[i])
 		}
 		err = skipScan(tr, q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
-			return consider(q.key(tagShapes, shape...))
+			return consider(q.key(tagShapes, shape...), q.key(tagShapeDir, shape...))
 		})
 		if err != nil {
 			return pos{}, false, err
