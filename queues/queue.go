@@ -484,13 +484,8 @@ func (q *Queue) PopFitSpread(tr kv.Transaction, order Order, limits []int64, k i
 		if len(cands) > 0 && p.prio != bestPrio {
 			return false, nil // past the best fitting priority
 		}
-		rest := e.Value
-		for i := range res {
-			v, r, err := tuple.DecodeInt(rest)
-			if err != nil {
-				return false, fmt.Errorf("%w: item %d has a malformed resource", ErrCorrupt, p.id)
-			}
-			res[i], rest = v, r
+		if err := decodeResources(e.Value, res, p.id); err != nil {
+			return false, err
 		}
 		if fits(res, limits) {
 			bestPrio = p.prio
@@ -604,6 +599,19 @@ func scanOrdered(tr kv.ReadTransaction, prefix []byte, maxFirst bool, decode fun
 	}
 }
 
+// decodeResources decodes an item value's leading resources into res
+// without allocating.
+func decodeResources(value []byte, res []int64, id int64) error {
+	for i := range res {
+		v, rest, err := tuple.DecodeInt(value)
+		if err != nil {
+			return fmt.Errorf("%w: item %d has a malformed resource", ErrCorrupt, id)
+		}
+		res[i], value = v, rest
+	}
+	return nil
+}
+
 // fits reports whether every resource is within its limit.
 func fits(res, limits []int64) bool {
 	for i, r := range res {
@@ -643,13 +651,8 @@ func (q *Queue) findFit(tr kv.ReadTransaction, order Order, limits []int64) (Ite
 	res := make([]int64, len(limits))
 	stopped, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
 		// Only the resources, without allocating, for items that do not fit.
-		rest := e.Value
-		for i := range res {
-			v, r, err := tuple.DecodeInt(rest)
-			if err != nil {
-				return false, fmt.Errorf("%w: item %d has a malformed resource", ErrCorrupt, p.id)
-			}
-			res[i], rest = v, r
+		if err := decodeResources(e.Value, res, p.id); err != nil {
+			return false, err
 		}
 		if fits(res, limits) {
 			it, _, err := q.decodeItem(e.Key, e.Value)
