@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/exec"
@@ -60,11 +61,15 @@ var root = tuple.Tuple{"fdbqueue"}.Pack()
 // lives on while other connectors use it).
 func NewConnector(cfg *Config) (driver.Connector, error) {
 	var db kv.Database
+	ec, err := engineConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	switch cfg.Engine {
 	case EngineMemory:
-		db = embedded.Open(cfg.Name, embedded.Config{})
+		db = embedded.Open(cfg.Name, ec)
 	case EngineFile:
-		fc := embedded.FileConfig{}
+		fc := embedded.FileConfig{Config: ec}
 		switch cfg.Params["sync"] {
 		case "", "full":
 			fc.Sync = embedded.SyncFull
@@ -85,6 +90,62 @@ func NewConnector(cfg *Config) (driver.Connector, error) {
 	}
 	c := &connector{cfg: *cfg, exec: exec.New(db, root)}
 	return c, nil
+}
+
+// engineConfig reads the embedded engine's parameters: injected faults.
+func engineConfig(cfg *Config) (embedded.Config, error) {
+	var ec embedded.Config
+	var f embedded.Faults
+	injected := false
+	rate := func(name string, dst ...*float64) error {
+		v, ok := cfg.Params[name]
+		if !ok {
+			return nil
+		}
+		p, err := strconv.ParseFloat(v, 64)
+		if err != nil || p < 0 || p > 1 {
+			return fmt.Errorf("%w: %s=%s; a rate from 0 to 1", ErrDSN, name, v)
+		}
+		for _, d := range dst {
+			*d = p / float64(len(dst))
+		}
+		injected = true
+		return nil
+	}
+	for _, r := range []struct {
+		name string
+		dst  []*float64
+	}{
+		{"fault_conflict", []*float64{&f.Conflict}},
+		{"fault_unknown", []*float64{&f.UnknownApplied, &f.UnknownNotApplied}},
+		{"fault_too_old", []*float64{&f.TooOld}},
+		{"fault_timeout", []*float64{&f.TimedOut}},
+	} {
+		if err := rate(r.name, r.dst...); err != nil {
+			return ec, err
+		}
+	}
+	if f.Conflict+f.UnknownApplied+f.UnknownNotApplied+f.TooOld+f.TimedOut > 1 {
+		return ec, fmt.Errorf("%w: the fault rates add up to more than 1", ErrDSN)
+	}
+	if v, ok := cfg.Params["fault_seed"]; ok {
+		seed, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return ec, fmt.Errorf("%w: fault_seed=%s; an unsigned integer", ErrDSN, v)
+		}
+		f.Seed, injected = seed, true
+	}
+	if v, ok := cfg.Params["commit_latency"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return ec, fmt.Errorf("%w: commit_latency=%s; a duration such as 2ms", ErrDSN, v)
+		}
+		f.CommitLatency, injected = d, true
+	}
+	if injected {
+		ec.Faults = &f
+	}
+	return ec, nil
 }
 
 // connector holds one engine and an immutable copy of its config.

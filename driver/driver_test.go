@@ -57,6 +57,7 @@ func TestDSN(t *testing.T) {
 		"":                    "has no engine",
 		"postgres://x":        "unknown engine",
 		"memory:?sync=full":   `unknown parameter "sync" for memory`,
+		"memory:?nope=1":      "accepted: fault_conflict",
 		"file:":               "needs a path",
 		"file:/x?bogus=1":     `unknown parameter "bogus"`,
 		"fdb:?root=a&root=b":  "given 2 times",
@@ -75,6 +76,19 @@ func TestDSN(t *testing.T) {
 	require.ErrorIs(t, err, fdbqueue.ErrEngine, "sql.Open reports the connector's error")
 	_, err = sql.Open("fdbqueue", "memory:?x=1")
 	require.ErrorIs(t, err, fdbqueue.ErrDSN)
+	for dsn, want := range map[string]string{
+		"memory:?fault_conflict=2":                     "a rate from 0 to 1",
+		"memory:?fault_conflict=0.6&fault_unknown=0.6": "more than 1",
+		"memory:?fault_seed=-1":                        "unsigned integer",
+		"memory:?commit_latency=soon":                  "a duration",
+	} {
+		_, err = sql.Open("fdbqueue", dsn)
+		require.ErrorIs(t, err, fdbqueue.ErrDSN, dsn)
+		require.ErrorContains(t, err, want, dsn)
+	}
+	db, err := sql.Open("fdbqueue", "memory:?fault_conflict=0.1&fault_unknown=0.1&fault_seed=3&commit_latency=1ms")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
 	_, err = fdbqueue.NewConnector(&fdbqueue.Config{Engine: fdbqueue.EngineFDB, Params: map[string]string{}})
 	require.ErrorIs(t, err, fdbqueue.ErrEngine)
 	require.ErrorContains(t, err, "-tags fdb")

@@ -37,10 +37,14 @@ const dsnForms = "memory:, memory:NAME, file:PATH[?sync=...], fdb:[CLUSTER_FILE]
 
 // allowedParams lists the parameters each engine accepts.
 var allowedParams = map[Engine][]string{
-	EngineMemory: {},
-	EngineFile:   {"sync"},
+	EngineMemory: faultParams,
+	EngineFile:   append([]string{"sync"}, faultParams...),
 	EngineFDB:    {"root", "tenant", "timeout", "retry_limit"},
 }
+
+// faultParams inject FoundationDB's failures into the embedded engine, for
+// tests: rates per commit (0 to 1) and a commit latency.
+var faultParams = []string{"fault_conflict", "fault_unknown", "fault_too_old", "fault_timeout", "fault_seed", "commit_latency"}
 
 // ParseDSN parses a DSN: memory:, memory:NAME, file:PATH[?params] or
 // fdb:[CLUSTER_FILE][?params]. Unknown parameters are errors.

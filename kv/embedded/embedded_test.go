@@ -162,3 +162,65 @@ func TestOldReaderSeesItsVersion(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, kvs, 1)
 }
+
+func TestFaultInjection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set := func(db *embedded.DB, k string) error {
+		tr, err := db.CreateTransaction(ctx)
+		require.NoError(t, err)
+		defer tr.Cancel()
+		tr.Set([]byte(k), []byte("v"))
+		return tr.Commit()
+	}
+	has := func(db *embedded.DB, k string) bool {
+		var v []byte
+		require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			var err error
+			v, err = tr.Get([]byte(k))
+			return err
+		}))
+		return v != nil
+	}
+	for _, tc := range []struct {
+		name    string
+		f       embedded.Faults
+		code    int
+		applied bool
+	}{
+		{"conflict", embedded.Faults{Conflict: 1}, 1020, false},
+		{"unknown applied", embedded.Faults{UnknownApplied: 1}, 1021, true},
+		{"unknown not applied", embedded.Faults{UnknownNotApplied: 1}, 1021, false},
+		{"too old", embedded.Faults{TooOld: 1}, 1007, false},
+		{"timed out", embedded.Faults{TimedOut: 1}, 1031, false},
+	} {
+		db := embedded.Open("", embedded.Config{Faults: &tc.f})
+		err := set(db, "k")
+		require.Equal(t, tc.code, kv.Code(err), tc.name)
+		require.Equal(t, tc.applied, has(db, "k"), tc.name)
+		require.NoError(t, db.Close())
+	}
+
+	// Seeded: the same seed fails the same commits.
+	outcomes := func(seed uint64) []int {
+		db := embedded.Open("", embedded.Config{Faults: &embedded.Faults{Seed: seed, Conflict: 0.3, UnknownNotApplied: 0.2}})
+		defer db.Close()
+		var out []int
+		for i := 0; i < 50; i++ {
+			out = append(out, kv.Code(set(db, fmt.Sprint(i))))
+		}
+		return out
+	}
+	a := outcomes(7)
+	require.Equal(t, a, outcomes(7))
+	require.NotEqual(t, a, outcomes(8))
+	require.Contains(t, a, 0)
+	require.Contains(t, a, 1020)
+
+	// Latency delays commits.
+	db := embedded.Open("", embedded.Config{Faults: &embedded.Faults{CommitLatency: 20 * time.Millisecond}})
+	defer db.Close()
+	start := time.Now()
+	require.NoError(t, set(db, "slow"))
+	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+}

@@ -62,6 +62,8 @@ type Config struct {
 	// TransactionTimeout, if positive, fails a transaction's operations
 	// with transaction_timed_out (1031) once it has run that long.
 	TransactionTimeout time.Duration
+	// Faults, if set, injects FoundationDB's commit failures (for tests).
+	Faults *Faults
 }
 
 // DefaultRetryLimit is the retry limit when Config.RetryLimit is 0.
@@ -157,7 +159,8 @@ type gcRecord struct {
 
 // store is one database, shared by every handle on it.
 type store struct {
-	cfg Config
+	cfg    Config
+	faults *injector // nil unless Config.Faults
 
 	// mu guards tree, history, gcq and the entries' versions. Readers hold
 	// it shared for one read (or one batch of a range read); commits hold it
@@ -197,6 +200,7 @@ type store struct {
 
 func newStore(name string, cfg Config) *store {
 	return &store{
+		faults: newInjector(cfg.Faults),
 		cfg:    cfg.withDefaults(),
 		tree:   btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true, Degree: 64}),
 		active: make(map[*txn]reader),

@@ -411,8 +411,15 @@ func (t *txn) Commit() error {
 	if t.size > kv.MaxTransactionSize {
 		return kv.Errorf(2101, "transaction of %d bytes (limit %d)", t.size, kv.MaxTransactionSize)
 	}
-	writes := t.writeSpans()
 	s := t.s
+	reportUnknown := false
+	if s.faults != nil {
+		var err error
+		if reportUnknown, err = s.faults.before(t.ctx); err != nil {
+			return err
+		}
+	}
+	writes := t.writeSpans()
 	now := s.cfg.Clock()
 
 	s.mu.Lock()
@@ -441,7 +448,7 @@ func (t *txn) Commit() error {
 		s.installLocked(now, ver, b)
 		s.mu.Unlock()
 		t.finish(txnCommitted)
-		return nil
+		return t.injectedUnknown(reportUnknown)
 	}
 	// File: the log writer makes the batch durable with others (group
 	// commit), then applies them in version order; readers never see a
@@ -453,7 +460,18 @@ func (t *txn) Commit() error {
 		return err
 	}
 	t.finish(txnCommitted)
-	return nil
+	return t.injectedUnknown(reportUnknown)
+}
+
+// injectedUnknown reports commit_unknown_result for a commit that was
+// applied, when a fault says so. The transaction is reset, as after any
+// failed commit, so that OnError can retry it.
+func (t *txn) injectedUnknown(report bool) error {
+	if !report {
+		return nil
+	}
+	t.state = txnActive
+	return kv.Errorf(1021, "injected: applied")
 }
 
 // writeSpans lists the transaction's write-conflict spans.
