@@ -70,6 +70,9 @@ type prepared struct {
 	// spread, when positive, makes single-row pops take one of the first
 	// spread items of the best priority: set on retries after conflicts.
 	spread int
+	// token names the statement's pops across retries (0: no receipts):
+	// see queues.Receipt.
+	token int64
 }
 
 func (e *Executor) prepare(p *parser.Parsed, args Args) (*prepared, error) {
@@ -128,6 +131,15 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	// table remembers it, so that its next pops start there. Once pops stop
 	// conflicting the width decays back to exact order.
 	hint := e.spreadHint(p.Stmt)
+	switch p.Stmt.(type) {
+	case *parser.CreateTable, *parser.DropTable:
+		pr.token = queues.NewID() // see ddlDone
+	}
+	if hint != nil {
+		// Pops leave a receipt under this token, made once: a retry after
+		// commit_unknown_result returns what the committed attempt popped.
+		pr.token = queues.NewID()
+	}
 	var res *Result
 	attempt := 0
 	err = e.db.Transact(ctx, func(tr kv.Transaction) error {
@@ -185,10 +197,14 @@ func (e *Executor) Exec(tr kv.Transaction, p *parser.Parsed, args Args) (*Result
 
 func (e *Executor) run(tr kv.Transaction, pr *prepared) (*Result, error) {
 	switch st := pr.p.Stmt.(type) {
-	case *parser.CreateTable:
-		return e.createTable(tr, st)
-	case *parser.DropTable:
-		return e.dropTable(tr, st)
+	case *parser.CreateTable, *parser.DropTable:
+		if done, err := e.ddlDone(tr, pr.token); err != nil || done {
+			return &Result{}, err
+		}
+		if _, ok := st.(*parser.CreateTable); ok {
+			return e.createTable(tr, st.(*parser.CreateTable))
+		}
+		return e.dropTable(tr, st.(*parser.DropTable))
 	case *parser.Insert:
 		return e.insert(tr, st, pr)
 	case *parser.Select:
@@ -199,6 +215,24 @@ func (e *Executor) run(tr kv.Transaction, pr *prepared) (*Result, error) {
 		return e.update(tr, st, pr)
 	}
 	return nil, fmt.Errorf("%w: %T is not a statement to execute", ErrStatement, pr.p.Stmt)
+}
+
+// ddlDone makes CREATE and DROP TABLE safe to retry after
+// commit_unknown_result: the statement's token is written with its change,
+// so a retry whose first attempt was applied finds it and succeeds instead
+// of failing with "already exists" (or "no such table"). These markers are
+// a few bytes per DDL statement and are not expired: DDL is rare.
+func (e *Executor) ddlDone(tr kv.Transaction, token int64) (bool, error) {
+	if token == 0 {
+		return false, nil
+	}
+	k, _ := tuple.Tuple{"ddl", token}.AppendPack(bytes.Clone(e.cat.root))
+	v, err := tr.Get(k)
+	if err != nil || v != nil {
+		return v != nil, err
+	}
+	tr.Set(k, nil)
+	return false, nil
 }
 
 // bind returns the value of a literal or placeholder.
@@ -545,7 +579,41 @@ func idLookup(conds []cond) (int64, bool) {
 
 // find returns up to n rows (n < 0: all) matching conds, in order, and
 // removes them if pop.
-func (e *Executor) find(tr kv.Transaction, t *Table, conds []cond, order queues.Order, n int64, pop bool, spread int) ([]row, error) {
+func (e *Executor) find(tr kv.Transaction, t *Table, conds []cond, order queues.Order, n int64, pop bool, pr *prepared) ([]row, error) {
+	if !pop || pr == nil || pr.token == 0 {
+		return e.findOnce(tr, t, conds, order, n, pop, pr)
+	}
+	items, ok, err := t.Queue.Receipt(tr, pr.token)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		// An earlier attempt of this statement committed its pops.
+		out := make([]row, len(items))
+		for i, it := range items {
+			if out[i], err = e.decodeRow(t, it); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	out, err := e.findOnce(tr, t, conds, order, n, pop, pr)
+	if err != nil {
+		return nil, err
+	}
+	items = make([]queues.Item, len(out))
+	for i, r := range out {
+		items[i] = r.item
+	}
+	return out, t.Queue.RecordReceipt(tr, pr.token, items)
+}
+
+// findOnce is find without receipts.
+func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order queues.Order, n int64, pop bool, pr *prepared) ([]row, error) {
+	spread := 0
+	if pr != nil {
+		spread = pr.spread
+	}
 	var out []row
 	if n == 0 {
 		return nil, nil
@@ -663,7 +731,7 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 			n, err = t.Queue.Count(tr)
 		} else {
 			var rows []row
-			rows, err = e.find(tr, t, conds, queues.Min, -1, false, 0)
+			rows, err = e.find(tr, t, conds, queues.Min, -1, false, nil)
 			n = int64(len(rows))
 		}
 		if err != nil {
@@ -707,7 +775,7 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 	if err != nil {
 		return nil, err
 	}
-	rows, err := e.find(tr, t, conds, order, n, st.ForPop, pr.spread)
+	rows, err := e.find(tr, t, conds, order, n, st.ForPop, pr)
 	if err != nil {
 		return nil, err
 	}
@@ -754,7 +822,7 @@ func (e *Executor) deleteRows(tr kv.Transaction, st *parser.Delete, pr *prepared
 		t.Queue.Clear(tr)
 		return &Result{RowsAffected: count}, nil
 	}
-	rows, err := e.find(tr, t, conds, order, n, true, pr.spread)
+	rows, err := e.find(tr, t, conds, order, n, true, pr)
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ type Queue struct {
 	prefix    []byte
 	kind      Kind
 	resources []string
-	sub       [7][]byte // prefix + tag, for each tag
+	sub       [11][]byte // prefix + tag, for each tag (see the package doc and idempotency.go)
 }
 
 // New returns the queue stored under prefix (a packed tuple, so that the keys
@@ -232,14 +232,29 @@ func (q *Queue) checkResources(res []int64, what string) error {
 }
 
 // Push adds it to the queue. it.ID must be positive and unique in the queue
-// (see NewID); ErrDuplicateID is returned otherwise.
+// (see NewID); ErrDuplicateID is returned otherwise. Push is idempotent: a
+// retry of a push that was applied (after commit_unknown_result) finds the
+// push's marker and does nothing, so make the id outside the transaction.
 func (q *Queue) Push(tr kv.Transaction, it Item) error {
+	if err := q.checkItem(it); err != nil {
+		return err
+	}
+	done, err := q.markPushed(tr, it.ID)
+	if err != nil || done {
+		return err
+	}
+	return q.push(tr, it)
+}
+
+func (q *Queue) checkItem(it Item) error {
 	if it.ID <= 0 {
 		return fmt.Errorf("%w: id %d is not positive", ErrInvalidItem, it.ID)
 	}
-	if err := q.checkResources(it.Resources, "resources"); err != nil {
-		return err
-	}
+	return q.checkResources(it.Resources, "resources")
+}
+
+// push adds it without a push marker.
+func (q *Queue) push(tr kv.Transaction, it Item) error {
 	p := pos{id: it.ID}
 	if q.kind == Priority {
 		p.prio = it.Priority
@@ -918,7 +933,7 @@ func (q *Queue) Move(tr kv.Transaction, id, priority int64) (bool, error) {
 		return false, err
 	}
 	it.Priority = priority
-	return true, q.Push(tr, it)
+	return true, q.push(tr, it) // the same id again: no push marker
 }
 
 // Count returns the number of queued items, from a counter kept with atomic

@@ -240,10 +240,20 @@ func TestDuplicateAndInvalid(t *testing.T) {
 	t.Parallel()
 	db, q := setup(t, queues.Priority, "cpu")
 	id := push(t, db, q, 1, "a", 1)
+	// Pushing an id again is a retry of that push: it changes nothing.
 	err := db.Transact(bg, func(tr kv.Transaction) error {
-		return q.Push(tr, queues.Item{ID: id, Priority: 2, Resources: []int64{1}})
+		return q.Push(tr, queues.Item{ID: id, Priority: 2, Resources: []int64{1}, Value: []byte("other")})
 	})
-	require.ErrorIs(t, err, queues.ErrDuplicateID)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), count(t, db, q))
+	var got queues.Item
+	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
+		var err error
+		got, _, err = q.Get(tr, id)
+		return err
+	}))
+	require.Equal(t, "a", string(got.Value))
+	require.Equal(t, int64(1), got.Priority)
 	err = db.Transact(bg, func(tr kv.Transaction) error {
 		return q.Push(tr, queues.Item{ID: 0, Resources: []int64{1}})
 	})
