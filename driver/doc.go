@@ -15,7 +15,8 @@
 //     returns once its log record is on disk (sync=none skips fsync: a process
 //     crash loses nothing, a power loss may lose the last commits);
 //   - fdb:[CLUSTER_FILE][?root=...&tenant=...&timeout=...&retry_limit=...]
-//     a FoundationDB cluster (needs -tags fdb and the FoundationDB client).
+//     a FoundationDB cluster (needs -tags fdb and the FoundationDB client;
+//     see docs/foundationdb.md).
 //
 // Unknown parameters are errors (ErrDSN), never ignored.
 //

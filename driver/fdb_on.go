@@ -5,10 +5,41 @@ package driver
 import (
 	"database/sql/driver"
 	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/exec"
+	"github.com/fdbqueue/fdbqueue/kv/fdb"
+	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
-// openFDB will open the FoundationDB engine (kv/fdb); until that engine
-// lands, a build with -tags fdb says so instead of pretending.
+// openFDB opens the FoundationDB engine: fdb:[CLUSTER_FILE][?root=...&
+// tenant=...&timeout=...&retry_limit=...].
 func openFDB(cfg *Config) (driver.Connector, error) {
-	return nil, fmt.Errorf("%w: %s: the FoundationDB engine (kv/fdb) is not in this version yet; use memory: or memory:NAME", ErrEngine, cfg)
+	fc := fdb.Config{ClusterFile: cfg.Path, Tenant: cfg.Params["tenant"]}
+	if r, ok := cfg.Params["root"]; ok {
+		if r == "" {
+			return nil, fmt.Errorf("%w: root is empty; give the key prefix of fdbqueue's data, as in root=myapp", ErrDSN)
+		}
+		fc.Root = tuple.Tuple{r}.Pack()
+	}
+	if v, ok := cfg.Params["timeout"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%w: timeout=%s; a duration such as 5s", ErrDSN, v)
+		}
+		fc.Timeout = d
+	}
+	if v, ok := cfg.Params["retry_limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -1 {
+			return nil, fmt.Errorf("%w: retry_limit=%s; a count, or -1 for no limit", ErrDSN, v)
+		}
+		fc.RetryLimit = n
+	}
+	db, err := fdb.Open(fc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrEngine, err)
+	}
+	return &connector{cfg: *cfg, exec: exec.New(db, root)}, nil
 }
