@@ -1,0 +1,194 @@
+// Command fdbqueue is the SQL shell for fdbqueue: it runs scripts and
+// statements against any DSN.
+//
+//	fdbqueue [flags] [DSN]
+//	go run ./cmd/fdbqueue -f examples/quickstart.sql
+//
+// Run fdbqueue --help for the flags.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	_ "github.com/fdbqueue/fdbqueue/driver"
+)
+
+const usage = `fdbqueue: the SQL shell for fdbqueue
+
+usage: fdbqueue [flags] [DSN]
+
+The DSN defaults to $FDBQUEUE_DSN, else memory:. DSNs:
+  memory:                 a private in-memory database
+  memory:NAME             an in-memory database shared within the process
+  file:DIR[?sync=full|none]  a durable database in directory DIR
+  fdb:[CLUSTER_FILE][?root=...&tenant=...]  a FoundationDB cluster (-tags fdb builds)
+
+Without -f or -c, statements are read from standard input.
+
+flags:
+`
+
+const examples = `
+examples:
+  fdbqueue -f examples/quickstart.sql
+  fdbqueue -c "CREATE TABLE q (v TEXT)" -c "INSERT INTO q VALUES ('hi')" -c "SELECT v FROM q LIMIT 1 FOR POP"
+  fdbqueue --format json -f report.sql file:/var/lib/app/queue
+  echo "SELECT COUNT(*) FROM tasks;" | fdbqueue file:/var/lib/app/queue
+`
+
+// multi collects a repeatable string flag.
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, "; ") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// options are the parsed flags.
+type options struct {
+	file            string
+	commands        multi
+	format          string
+	output          string
+	continueOnError bool
+	single          bool
+	dsn             string
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, int) {
+	var o options
+	fs := flag.NewFlagSet("fdbqueue", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.file, "f", "", "run the script `FILE` (- for standard input)")
+	fs.Var(&o.commands, "c", "run the statements `SQL` (repeatable)")
+	fs.StringVar(&o.format, "format", "table", "output format: table, csv, json or jsonl")
+	fs.StringVar(&o.output, "o", "", "write results to `FILE` instead of standard output")
+	fs.BoolVar(&o.continueOnError, "continue-on-error", false, "report a failed statement and go on (the exit status is still 1)")
+	fs.BoolVar(&o.single, "1", false, "run everything in one transaction: all of it, or none")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, examples)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0
+		}
+		return nil, 2
+	}
+	switch fs.NArg() {
+	case 0:
+		o.dsn = os.Getenv("FDBQUEUE_DSN")
+		if o.dsn == "" {
+			o.dsn = "memory:"
+		}
+	case 1:
+		o.dsn = fs.Arg(0)
+	default:
+		fmt.Fprintf(stderr, "fdbqueue: one DSN at most; got %q\n", fs.Args())
+		return nil, 2
+	}
+	if _, ok := formatters[o.format]; !ok {
+		fmt.Fprintf(stderr, "fdbqueue: unknown format %q (formats: table, csv, json, jsonl)\n", o.format)
+		return nil, 2
+	}
+	if o.file != "" && len(o.commands) > 0 {
+		fmt.Fprintln(stderr, "fdbqueue: give -f or -c, not both")
+		return nil, 2
+	}
+	return &o, -1
+}
+
+// run is the shell; it returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, status := parseFlags(args, stderr)
+	if o == nil {
+		return status
+	}
+	out := stdout
+	if o.output != "" {
+		f, err := os.OpenFile(o.output, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			fmt.Fprintln(stderr, "fdbqueue:", err)
+			return 1
+		}
+		defer f.Close()
+		out = f
+	}
+	db, err := sql.Open("fdbqueue", o.dsn)
+	if err != nil {
+		fmt.Fprintln(stderr, "fdbqueue:", err)
+		return 1
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "fdbqueue:", err)
+		return 1
+	}
+	defer conn.Close()
+
+	sh := &shell{ctx: ctx, conn: conn, out: out, msg: stderr, format: formatters[o.format], opts: o, echo: o.format == "table"}
+	var stmts []statement
+	var source string
+	switch {
+	case len(o.commands) > 0:
+		source = "-c"
+		for _, c := range o.commands {
+			sp := newSplitter()
+			got := sp.feed(c)
+			last, err := sp.finish()
+			if err != nil {
+				fmt.Fprintf(stderr, "-c: %v\n", err)
+				return 1
+			}
+			if last != nil {
+				got = append(got, *last)
+			}
+			stmts = append(stmts, got...)
+		}
+	default:
+		source = o.file
+		var r io.Reader = stdin
+		if o.file != "" && o.file != "-" {
+			f, err := os.Open(o.file)
+			if err != nil {
+				fmt.Fprintln(stderr, "fdbqueue:", err)
+				return 1
+			}
+			defer f.Close()
+			r = f
+		}
+		if source == "" || source == "-" {
+			source = "<stdin>"
+		}
+		text, err := io.ReadAll(r)
+		if err != nil {
+			fmt.Fprintln(stderr, "fdbqueue:", err)
+			return 1
+		}
+		sp := newSplitter()
+		stmts = sp.feed(string(text))
+		last, err := sp.finish()
+		if err != nil {
+			fmt.Fprintf(stderr, "%s:%v\n", source, err)
+			return 1
+		}
+		if last != nil {
+			stmts = append(stmts, *last)
+		}
+	}
+	return sh.runAll(source, stmts)
+}

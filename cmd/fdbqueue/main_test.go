@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files")
+
+// shellRun runs the shell in-process and returns its stdout, stderr and exit
+// status.
+func shellRun(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// golden compares got with testdata/name, or rewrites it with -rewrite.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run with -rewrite to create %s", path)
+	require.Equal(t, string(want), got, "%s (run with -rewrite after checking the diff)", path)
+}
+
+func TestScriptFormats(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{"table", "csv", "json", "jsonl"} {
+		out, errs, code := shellRun(t, "", "--format", format, "-f", "testdata/basic.sql")
+		require.Equal(t, 0, code, errs)
+		golden(t, fmt.Sprintf("basic.%s.out", format), out)
+		require.Equal(t, "CREATE\nINSERT 2\n", errs, "messages go to stderr")
+	}
+}
+
+func TestScriptErrors(t *testing.T) {
+	t.Parallel()
+	out, errs, code := shellRun(t, "", "-f", "testdata/errors.sql")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "testdata/errors.sql:4: fdbqueue: unknown column: table q has no column nope")
+	require.NotContains(t, out, "after the error", "the script stops at the error")
+
+	out, errs, code = shellRun(t, "", "--continue-on-error", "-f", "testdata/errors.sql")
+	require.Equal(t, 1, code, "an error still fails the run")
+	require.Contains(t, errs, "errors.sql:4:")
+	require.Contains(t, out, "after the error")
+	golden(t, "errors.continue.out", out)
+
+	// -1: one transaction, all or nothing.
+	dsn := "file:" + t.TempDir()
+	_, errs, code = shellRun(t, "", "-1", "-f", "testdata/errors.sql", dsn)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "rolled back")
+	_, errs, code = shellRun(t, "", "-c", "SELECT v FROM q", dsn)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "no such table: q", "not even the CREATE TABLE was written")
+}
+
+func TestSingleTransactionCommits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dsn := "file:" + dir
+	_, errs, code := shellRun(t, "", "-1", "-c", "CREATE TABLE q (v TEXT)", "-c", "INSERT INTO q VALUES ('a'), ('b')", dsn)
+	require.Equal(t, 0, code, errs)
+	out, errs, code := shellRun(t, "", "--format", "csv", "-c", "SELECT v FROM q", dsn)
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "v\na\nb\n", out)
+}
+
+func TestStdinAndCommands(t *testing.T) {
+	t.Parallel()
+	out, errs, code := shellRun(t, "CREATE TABLE q (v INT);\nINSERT INTO q VALUES (1);\nSELECT v FROM q LIMIT 1 FOR POP;\n", "--format", "jsonl")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "{\"v\":1}\n", out)
+
+	out, _, code = shellRun(t, "", "--format", "csv", "-c", "CREATE TABLE q (v TEXT); INSERT INTO q VALUES ('x')", "-c", "SELECT v FROM q")
+	require.Equal(t, 0, code)
+	require.Equal(t, "v\nx\n", out)
+}
+
+func TestOutputFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "out.csv")
+	out, _, code := shellRun(t, "", "--format", "csv", "-o", path, "-c", "CREATE TABLE q (v TEXT)", "-c", "INSERT INTO q VALUES ('x')", "-c", "SELECT v FROM q")
+	require.Equal(t, 0, code)
+	require.Empty(t, out)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "v\nx\n", string(b))
+}
+
+func TestBadInvocations(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--format", "xml", "-c", "SELECT 1"}, 2, "unknown format"},
+		{[]string{"-f", "a.sql", "-c", "SELECT 1"}, 2, "not both"},
+		{[]string{"memory:", "file:/x"}, 2, "one DSN at most"},
+		{[]string{"--nope"}, 2, "flag provided but not defined"},
+		{[]string{"-c", "SELECT 1", "bogus:"}, 1, "unknown engine"},
+		{[]string{"-f", "testdata/does-not-exist.sql"}, 1, "no such file"},
+		{[]string{"-c", "SELECT 'unterminated"}, 1, "unterminated ' quote"},
+	} {
+		_, errs, code := shellRun(t, "", tc.args...)
+		require.Equal(t, tc.code, code, "%v: %s", tc.args, errs)
+		require.Contains(t, errs, tc.want, "%v", tc.args)
+	}
+	_, errs, code := shellRun(t, "", "--help")
+	require.Equal(t, 0, code)
+	for _, want := range []string{"usage: fdbqueue", "memory:NAME", "file:DIR", "fdb:", "-continue-on-error", "examples:"} {
+		require.Contains(t, errs, want)
+	}
+}
+
+func TestQuickstart(t *testing.T) {
+	t.Parallel()
+	out, errs, code := shellRun(t, "", "-f", "../../examples/quickstart.sql")
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "transcode video")
+	require.NotContains(t, errs, "fdbqueue:")
+}
+
+func TestSplitter(t *testing.T) {
+	t.Parallel()
+	sp := newSplitter()
+	got := sp.feed("SELECT 'a;b';\n-- x; y\nSELECT \"c;\" /* ; */ FROM t;\n\n  SELECT 1")
+	last, err := sp.finish()
+	require.NoError(t, err)
+	got = append(got, *last)
+	require.Len(t, got, 3)
+	require.Equal(t, statement{text: "SELECT 'a;b'", line: 1}, got[0])
+	require.Equal(t, "SELECT \"c;\" /* ; */ FROM t", got[1].text)
+	require.Equal(t, 3, got[1].line)
+	require.Equal(t, statement{text: "SELECT 1", line: 5}, got[2])
+}

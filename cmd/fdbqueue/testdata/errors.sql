@@ -1,0 +1,6 @@
+CREATE TABLE q (v TEXT NOT NULL);
+INSERT INTO q VALUES ('kept');
+
+SELECT nope FROM q;
+INSERT INTO q VALUES ('after the error');
+SELECT v FROM q;
