@@ -466,3 +466,28 @@ func TestDropConflictsWithWriters(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, count(t, db, "q"), "a re-created table starts empty")
 }
+
+// TestStatementAtomicInTransaction: a statement that fails inside an explicit
+// transaction writes none of its rows, and the transaction goes on.
+func TestStatementAtomicInTransaction(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Exec("CREATE TABLE q (v TEXT NOT NULL)")
+	require.NoError(t, err)
+	tx, err := db.Begin()
+	require.NoError(t, err)
+	_, err = tx.Exec("INSERT INTO q VALUES ('first'), (NULL)")
+	require.ErrorContains(t, err, "cannot be NULL")
+	_, err = tx.Exec("INSERT INTO q VALUES ('second')")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	var vs []string
+	rows, err := db.Query("SELECT v FROM q")
+	require.NoError(t, err)
+	for rows.Next() {
+		var v string
+		require.NoError(t, rows.Scan(&v))
+		vs = append(vs, v)
+	}
+	require.Equal(t, []string{"second"}, vs, "the failed statement left nothing behind")
+}

@@ -385,7 +385,10 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*
 			targets = append(targets, i)
 		}
 	}
-	res := &Result{}
+	// Every row is converted and checked before any is written, so that a
+	// bad row leaves nothing of the statement behind, also inside an
+	// explicit transaction.
+	items := make([]queues.Item, 0, len(st.Rows))
 	for r, vals := range st.Rows {
 		if len(vals) != len(targets) {
 			return nil, fmt.Errorf("%w: row %d has %d values for %d columns", ErrValue, r+1, len(vals), len(targets))
@@ -417,6 +420,7 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*
 		for _, i := range t.Resources {
 			item.Resources = append(item.Resources, full[i].(int64))
 		}
+		var err error
 		item.Value, err = tup.PackWithError()
 		if err != nil {
 			return nil, err
@@ -424,6 +428,10 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*
 		if len(item.Value) > MaxRowSize {
 			return nil, fmt.Errorf("%w: row %d is %d bytes packed; a row holds at most %d", ErrValue, r+1, len(item.Value), MaxRowSize)
 		}
+		items = append(items, item)
+	}
+	res := &Result{}
+	for _, item := range items {
 		if err := t.Queue.Push(tr, item); err != nil {
 			return nil, err
 		}
