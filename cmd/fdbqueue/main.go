@@ -18,6 +18,8 @@ import (
 	"os/signal"
 	"strings"
 
+	"golang.org/x/term"
+
 	_ "github.com/fdbqueue/fdbqueue/driver"
 )
 
@@ -51,9 +53,13 @@ func (m *multi) String() string     { return strings.Join(*m, "; ") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// isTerminal reports whether r is a terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // options are the parsed flags.
@@ -141,6 +147,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer conn.Close()
 
 	sh := &shell{ctx: ctx, conn: conn, out: out, msg: stderr, format: formatters[o.format], opts: o, echo: o.format == "table"}
+	if o.file == "" && len(o.commands) == 0 && isTerminal(stdin) {
+		sh.echo = false
+		return sh.interactive(stdin)
+	}
+	// A script: Ctrl-C cancels the running statement and stops the script.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	sh.ctx = ctx
 	var stmts []statement
 	var source string
 	switch {

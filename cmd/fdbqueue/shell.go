@@ -25,6 +25,8 @@ type shell struct {
 	// echo prints each statement before its result (table format, for
 	// people reading a script's output).
 	echo bool
+	// timing prints each statement's duration (\timing).
+	timing bool
 }
 
 // runAll runs a script's statements; it returns the exit status.

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/peterh/liner"
+
+	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
+)
+
+const metaHelp = `meta-commands:
+  \dt                         list tables
+  \d TABLE                    describe a table: columns, queue kind, index, row count
+  \timing [on|off]            print how long each statement took
+  \format table|csv|json|jsonl  set the output format
+  \i FILE                     run a script
+  \copy TABLE FROM 'FILE'     load a CSV file (header row: column names); FROM STDIN reads standard input
+  \q                          quit (so does Ctrl-D)
+  \?                          this help
+Statements end with ';' and may span lines. Ctrl-C cancels the running
+statement, or clears the statement being typed.
+`
+
+// historyPath is where the prompt keeps its history.
+func historyPath() string {
+	if p := os.Getenv("FDBQUEUE_HISTORY"); p != "" {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".fdbqueue_history")
+}
+
+// interactive runs the prompt until \q or end of input.
+func (sh *shell) interactive(stdin io.Reader) int {
+	line := liner.NewLiner()
+	defer line.Close()
+	line.SetCtrlCAborts(true)
+	line.SetMultiLineMode(true)
+	hist := historyPath()
+	if hist != "" {
+		if f, err := os.Open(hist); err == nil {
+			_, _ = line.ReadHistory(f)
+			f.Close()
+		}
+	}
+	saveHistory := func() {
+		if hist == "" {
+			return
+		}
+		if f, err := os.OpenFile(hist, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600); err == nil {
+			_, _ = line.WriteHistory(f)
+			f.Close()
+		}
+	}
+	defer saveHistory()
+
+	fmt.Fprintf(sh.msg, "fdbqueue shell on %s. \\? for help, \\q to quit.\n", sh.opts.dsn)
+	sp := newSplitter()
+	status := 0
+	for {
+		prompt := "fdbqueue> "
+		if sp.pending() {
+			prompt = "      ...> "
+		}
+		input, err := line.Prompt(prompt)
+		if errors.Is(err, liner.ErrPromptAborted) {
+			sp = newSplitter() // Ctrl-C: drop what was being typed
+			continue
+		}
+		if err != nil { // io.EOF: Ctrl-D
+			fmt.Fprintln(sh.msg)
+			return status
+		}
+		if !sp.pending() && strings.HasPrefix(strings.TrimSpace(input), `\`) {
+			line.AppendHistory(strings.TrimSpace(input))
+			quit, err := sh.meta(strings.TrimSpace(input), stdin)
+			if err != nil {
+				fmt.Fprintln(sh.msg, "error:", err)
+			}
+			if quit {
+				return status
+			}
+			continue
+		}
+		for _, st := range sp.feed(input + "\n") {
+			line.AppendHistory(strings.Join(strings.Fields(st.text), " ") + ";")
+			if err := sh.execCancellable(st.text); err != nil {
+				fmt.Fprintln(sh.msg, "error:", err)
+			}
+		}
+	}
+}
+
+// execCancellable runs one statement; Ctrl-C cancels it, not the shell.
+func (sh *shell) execCancellable(text string) error {
+	ctx, cancel := context.WithCancel(sh.ctx)
+	defer cancel()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	saved := sh.ctx
+	sh.ctx = ctx
+	defer func() { sh.ctx = saved }()
+	start := time.Now()
+	err := sh.exec(text)
+	if sh.timing {
+		fmt.Fprintf(sh.msg, "Time: %.3f ms\n", float64(time.Since(start).Microseconds())/1000)
+	}
+	if errors.Is(err, context.Canceled) {
+		return errors.New("statement cancelled")
+	}
+	return err
+}
+
+// meta runs a meta-command; it reports whether to quit.
+func (sh *shell) meta(cmd string, stdin io.Reader) (bool, error) {
+	f := strings.Fields(cmd)
+	switch f[0] {
+	case `\q`, `\quit`:
+		return true, nil
+	case `\?`, `\h`, `\help`:
+		fmt.Fprint(sh.msg, metaHelp)
+	case `\timing`:
+		switch {
+		case len(f) == 1:
+			sh.timing = !sh.timing
+		case f[1] == "on":
+			sh.timing = true
+		case f[1] == "off":
+			sh.timing = false
+		default:
+			return false, fmt.Errorf(`\timing takes on or off, not %q`, f[1])
+		}
+		fmt.Fprintf(sh.msg, "Timing is %s.\n", map[bool]string{true: "on", false: "off"}[sh.timing])
+	case `\format`:
+		if len(f) != 2 {
+			return false, errors.New(`\format takes one of table, csv, json, jsonl`)
+		}
+		fm, ok := formatters[f[1]]
+		if !ok {
+			return false, fmt.Errorf("unknown format %q (formats: table, csv, json, jsonl)", f[1])
+		}
+		sh.format, sh.echo = fm, false
+	case `\i`, `\include`:
+		if len(f) != 2 {
+			return false, errors.New(`\i takes a file name`)
+		}
+		text, err := os.ReadFile(f[1])
+		if err != nil {
+			return false, err
+		}
+		sp := newSplitter()
+		stmts := sp.feed(string(text))
+		last, err := sp.finish()
+		if err != nil {
+			return false, fmt.Errorf("%s:%v", f[1], err)
+		}
+		if last != nil {
+			stmts = append(stmts, *last)
+		}
+		for _, st := range stmts {
+			if err := sh.execCancellable(st.text); err != nil {
+				return false, fmt.Errorf("%s:%d: %v", f[1], st.line, err)
+			}
+		}
+	case `\dt`:
+		return false, sh.listTables()
+	case `\d`:
+		if len(f) != 2 {
+			return false, sh.listTables()
+		}
+		return false, sh.describe(f[1])
+	case `\copy`:
+		return false, sh.copyCommand(cmd, stdin)
+	default:
+		return false, fmt.Errorf(`unknown meta-command %s; \? lists them`, f[0])
+	}
+	return false, nil
+}
+
+func (sh *shell) listTables() error {
+	tables, err := fdbqueue.Tables(sh.ctx, sh.conn)
+	if err != nil {
+		return err
+	}
+	rows := make([][]any, 0, len(tables))
+	for _, t := range tables {
+		idx := ""
+		if len(t.Index) > 0 {
+			idx = t.IndexName + " (" + strings.Join(t.Index, ", ") + ")"
+		}
+		rows = append(rows, []any{t.Name, t.Kind, int64(len(t.Columns)), idx})
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i][0].(string) < rows[j][0].(string) })
+	return sh.format(sh.out, []string{"table", "kind", "columns", "index"}, rows)
+}
+
+func (sh *shell) describe(name string) error {
+	tables, err := fdbqueue.Tables(sh.ctx, sh.conn)
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if !strings.EqualFold(t.Name, name) {
+			continue
+		}
+		rows := [][]any{{"id", "INT", "not null", "implicit, assigned at insert"}}
+		for _, c := range t.Columns {
+			ty := c.Type
+			if c.Length > 0 {
+				ty = fmt.Sprintf("%s(%d)", ty, c.Length)
+			}
+			null, note := "", ""
+			if c.NotNull {
+				null = "not null"
+			}
+			if strings.EqualFold(c.Name, "priority") {
+				note = "orders the queue"
+			}
+			for _, r := range t.Index {
+				if strings.EqualFold(r, c.Name) {
+					note = "resource (fit index)"
+				}
+			}
+			rows = append(rows, []any{c.Name, ty, null, note})
+		}
+		if err := sh.format(sh.out, []string{"column", "type", "null", "role"}, rows); err != nil {
+			return err
+		}
+		var n int64
+		if err := sh.conn.QueryRowContext(sh.ctx, "SELECT COUNT(*) FROM "+t.Name).Scan(&n); err != nil {
+			return err
+		}
+		fmt.Fprintf(sh.out, "%s queue, %d rows", t.Kind, n)
+		if len(t.Index) > 0 {
+			fmt.Fprintf(sh.out, ", fit index %s (%s)", t.IndexName, strings.Join(t.Index, ", "))
+		}
+		fmt.Fprintln(sh.out)
+		return nil
+	}
+	return fmt.Errorf("no table %s; \\dt lists them", name)
+}
