@@ -419,7 +419,8 @@ func (t *txn) Commit() error {
 			return err
 		}
 	}
-	writes := t.writeSpans()
+	b := t.batch()
+	writes := t.writeSpans(b)
 	now := s.cfg.Clock()
 
 	s.mu.Lock()
@@ -442,7 +443,6 @@ func (t *txn) Commit() error {
 	s.nextVer++
 	ver := s.nextVer
 	s.history = append(s.history, commitRecord{ver: ver, writes: writes})
-	b := t.batch()
 	if s.log == nil {
 		// Memory: apply now.
 		s.installLocked(now, ver, b)
@@ -474,21 +474,15 @@ func (t *txn) injectedUnknown(report bool) error {
 	return kv.Errorf(1021, "injected: applied")
 }
 
-// writeSpans lists the transaction's write-conflict spans.
-func (t *txn) writeSpans() []span {
-	n := len(t.clears) + len(t.wconf)
-	if t.writes != nil {
-		n += t.writes.Len()
-	}
-	out := make([]span, 0, n)
-	for _, r := range t.clears {
+// writeSpans lists the write-conflict spans of b and the explicit write
+// conflict keys.
+func (t *txn) writeSpans(b *batch) []span {
+	out := make([]span, 0, len(b.clears)+len(b.writes)+len(t.wconf))
+	for _, r := range b.clears {
 		out = append(out, span{begin: r.Begin, end: r.End})
 	}
-	if t.writes != nil {
-		t.writes.Scan(func(w *write) bool {
-			out = append(out, span{begin: w.key})
-			return true
-		})
+	for _, w := range b.writes {
+		out = append(out, span{begin: w.key})
 	}
 	return append(out, t.wconf...)
 }
