@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // FileConfig tunes a file database.
@@ -99,7 +100,24 @@ func lockDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fdbqueue: opening %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	// The lock can outlive its database for a moment when this process
+	// forks a child (os/exec) while the lock file is open: the child holds
+	// a copy of the descriptor until its exec closes it. Wait that out when
+	// the owner on record is this process; any open database here was
+	// found in the registry before we got this far.
+	self := strconv.Itoa(os.Getpid())
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			break
+		}
+		if owner, _ := os.ReadFile(path); strings.TrimSpace(string(owner)) != self {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err != nil {
 		owner, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
