@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -90,7 +91,7 @@ func (in *injector) before(ctx context.Context) (bool, error) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return false, kv.Errorf(1025, "transaction cancelled: %v", ctx.Err())
+			return false, errors.Join(kv.ErrTransactionCancelled, ctx.Err())
 		}
 	}
 	switch in.draw() {
