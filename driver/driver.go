@@ -175,6 +175,16 @@ func IsRetryable(err error) bool {
 	return kv.IsRetryableNotCommitted(err)
 }
 
+// IsMaybeCommitted reports whether err means the commit's outcome is unknown
+// (FoundationDB's commit_unknown_result, 1021): the transaction may or may
+// not have been applied. Autocommit INSERTs and pops are exactly-once
+// through such errors and only return one when their retry limit runs out;
+// an explicit transaction's COMMIT returns it as it is, and only the
+// application can tell whether to run it again.
+func IsMaybeCommitted(err error) bool {
+	return kv.IsMaybeCommitted(err)
+}
+
 // ExecuteTx runs fn in a transaction and commits it, running it again from
 // the start while it fails with an error IsRetryable recognises, with
 // backoff, until ctx is done. fn must be safe to run several times: it may

@@ -491,3 +491,27 @@ func TestStatementAtomicInTransaction(t *testing.T) {
 	}
 	require.Equal(t, []string{"second"}, vs, "the failed statement left nothing behind")
 }
+
+func TestMaybeCommitted(t *testing.T) {
+	t.Parallel()
+	// Every read-write commit fails with 1021, applied or not.
+	db, err := sql.Open("fdbqueue", "memory:?fault_unknown=1&fault_seed=7")
+	require.NoError(t, err)
+	defer db.Close()
+	// Autocommit statements are exactly-once through 1021.
+	_, err = db.Exec("CREATE TABLE q (v INT)")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO q VALUES (1)")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), count(t, db, "q"))
+
+	// An explicit transaction's COMMIT reports it.
+	tx, err := db.Begin()
+	require.NoError(t, err)
+	_, err = tx.Exec("INSERT INTO q VALUES (2)")
+	require.NoError(t, err)
+	err = tx.Commit()
+	require.True(t, fdbqueue.IsMaybeCommitted(err), "got %v", err)
+	require.False(t, fdbqueue.IsRetryable(err), "running it again could apply it twice")
+	require.False(t, fdbqueue.IsMaybeCommitted(errors.New("other")))
+}

@@ -391,14 +391,14 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*
 	items := make([]queues.Item, 0, len(st.Rows))
 	for r, vals := range st.Rows {
 		if len(vals) != len(targets) {
-			return nil, fmt.Errorf("%w: row %d has %d values for %d columns", ErrValue, r+1, len(vals), len(targets))
+			return nil, &RowError{r + 1, fmt.Errorf("%w: %d values for %d columns", ErrValue, len(vals), len(targets))}
 		}
 		full := make([]any, len(t.Columns))
 		set := make([]bool, len(t.Columns))
 		for j, i := range targets {
 			v, err := convert(&t.Columns[i], pr.bind(vals[j]))
 			if err != nil {
-				return nil, fmt.Errorf("row %d: %w", r+1, err)
+				return nil, &RowError{r + 1, err}
 			}
 			full[i], set[i] = v, true
 		}
@@ -410,7 +410,7 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*
 				full[i] = c.Default
 			}
 			if full[i] == nil && (c.NotNull || i == t.Priority || slicesContains(t.Resources, i)) {
-				return nil, fmt.Errorf("%w: row %d: column %s cannot be NULL", ErrValue, r+1, c.Name)
+				return nil, &RowError{r + 1, fmt.Errorf("%w: column %s cannot be NULL", ErrValue, c.Name)}
 			}
 			tup[i] = encodeValue(full[i])
 		}
@@ -423,10 +423,10 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*
 		var err error
 		item.Value, err = tup.PackWithError()
 		if err != nil {
-			return nil, err
+			return nil, &RowError{r + 1, err}
 		}
 		if len(item.Value) > MaxRowSize {
-			return nil, fmt.Errorf("%w: row %d is %d bytes packed; a row holds at most %d", ErrValue, r+1, len(item.Value), MaxRowSize)
+			return nil, &RowError{r + 1, fmt.Errorf("%w: %d bytes packed; a row holds at most %d", ErrValue, len(item.Value), MaxRowSize)}
 		}
 		items = append(items, item)
 	}

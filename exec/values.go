@@ -36,6 +36,25 @@ var (
 	ErrCatalog = errors.New("fdbqueue: catalog corrupt")
 )
 
+// RowError is a bad row of an INSERT: its position among the statement's
+// VALUES rows, and what is wrong with it (an ErrValue). Nothing of the
+// statement was written. Bulk loaders use errors.As to find the row, set it
+// aside and run the statement again without it.
+type RowError struct {
+	Row int // 1-based
+	Err error
+}
+
+func (e *RowError) Error() string {
+	msg := e.Err.Error()
+	if rest, ok := strings.CutPrefix(msg, ErrValue.Error()+": "); ok {
+		return fmt.Sprintf("%v: row %d: %s", ErrValue, e.Row, rest)
+	}
+	return fmt.Sprintf("row %d: %s", e.Row, msg)
+}
+
+func (e *RowError) Unwrap() error { return e.Err }
+
 // MaxRowSize is the largest row (all columns packed) a table stores: a
 // FoundationDB value.
 const MaxRowSize = 100_000
