@@ -6,14 +6,22 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
+
+	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
+	"github.com/fdbqueue/fdbqueue/exec"
 )
 
-// copyBatch is how many rows \copy loads per transaction.
-const copyBatch = 1000
+// A \copy batch is at most copyBatch rows and copyBatchBytes bytes of
+// fields, well inside a transaction's 10 MB.
+const (
+	copyBatch      = 1000
+	copyBatchBytes = 1 << 20
+)
 
 // countingReader counts the bytes read through it, for the progress bar.
 type countingReader struct {
@@ -29,15 +37,18 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // copyCommand runs \copy TABLE FROM 'FILE' (or FROM STDIN): a CSV file whose
 // header row names the columns; an empty field is NULL.
-func (sh *shell) copyCommand(cmd string, stdin io.Reader) error {
+func (sh *shell) copyCommand(cmd string) error {
 	f := strings.Fields(cmd)
 	if len(f) != 4 || !strings.EqualFold(f[2], "from") {
 		return errors.New(`usage: \copy TABLE FROM 'file.csv' (or FROM STDIN)`)
 	}
 	table, src := f[1], f[3]
 	name := "<stdin>"
-	var r io.Reader = stdin
+	var r io.Reader = sh.stdin
 	var size int64
+	if strings.EqualFold(src, "stdin") && r == nil {
+		return errors.New(`\copy ... FROM STDIN: the script itself is standard input; name a file`)
+	}
 	if !strings.EqualFold(src, "stdin") {
 		name = strings.Trim(src, `'"`)
 		file, err := os.Open(name)
@@ -53,6 +64,24 @@ func (sh *shell) copyCommand(cmd string, stdin io.Reader) error {
 	return sh.copyFrom(table, name, r, size)
 }
 
+// copyRow is a CSV record waiting in a batch.
+type copyRow struct {
+	line int
+	args []any
+}
+
+// copier loads one \copy source. Each batch is one multi-row INSERT: atomic,
+// and exactly-once through commit_unknown_result, as autocommit statements
+// are. A batch that fails on its data is loaded again row by row, so every
+// bad row is reported by its line and the good ones still load.
+type copier struct {
+	sh               *shell
+	name, table      string
+	cols             []string
+	tuple            string // "(?, ?, ...)"
+	loaded, rejected int
+}
+
 func (sh *shell) copyFrom(table, name string, r io.Reader, size int64) error {
 	cr := &countingReader{r: r}
 	rd := csv.NewReader(cr)
@@ -61,86 +90,167 @@ func (sh *shell) copyFrom(table, name string, r io.Reader, size int64) error {
 	if err != nil {
 		return fmt.Errorf("%s: reading the header row: %w", name, err)
 	}
-	cols := make([]string, len(header))
+	c := &copier{sh: sh, name: name, table: table}
 	marks := make([]string, len(header))
 	for i, h := range header {
-		cols[i] = strings.TrimSpace(h)
+		c.cols = append(c.cols, strings.TrimSpace(h))
 		marks[i] = "?"
 	}
-	insert := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", table, strings.Join(cols, ", "), strings.Join(marks, ", "))
+	if err := sh.checkCopyTarget(table, name, c.cols); err != nil {
+		return err
+	}
+	c.tuple = "(" + strings.Join(marks, ", ") + ")"
 
 	var bar *progressbar.ProgressBar
 	if out, ok := sh.msg.(*os.File); ok && size >= 4<<20 && term.IsTerminal(int(out.Fd())) {
 		bar = progressbar.DefaultBytes(size, "loading "+name)
 	}
-	loaded, rejected := 0, 0
-	eof := false
-	for !eof {
-		if _, err := sh.conn.ExecContext(sh.ctx, "BEGIN"); err != nil {
-			return err
-		}
-		var batchLines []int
-		for len(batchLines) < copyBatch {
-			rec, err := rd.Read()
-			if errors.Is(err, io.EOF) {
-				eof = true
-				break
-			}
-			line, _ := rd.FieldPos(0)
-			if err != nil {
-				fmt.Fprintf(sh.msg, "%s:%d: %v\n", name, line, err)
-				rejected++
-				var pe *csv.ParseError
-				if errors.As(err, &pe) && pe.Err == csv.ErrFieldCount {
-					continue
-				}
-				if !errors.As(err, &pe) {
-					_, _ = sh.conn.ExecContext(sh.ctx, "ROLLBACK")
-					return err
-				}
-				continue
-			}
-			if len(rec) != len(cols) {
-				fmt.Fprintf(sh.msg, "%s:%d: %d fields, the header names %d columns\n", name, line, len(rec), len(cols))
-				rejected++
-				continue
-			}
-			args := make([]any, len(rec))
-			for i, v := range rec {
-				if v != "" {
-					args[i] = v
-				}
-			}
-			if _, err := sh.conn.ExecContext(sh.ctx, insert, args...); err != nil {
-				// The statement wrote nothing; the batch goes on.
-				fmt.Fprintf(sh.msg, "%s:%d: %v\n", name, line, err)
-				rejected++
-				continue
-			}
-			batchLines = append(batchLines, line)
-		}
-		if _, err := sh.conn.ExecContext(sh.ctx, "COMMIT"); err != nil {
-			for _, l := range batchLines {
-				fmt.Fprintf(sh.msg, "%s:%d: not loaded: %v\n", name, l, err)
-			}
-			rejected += len(batchLines)
-			if sh.ctx.Err() != nil {
-				return err
-			}
-			continue
-		}
-		loaded += len(batchLines)
+	var batch []copyRow
+	batchBytes := 0
+	flush := func() error {
+		err := c.load(batch)
+		batch, batchBytes = batch[:0], 0
 		if bar != nil {
 			_ = bar.Set64(cr.n)
 		}
+		return err
+	}
+	for {
+		rec, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		line, _ := rd.FieldPos(0)
+		if err != nil {
+			var pe *csv.ParseError
+			if !errors.As(err, &pe) {
+				return c.finish(errors.Join(err, flush()))
+			}
+			fmt.Fprintf(sh.msg, "%s:%d: %v\n", name, line, err)
+			c.rejected++
+			continue
+		}
+		if len(rec) != len(c.cols) {
+			fmt.Fprintf(sh.msg, "%s:%d: %d fields, the header names %d columns\n", name, line, len(rec), len(c.cols))
+			c.rejected++
+			continue
+		}
+		args := make([]any, len(rec))
+		for i, v := range rec {
+			if v != "" { // an empty field is NULL
+				args[i] = v
+				batchBytes += len(v)
+			}
+		}
+		batch = append(batch, copyRow{line: line, args: args})
+		if len(batch) == copyBatch || batchBytes >= copyBatchBytes {
+			if err := flush(); err != nil {
+				return c.finish(err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return c.finish(err)
 	}
 	if bar != nil {
 		_ = bar.Finish()
 	}
-	fmt.Fprintf(sh.msg, "COPY %d", loaded)
-	if rejected > 0 {
-		fmt.Fprintf(sh.msg, " (%d rows rejected)", rejected)
+	return c.finish(nil)
+}
+
+// checkCopyTarget fails early, before any row is read, when the table does
+// not exist or the header names a column it does not have.
+func (sh *shell) checkCopyTarget(table, name string, cols []string) error {
+	tables, err := fdbqueue.Tables(sh.ctx, sh.conn)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintln(sh.msg)
+	for _, t := range tables {
+		if !strings.EqualFold(t.Name, table) {
+			continue
+		}
+		have := make([]string, 0, len(t.Columns))
+		for _, col := range t.Columns {
+			have = append(have, col.Name)
+		}
+		for _, col := range cols {
+			if !slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, col) }) {
+				return fmt.Errorf("%s: the header names column %q; table %s has columns %s", name, col, t.Name, strings.Join(have, ", "))
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("no table %s; \\dt lists them", table)
+}
+
+// load inserts a batch in one statement. A bad row fails the statement
+// without writing anything and names itself (exec.RowError): it is reported
+// by its line and the statement runs again without it. load returns an
+// error only when loading cannot go on.
+func (c *copier) load(batch []copyRow) error {
+	for len(batch) > 0 {
+		args := make([]any, 0, len(batch)*len(c.cols))
+		for _, r := range batch {
+			args = append(args, r.args...)
+		}
+		err := c.exec(len(batch), args)
+		var re *exec.RowError
+		switch {
+		case err == nil:
+			c.loaded += len(batch)
+			return nil
+		case errors.As(err, &re) && re.Row >= 1 && re.Row <= len(batch):
+			bad := batch[re.Row-1]
+			fmt.Fprintf(c.sh.msg, "%s:%d: %v\n", c.name, bad.line, re.Err)
+			c.rejected++
+			batch = append(batch[:re.Row-1:re.Row-1], batch[re.Row:]...)
+		default:
+			return c.lost(batch, err)
+		}
+	}
 	return nil
+}
+
+// exec runs INSERT for n rows. Full batches share one statement text, so
+// the parser's cache answers them.
+func (c *copier) exec(n int, args []any) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES %s", c.table, strings.Join(c.cols, ", "), c.tuple)
+	for range n - 1 {
+		b.WriteString(", ")
+		b.WriteString(c.tuple)
+	}
+	_, err := c.sh.conn.ExecContext(c.sh.ctx, b.String(), args...)
+	return err
+}
+
+// lost reports rows whose fate the loader cannot vouch for: cancelled (not
+// written) or in doubt (the commit's outcome is unknown).
+func (c *copier) lost(rows []copyRow, err error) error {
+	span := fmt.Sprintf("%s:%d-%d", c.name, rows[0].line, rows[len(rows)-1].line)
+	switch {
+	case fdbqueue.IsMaybeCommitted(err):
+		fmt.Fprintf(c.sh.msg, "%s: %d rows may or may not have been loaded: %v\n", span, len(rows), err)
+	case c.sh.ctx.Err() != nil:
+		fmt.Fprintf(c.sh.msg, "%s: cancelled; this batch and the rest of the file were not loaded\n", span)
+		return c.sh.ctx.Err()
+	default:
+		fmt.Fprintf(c.sh.msg, "%s: %d rows not loaded: %v\n", span, len(rows), err)
+	}
+	return err
+}
+
+// finish prints how many rows were loaded and returns err, or an error
+// if rows were rejected, so that a script stops there (the rows loaded
+// stay loaded).
+func (c *copier) finish(err error) error {
+	fmt.Fprintf(c.sh.msg, "COPY %d\n", c.loaded)
+	if err == nil && c.rejected > 0 {
+		rows := "rows"
+		if c.rejected == 1 {
+			rows = "row"
+		}
+		err = fmt.Errorf("\\copy: %d %s rejected (reported above by line)", c.rejected, rows)
+	}
+	return err
 }

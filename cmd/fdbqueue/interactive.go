@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -43,7 +42,7 @@ func historyPath() string {
 }
 
 // interactive runs the prompt until \q or end of input.
-func (sh *shell) interactive(stdin io.Reader) int {
+func (sh *shell) interactive() int {
 	line := liner.NewLiner()
 	defer line.Close()
 	line.SetCtrlCAborts(true)
@@ -85,7 +84,11 @@ func (sh *shell) interactive(stdin io.Reader) int {
 		}
 		if !sp.pending() && strings.HasPrefix(strings.TrimSpace(input), `\`) {
 			line.AppendHistory(strings.TrimSpace(input))
-			quit, err := sh.meta(strings.TrimSpace(input), stdin)
+			var quit bool
+			err := sh.interruptible(strings.Fields(input)[0], func() (err error) {
+				quit, err = sh.meta(strings.TrimSpace(input))
+				return err
+			})
 			if err != nil {
 				fmt.Fprintln(sh.msg, "error:", err)
 			}
@@ -103,8 +106,9 @@ func (sh *shell) interactive(stdin io.Reader) int {
 	}
 }
 
-// execCancellable runs one statement; Ctrl-C cancels it, not the shell.
-func (sh *shell) execCancellable(text string) error {
+// interruptible runs fn with sh.ctx cancelled by Ctrl-C: the interrupt
+// stops what fn is doing, not the shell.
+func (sh *shell) interruptible(what string, fn func() error) error {
 	ctx, cancel := context.WithCancel(sh.ctx)
 	defer cancel()
 	sig := make(chan os.Signal, 1)
@@ -120,19 +124,30 @@ func (sh *shell) execCancellable(text string) error {
 	saved := sh.ctx
 	sh.ctx = ctx
 	defer func() { sh.ctx = saved }()
-	start := time.Now()
-	err := sh.exec(text)
-	if sh.timing {
-		fmt.Fprintf(sh.msg, "Time: %.3f ms\n", float64(time.Since(start).Microseconds())/1000)
-	}
+	err := fn()
 	if errors.Is(err, context.Canceled) {
-		return errors.New("statement cancelled")
+		return fmt.Errorf("%s cancelled", what)
 	}
 	return err
 }
 
+// execCancellable runs one statement; Ctrl-C cancels it, not the shell.
+func (sh *shell) execCancellable(text string) error {
+	start := time.Now()
+	err := sh.interruptible("statement", func() error { return sh.exec(text) })
+	sh.printTiming(start)
+	return err
+}
+
+// printTiming prints the time since start under \timing.
+func (sh *shell) printTiming(start time.Time) {
+	if sh.timing {
+		fmt.Fprintf(sh.msg, "Time: %.3f ms\n", float64(time.Since(start).Microseconds())/1000)
+	}
+}
+
 // meta runs a meta-command; it reports whether to quit.
-func (sh *shell) meta(cmd string, stdin io.Reader) (bool, error) {
+func (sh *shell) meta(cmd string) (bool, error) {
 	f := strings.Fields(cmd)
 	switch f[0] {
 	case `\q`, `\quit`:
@@ -190,7 +205,7 @@ func (sh *shell) meta(cmd string, stdin io.Reader) (bool, error) {
 		}
 		return false, sh.describe(f[1])
 	case `\copy`:
-		return false, sh.copyCommand(cmd, stdin)
+		return false, sh.copyCommand(cmd)
 	default:
 		return false, fmt.Errorf(`unknown meta-command %s; \? lists them`, f[0])
 	}

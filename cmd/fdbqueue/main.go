@@ -33,7 +33,10 @@ The DSN defaults to $FDBQUEUE_DSN, else memory:. DSNs:
   file:DIR[?sync=full|none]  a durable database in directory DIR
   fdb:[CLUSTER_FILE][?root=...&tenant=...]  a FoundationDB cluster (-tags fdb builds)
 
-Without -f or -c, statements are read from standard input.
+Without -f or -c, statements are read from standard input: an interactive
+prompt on a terminal (\? there lists the meta-commands: \dt, \d TABLE,
+\copy TABLE FROM 'file.csv', \timing, \format, \i, \q). Scripts take the
+same meta-commands, one per line.
 
 flags:
 `
@@ -44,6 +47,7 @@ examples:
   fdbqueue -c "CREATE TABLE q (v TEXT)" -c "INSERT INTO q VALUES ('hi')" -c "SELECT v FROM q LIMIT 1 FOR POP"
   fdbqueue --format json -f report.sql file:/var/lib/app/queue
   echo "SELECT COUNT(*) FROM tasks;" | fdbqueue file:/var/lib/app/queue
+  fdbqueue -c "\copy tasks FROM 'tasks.csv'" file:/var/lib/app/queue
 `
 
 // multi collects a repeatable string flag.
@@ -149,7 +153,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	sh := &shell{ctx: ctx, conn: conn, out: out, msg: stderr, format: formatters[o.format], opts: o, echo: o.format == "table"}
 	if o.file == "" && len(o.commands) == 0 && isTerminal(stdin) {
 		sh.echo = false
-		return sh.interactive(stdin)
+		sh.stdin = stdin
+		return sh.interactive()
 	}
 	// A script: Ctrl-C cancels the running statement and stops the script.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
@@ -160,6 +165,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch {
 	case len(o.commands) > 0:
 		source = "-c"
+		sh.stdin = stdin
 		for _, c := range o.commands {
 			sp := newSplitter()
 			got := sp.feed(c)
@@ -184,6 +190,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			}
 			defer f.Close()
 			r = f
+			sh.stdin = stdin
 		}
 		if source == "" || source == "-" {
 			source = "<stdin>"

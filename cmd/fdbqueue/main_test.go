@@ -129,6 +129,30 @@ func TestBadInvocations(t *testing.T) {
 	}
 }
 
+func TestScriptMetaCommands(t *testing.T) {
+	t.Parallel()
+	out, errs, code := shellRun(t, "", "-f", "testdata/meta.sql")
+	require.Equal(t, 1, code, "a rejected \\copy row fails the script")
+	require.Contains(t, errs, "testdata/tasks.csv:5: fdbqueue: invalid value: column priority is INT")
+	require.Contains(t, errs, "COPY 3\ntestdata/meta.sql:9: \\copy: 1 row rejected")
+	require.NotContains(t, out, "=> \\dt", "the script stopped at the failed \\copy")
+
+	out, errs, code = shellRun(t, "", "--continue-on-error", "-f", "testdata/meta.sql")
+	require.Equal(t, 1, code, errs)
+	golden(t, "meta.table.out", out)
+	require.NotContains(t, out, "never reached", "\\q ends the script")
+
+	// -c takes meta-commands; FROM STDIN reads standard input, unless the
+	// script is standard input.
+	out, errs, code = shellRun(t, "v\nx\ny\n", "--format", "csv", "-c", "CREATE TABLE q (v TEXT)", "-c", `\copy q FROM STDIN`, "-c", "SELECT v FROM q")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "v\nx\ny\n", out)
+	require.Contains(t, errs, "COPY 2\n")
+	_, errs, code = shellRun(t, "CREATE TABLE q (v TEXT);\n\\copy q FROM STDIN\n")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "<stdin>:2: \\copy ... FROM STDIN: the script itself is standard input; name a file")
+}
+
 func TestQuickstart(t *testing.T) {
 	t.Parallel()
 	out, errs, code := shellRun(t, "", "-f", "../../examples/quickstart.sql")
@@ -149,4 +173,16 @@ func TestSplitter(t *testing.T) {
 	require.Equal(t, "SELECT \"c;\" /* ; */ FROM t", got[1].text)
 	require.Equal(t, 3, got[1].line)
 	require.Equal(t, statement{text: "SELECT 1", line: 5}, got[2])
+
+	// A backslash where a statement would start is a meta-command, to the
+	// end of its line; elsewhere it is part of the statement.
+	sp = newSplitter()
+	got = sp.feed("/* c */ \\dt\nSELECT 'a\\'';\n  \\d q  \nSELECT 2\n;\\q")
+	require.Equal(t, []statement{
+		{text: `\dt`, line: 1, meta: true},
+		{text: `SELECT 'a\''`, line: 2},
+		{text: `\d q`, line: 3, meta: true},
+		{text: "SELECT 2", line: 4},
+		{text: `\q`, line: 5, meta: true},
+	}, got)
 }

@@ -27,6 +27,9 @@ type shell struct {
 	echo bool
 	// timing prints each statement's duration (\timing).
 	timing bool
+	// stdin is what \copy ... FROM STDIN reads: nil when the script itself
+	// comes from standard input.
+	stdin io.Reader
 }
 
 // runAll runs a script's statements; it returns the exit status.
@@ -42,7 +45,18 @@ func (sh *shell) runAll(source string, stmts []statement) int {
 		if sh.echo {
 			fmt.Fprintf(sh.out, "=> %s\n", strings.Join(strings.Fields(st.text), " "))
 		}
-		if err := sh.exec(st.text); err != nil {
+		var err error
+		if st.meta {
+			var quit bool
+			if quit, err = sh.meta(st.text); quit {
+				break
+			}
+		} else {
+			start := time.Now()
+			err = sh.exec(st.text)
+			sh.printTiming(start)
+		}
+		if err != nil {
 			fmt.Fprintf(sh.msg, "%s:%d: %v\n", source, st.line, err)
 			status = 1
 			if sh.opts.single {

@@ -9,10 +9,12 @@ import (
 type statement struct {
 	text string
 	line int
+	meta bool // a meta-command such as \copy: one line, no semicolon
 }
 
 // splitter cuts SQL text into statements at semicolons outside quotes and
-// comments. It is fed text in pieces (lines from a prompt, or a whole file)
+// comments, and meta-commands (a backslash where a statement would start)
+// at the end of their line. It is fed text in pieces (lines from a prompt, or a whole file)
 // and keeps what is unfinished.
 type splitter struct {
 	buf       strings.Builder
@@ -64,6 +66,18 @@ func (s *splitter) feed(text string) []statement {
 			s.buf.WriteByte(c)
 			i++
 			c = text[i]
+		case c == '\\' && s.startLine == 0 && onlyComments(s.buf.String()):
+			// A meta-command at the start of a statement runs to the end of
+			// its line.
+			end := strings.IndexByte(text[i:], '\n')
+			if end < 0 {
+				end = len(text) - i
+			}
+			out = append(out, statement{text: strings.TrimSpace(text[i : i+end]), line: s.line, meta: true})
+			s.buf.Reset()
+			i += end - 1
+			s.prev = 0
+			continue
 		case c == ';':
 			if stmt := strings.TrimSpace(s.buf.String()); stmt != "" && !onlyComments(stmt) {
 				out = append(out, statement{text: stmt, line: s.startLine})
