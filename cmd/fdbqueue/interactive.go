@@ -65,6 +65,13 @@ func (sh *shell) interactive() int {
 	}
 	defer saveHistory()
 
+	// SIGINT is caught for the whole session, so that a Ctrl-C landing
+	// between two statements (when the line editor is not reading the
+	// terminal) cannot kill the shell either.
+	sh.interrupts = make(chan os.Signal, 1)
+	signal.Notify(sh.interrupts, os.Interrupt)
+	defer signal.Stop(sh.interrupts)
+
 	fmt.Fprintf(sh.msg, "fdbqueue shell on %s. \\? for help, \\q to quit.\n", sh.opts.dsn)
 	sp := newSplitter()
 	status := 0
@@ -111,9 +118,16 @@ func (sh *shell) interactive() int {
 func (sh *shell) interruptible(what string, fn func() error) error {
 	ctx, cancel := context.WithCancel(sh.ctx)
 	defer cancel()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
-	defer signal.Stop(sig)
+	sig := sh.interrupts
+	if sig == nil {
+		sig = make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt)
+		defer signal.Stop(sig)
+	}
+	select {
+	case <-sig: // a Ctrl-C from before this started is not for it
+	default:
+	}
 	go func() {
 		select {
 		case <-sig:

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ type shell struct {
 	// stdin is what \copy ... FROM STDIN reads: nil when the script itself
 	// comes from standard input.
 	stdin io.Reader
+	// interrupts delivers Ctrl-C at the interactive prompt.
+	interrupts chan os.Signal
 }
 
 // runAll runs a script's statements; it returns the exit status.
