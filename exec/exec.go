@@ -134,6 +134,8 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	switch p.Stmt.(type) {
 	case *parser.CreateTable, *parser.DropTable:
 		pr.token = queues.NewID() // see ddlDone
+	case *parser.Delete:
+		pr.token = queues.NewID() // see deleteRows
 	}
 	if hint != nil {
 		// Pops leave a receipt under this token, made once: a retry after
@@ -822,19 +824,33 @@ func (e *Executor) deleteRows(tr kv.Transaction, st *parser.Delete, pr *prepared
 	if err != nil {
 		return nil, err
 	}
+	// A DELETE reports only how many rows it removed, so in autocommit its
+	// receipt is that count: a retry after commit_unknown_result reports
+	// what the committed attempt did (see Auto).
+	if pr.token != 0 {
+		if count, ok, err := t.Queue.CountReceipt(tr, pr.token); err != nil || ok {
+			return &Result{RowsAffected: count}, err
+		}
+	}
+	var count int64
 	if len(conds) == 0 && n < 0 {
-		count, err := t.Queue.Count(tr)
+		if count, err = t.Queue.Count(tr); err != nil {
+			return nil, err
+		}
+		t.Queue.ClearItems(tr)
+	} else {
+		rows, err := e.findOnce(tr, t, conds, order, n, true, pr)
 		if err != nil {
 			return nil, err
 		}
-		t.Queue.Clear(tr)
-		return &Result{RowsAffected: count}, nil
+		count = int64(len(rows))
 	}
-	rows, err := e.find(tr, t, conds, order, n, true, pr)
-	if err != nil {
-		return nil, err
+	if pr.token != 0 {
+		if err := t.Queue.RecordCount(tr, pr.token, count); err != nil {
+			return nil, err
+		}
 	}
-	return &Result{RowsAffected: int64(len(rows))}, nil
+	return &Result{RowsAffected: count}, nil
 }
 
 func (e *Executor) update(tr kv.Transaction, st *parser.Update, pr *prepared) (*Result, error) {

@@ -18,6 +18,7 @@ import (
 //	P (7, id)            push marker -> expiry (unix nanoseconds, big-endian)
 //	P (8, expiry, id)    the same marker, by expiry, for cleanup
 //	P (9, token, n)      pop receipt: the n-th item popped by the operation token
+//	P (9, token)         count receipt: how many items the operation removed
 //	P (10, expiry, token) the receipt, by expiry, for cleanup
 //
 // A push writes its marker; a push that finds its own id's marker was
@@ -80,6 +81,32 @@ func (q *Queue) expire(tr kv.Transaction, now time.Time, tag int, drop func(int6
 		drop(v[1])
 	}
 	return it.Err()
+}
+
+// RecordCount records, under the operation token, that the operation
+// removed n items, for an operation that reports only how many (a DELETE):
+// CountReceipt returns it to a retry after commit_unknown_result.
+func (q *Queue) RecordCount(tr kv.Transaction, token, n int64) error {
+	now := time.Now()
+	exp := expiry(now)
+	tr.Set(q.key(tagReceipts, token), binary.LittleEndian.AppendUint64(nil, uint64(n)))
+	tr.Set(appendInts(q.key(tagReceiptExpy, int64(binary.BigEndian.Uint64(exp))), token), nil)
+	return q.expire(tr, now, tagReceiptExpy, func(token int64) {
+		tr.ClearRange(kv.PrefixRange(q.key(tagReceipts, token)))
+	})
+}
+
+// CountReceipt returns the count an earlier, committed attempt of the
+// operation token recorded with RecordCount, and whether there was one.
+func (q *Queue) CountReceipt(tr kv.ReadTransaction, token int64) (int64, bool, error) {
+	v, err := tr.Get(q.key(tagReceipts, token))
+	if err != nil || v == nil {
+		return 0, false, err
+	}
+	if len(v) != 8 {
+		return 0, false, fmt.Errorf("%w: count receipt of %d bytes", ErrCorrupt, len(v))
+	}
+	return int64(binary.LittleEndian.Uint64(v)), true, nil
 }
 
 // Receipt returns the items that an earlier, committed attempt of the pop

@@ -949,7 +949,16 @@ func (q *Queue) Count(tr kv.ReadTransaction) (int64, error) {
 	return int64(binary.LittleEndian.Uint64(v)), nil
 }
 
-// Clear removes every item (and the queue's whole key range).
+// Clear removes the queue's whole key range: its items and indexes, and its
+// push markers and pop receipts. It is for dropping the queue; ClearItems
+// empties a queue that stays in use.
 func (q *Queue) Clear(tr kv.Transaction) {
 	tr.ClearRange(q.Range())
+}
+
+// ClearItems removes every item, with its indexes and count, and keeps the
+// push markers and pop receipts, so that a push or pop retried after
+// commit_unknown_result still finds what its committed attempt did.
+func (q *Queue) ClearItems(tr kv.Transaction) {
+	tr.ClearRange(kv.Range{Begin: q.sub[tagItems], End: q.sub[tagMarks]})
 }

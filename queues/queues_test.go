@@ -818,3 +818,42 @@ func TestSpreadPopsExactlyOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestClearItemsKeepsMarkers: emptying a queue removes items, indexes and
+// the count, and keeps push markers and receipts, so that a push retried
+// after commit_unknown_result across the clear is not applied twice; a
+// count receipt returns what a delete recorded.
+func TestClearItemsKeepsMarkers(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority, "cpu")
+	item := queues.Item{ID: queues.NewID(), Priority: 3, Resources: []int64{2}, Value: []byte("once")}
+	pushIt := func() {
+		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error { return q.Push(tr, item) }))
+	}
+	pushIt()
+	push(t, db, q, 1, "other", 1)
+	require.Equal(t, int64(2), count(t, db, q))
+	token := queues.NewID()
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		q.ClearItems(tr)
+		return q.RecordCount(tr, token, 2)
+	}))
+	require.Equal(t, int64(0), count(t, db, q))
+	_, ok := popFit(t, db, q, queues.Max, 16)
+	require.False(t, ok, "the fit index is empty too")
+
+	pushIt() // the retry of the first push
+	require.Equal(t, int64(0), count(t, db, q), "the marker survived the clear")
+	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
+		n, ok, err := q.CountReceipt(tr, token)
+		require.True(t, ok)
+		require.Equal(t, int64(2), n)
+		_, ok, err = q.CountReceipt(tr, token+1)
+		require.False(t, ok)
+		return err
+	}))
+	push(t, db, q, 5, "after", 3)
+	v, ok := popFit(t, db, q, queues.Max, 16)
+	require.True(t, ok)
+	require.Equal(t, "after", v)
+}
