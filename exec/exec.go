@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
@@ -222,19 +223,51 @@ func (e *Executor) run(tr kv.Transaction, pr *prepared) (*Result, error) {
 // ddlDone makes CREATE and DROP TABLE safe to retry after
 // commit_unknown_result: the statement's token is written with its change,
 // so a retry whose first attempt was applied finds it and succeeds instead
-// of failing with "already exists" (or "no such table"). These markers are
-// a few bytes per DDL statement and are not expired: DDL is rare.
+// of failing with "already exists" (or "no such table"). Tokens expire
+// after queues.MarkerTTL, like push markers: each DDL clears up to two
+// expired ones, with a snapshot read and blind clears.
+//
+//	root ("ddl", token)                   -> ""
+//	root ("ddl-expiry", expiry, token)    -> ""
 func (e *Executor) ddlDone(tr kv.Transaction, token int64) (bool, error) {
 	if token == 0 {
 		return false, nil
 	}
-	k, _ := tuple.Tuple{"ddl", token}.AppendPack(bytes.Clone(e.cat.root))
+	k := e.ddlKey(token)
 	v, err := tr.Get(k)
 	if err != nil || v != nil {
 		return v != nil, err
 	}
+	now := time.Now()
 	tr.Set(k, nil)
-	return false, nil
+	tr.Set(e.ddlExpiryKey(now.Add(queues.MarkerTTL).UnixNano(), token), nil)
+	prefix, _ := tuple.Tuple{"ddl-expiry"}.AppendPack(bytes.Clone(e.cat.root))
+	it := tr.Snapshot().GetRange(kv.PrefixRange(prefix), kv.RangeOptions{Limit: 2})
+	for it.Next() {
+		key := it.KeyValue().Key
+		t, err := tuple.Unpack(key[len(prefix):])
+		if err != nil || len(t) != 2 {
+			return false, fmt.Errorf("%w: unreadable DDL token expiry %q", ErrCatalog, key)
+		}
+		exp, _ := t[0].(int64)
+		old, _ := t[1].(int64)
+		if exp > now.UnixNano() {
+			break
+		}
+		tr.Clear(key)
+		tr.Clear(e.ddlKey(old))
+	}
+	return false, it.Err()
+}
+
+func (e *Executor) ddlKey(token int64) []byte {
+	k, _ := tuple.Tuple{"ddl", token}.AppendPack(bytes.Clone(e.cat.root))
+	return k
+}
+
+func (e *Executor) ddlExpiryKey(exp, token int64) []byte {
+	k, _ := tuple.Tuple{"ddl-expiry", exp, token}.AppendPack(bytes.Clone(e.cat.root))
+	return k
 }
 
 // bind returns the value of a literal or placeholder.
