@@ -38,19 +38,28 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // copyCommand runs \copy TABLE FROM 'FILE' (or FROM STDIN): a CSV file whose
 // header row names the columns; an empty field is NULL.
 func (sh *shell) copyCommand(cmd string) error {
+	const usage = `usage: \copy TABLE FROM 'file.csv' (or FROM STDIN)`
 	f := strings.Fields(cmd)
-	if len(f) != 4 || !strings.EqualFold(f[2], "from") {
-		return errors.New(`usage: \copy TABLE FROM 'file.csv' (or FROM STDIN)`)
+	if len(f) < 4 || !strings.EqualFold(f[2], "from") {
+		return errors.New(usage)
 	}
-	table, src := f[1], f[3]
+	table := f[1]
+	// The source is the rest of the line after FROM: a quoted name may
+	// hold spaces.
+	rest := afterFields(cmd, 3)
+	src, err := metaArg(rest)
+	if err != nil {
+		return fmt.Errorf("%v; %s", err, usage)
+	}
 	name := "<stdin>"
 	var r io.Reader = sh.stdin
 	var size int64
-	if strings.EqualFold(src, "stdin") && r == nil {
+	isStdin := strings.EqualFold(strings.TrimSpace(rest), "stdin")
+	if isStdin && r == nil {
 		return errors.New(`\copy ... FROM STDIN: the script itself is standard input; name a file`)
 	}
-	if !strings.EqualFold(src, "stdin") {
-		name = strings.Trim(src, `'"`)
+	if !isStdin {
+		name = src
 		file, err := os.Open(name)
 		if err != nil {
 			return err
@@ -62,6 +71,52 @@ func (sh *shell) copyCommand(cmd string) error {
 		r = file
 	}
 	return sh.copyFrom(table, name, r, size)
+}
+
+// afterFields returns text after its first n space-separated fields.
+func afterFields(text string, n int) string {
+	for range n {
+		text = strings.TrimLeft(text, " \t")
+		i := strings.IndexAny(text, " \t")
+		if i < 0 {
+			return ""
+		}
+		text = text[i:]
+	}
+	return text
+}
+
+// metaArg reads a meta-command's file argument: one word, or a quoted
+// string ('...' or "...", the quote doubled inside) that may hold spaces.
+func metaArg(text string) (string, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return "", errors.New("a file name is missing")
+	}
+	q := text[0]
+	if q != '\'' && q != '"' {
+		if strings.ContainsAny(text, " \t") {
+			return "", fmt.Errorf("%q: quote a name that holds spaces", text)
+		}
+		return text, nil
+	}
+	var b strings.Builder
+	for i := 1; i < len(text); i++ {
+		if text[i] != q {
+			b.WriteByte(text[i])
+			continue
+		}
+		if i+1 < len(text) && text[i+1] == q {
+			b.WriteByte(q)
+			i++
+			continue
+		}
+		if extra := strings.TrimSpace(text[i+1:]); extra != "" {
+			return "", fmt.Errorf("unexpected %q after the file name", extra)
+		}
+		return b.String(), nil
+	}
+	return "", fmt.Errorf("unterminated %c quote in %s", q, text)
 }
 
 // copyRow is a CSV record waiting in a batch.

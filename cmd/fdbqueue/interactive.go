@@ -153,6 +153,9 @@ func (sh *shell) execCancellable(text string) error {
 	return err
 }
 
+// maxIncludeDepth bounds \i inside \i.
+const maxIncludeDepth = 16
+
 // printTiming prints the time since start under \timing.
 func (sh *shell) printTiming(start time.Time) {
 	if sh.timing {
@@ -190,10 +193,14 @@ func (sh *shell) meta(cmd string) (bool, error) {
 		}
 		sh.format, sh.echo = fm, false
 	case `\i`, `\include`:
-		if len(f) != 2 {
-			return false, errors.New(`\i takes a file name`)
+		if sh.depth >= maxIncludeDepth {
+			return false, fmt.Errorf(`\i nested %d deep: does a script include itself?`, sh.depth)
 		}
-		text, err := os.ReadFile(f[1])
+		name, err := metaArg(afterFields(cmd, 1))
+		if err != nil {
+			return false, fmt.Errorf(`\i FILE: %v`, err)
+		}
+		text, err := os.ReadFile(name)
 		if err != nil {
 			return false, err
 		}
@@ -201,14 +208,20 @@ func (sh *shell) meta(cmd string) (bool, error) {
 		stmts := sp.feed(string(text))
 		last, err := sp.finish()
 		if err != nil {
-			return false, fmt.Errorf("%s:%v", f[1], err)
+			return false, fmt.Errorf("%s:%v", name, err)
 		}
 		if last != nil {
 			stmts = append(stmts, *last)
 		}
+		sh.depth++
+		defer func() { sh.depth-- }()
 		for _, st := range stmts {
-			if err := sh.execCancellable(st.text); err != nil {
-				return false, fmt.Errorf("%s:%d: %v", f[1], st.line, err)
+			quit, err := sh.runOne(st)
+			if err != nil {
+				return false, fmt.Errorf("%s:%d: %v", name, st.line, err)
+			}
+			if quit {
+				return true, nil
 			}
 		}
 	case `\dt`:

@@ -130,3 +130,47 @@ func TestCopyUnderFaults(t *testing.T) {
 		require.Equal(t, good, distinct)
 	}
 }
+
+// TestIncludeAndFileNames: \i runs statements and meta-commands, file names
+// may be quoted (with spaces inside), and a script including itself stops.
+func TestIncludeAndFileNames(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("fdbqueue", "memory:")
+	require.NoError(t, err)
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	require.NoError(t, err)
+	defer conn.Close()
+	var out, msg bytes.Buffer
+	sh := &shell{ctx: context.Background(), conn: conn, out: &out, msg: &msg, format: formatCSV, opts: &options{}}
+
+	dir := filepath.Join(t.TempDir(), "a dir")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	csvPath := filepath.Join(dir, "it's.csv")
+	require.NoError(t, os.WriteFile(csvPath, []byte("v\n1\n2\n"), 0o600))
+	script := filepath.Join(dir, "load.sql")
+	quoted := "'" + strings.ReplaceAll(csvPath, "'", "''") + "'"
+	require.NoError(t, os.WriteFile(script, []byte("CREATE TABLE q (v INT);\n\\copy q FROM "+quoted+"\nSELECT COUNT(*) FROM q;\n"), 0o600))
+
+	_, err = sh.meta(`\i "` + script + `"`)
+	require.NoError(t, err, msg.String())
+	require.Contains(t, msg.String(), "COPY 2")
+	require.Equal(t, "COUNT(*)\n2\n", out.String())
+
+	for cmd, want := range map[string]string{
+		`\copy q FROM ` + csvPath:                "quote a name that holds spaces",
+		`\copy q FROM 'unterminated`:             "unterminated ' quote",
+		`\copy q FROM 'x.csv' trailing`:          `unexpected "trailing"`,
+		`\copy q FROM`:                           "usage",
+		`\i`:                                     "a file name is missing",
+		"\\copy q\tFROM\t'" + dir + "/none.csv'": "no such file",
+	} {
+		_, err := sh.meta(cmd)
+		require.ErrorContains(t, err, want, cmd)
+	}
+
+	self := filepath.Join(dir, "self.sql")
+	require.NoError(t, os.WriteFile(self, []byte("\\i '"+self+"'\n"), 0o600))
+	_, err = sh.meta(`\i '` + self + `'`)
+	require.ErrorContains(t, err, "does a script include itself?")
+}

@@ -31,6 +31,8 @@ type shell struct {
 	// stdin is what \copy ... FROM STDIN reads: nil when the script itself
 	// comes from standard input.
 	stdin io.Reader
+	// depth is how deep \i includes are nested.
+	depth int
 	// interrupts delivers Ctrl-C at the interactive prompt.
 	interrupts chan os.Signal
 }
@@ -48,16 +50,9 @@ func (sh *shell) runAll(source string, stmts []statement) int {
 		if sh.echo {
 			fmt.Fprintf(sh.out, "=> %s\n", strings.Join(strings.Fields(st.text), " "))
 		}
-		var err error
-		if st.meta {
-			var quit bool
-			if quit, err = sh.meta(st.text); quit {
-				break
-			}
-		} else {
-			start := time.Now()
-			err = sh.exec(st.text)
-			sh.printTiming(start)
+		quit, err := sh.runOne(st)
+		if quit {
+			break
 		}
 		if err != nil {
 			fmt.Fprintf(sh.msg, "%s:%d: %v\n", source, st.line, err)
@@ -79,6 +74,17 @@ func (sh *shell) runAll(source string, stmts []statement) int {
 		}
 	}
 	return status
+}
+
+// runOne runs a statement or a meta-command; it reports whether to quit.
+func (sh *shell) runOne(st statement) (bool, error) {
+	if st.meta {
+		return sh.meta(st.text)
+	}
+	start := time.Now()
+	err := sh.exec(st.text)
+	sh.printTiming(start)
+	return false, err
 }
 
 // isQuery reports whether a statement returns rows.
