@@ -727,7 +727,11 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 	}
 	wtr, writable := tr.(kv.Transaction)
 	consider := func(prefix, dirKey []byte) error {
-		p, ok, err := q.head(tr, prefix, order)
+		var cutoff *pos
+		if found {
+			cutoff = &best
+		}
+		p, ok, err := q.head(tr, prefix, order, cutoff)
 		if ok {
 			offer(p)
 		} else if err == nil && writable {
@@ -803,8 +807,12 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 	return best, found, nil
 }
 
-// head returns the best index entry under prefix (a cell or a shape).
-func (q *Queue) head(tr kv.ReadTransaction, prefix []byte, order Order) (pos, bool, error) {
+// head returns the best index entry under prefix (a cell or a shape). In
+// Max order that takes two reads: the last entry gives the highest
+// priority, then the first entry of that priority is the oldest. When the
+// highest priority is below cutoff's, no entry can beat cutoff, and head
+// returns that last entry after one read: callers only compare it.
+func (q *Queue) head(tr kv.ReadTransaction, prefix []byte, order Order, cutoff *pos) (pos, bool, error) {
 	r := kv.PrefixRange(prefix)
 	if order == Max && q.kind == Priority {
 		last, ok, err := kv.First(tr, r, true)
@@ -814,6 +822,11 @@ func (q *Queue) head(tr kv.ReadTransaction, prefix []byte, order Order) (pos, bo
 		var v [3]int64
 		if err := decodeInts(last.Key[len(prefix):], v[:]); err != nil {
 			return pos{}, false, err
+		}
+		if cutoff != nil && v[0] < cutoff.prio {
+			// The read covered the cell from this entry to its end, so a
+			// concurrent push of a higher priority conflicts.
+			return pos{prio: v[0], seq: v[1], id: v[2]}, true, nil
 		}
 		r = kv.PrefixRange(appendInts(bytes.Clone(prefix), v[0]))
 	}
