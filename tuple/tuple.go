@@ -443,6 +443,29 @@ func decodeEscaped(b []byte) ([]byte, []byte, error) {
 }
 
 func decodeInt(b []byte) (any, []byte, error) {
+	i, u, rest, kind, err := decodeIntParts(b)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case kind == intFits:
+		return i, rest, nil
+	case kind == intBigPos:
+		return u, rest, nil
+	}
+	return new(big.Int).Neg(new(big.Int).SetUint64(u)), rest, nil
+}
+
+// What decodeIntParts found: an int64, a uint64 above MaxInt64, or the
+// magnitude of a negative number below MinInt64.
+const (
+	intFits = iota
+	intBigPos
+	intBigNeg
+)
+
+// decodeIntParts decodes an integer element of up to 8 bytes without
+// boxing it, so that DecodeInt does not allocate.
+func decodeIntParts(b []byte) (i int64, u uint64, rest []byte, kind int, err error) {
 	code := int(b[0])
 	n := code - codeIntZero
 	neg := n < 0
@@ -450,29 +473,28 @@ func decodeInt(b []byte) (any, []byte, error) {
 		n = -n
 	}
 	if len(b) < 1+n {
-		return nil, nil, fmt.Errorf("%w: truncated integer", ErrInvalid)
+		return 0, 0, nil, 0, fmt.Errorf("%w: truncated integer", ErrInvalid)
 	}
-	var u uint64
 	for _, c := range b[1 : 1+n] {
 		u = u<<8 | uint64(c)
 	}
-	rest := b[1+n:]
+	rest = b[1+n:]
 	if !neg {
 		if u > math.MaxInt64 {
-			return u, rest, nil
+			return 0, u, rest, intBigPos, nil
 		}
-		return int64(u), rest, nil
+		return int64(u), 0, rest, intFits, nil
 	}
 	// One's complement of the magnitude, in n bytes.
 	if n < 8 {
 		u = u - (1<<(8*uint(n)) - 1)
-		return int64(u), rest, nil // wraps to the negative value
+		return int64(u), 0, rest, intFits, nil // wraps to the negative value
 	}
 	mag := ^u
 	if mag <= 1<<63 {
-		return int64(-mag), rest, nil // -2^63 wraps correctly
+		return int64(-mag), 0, rest, intFits, nil // -2^63 wraps correctly
 	}
-	return new(big.Int).Neg(new(big.Int).SetUint64(mag)), rest, nil
+	return 0, mag, rest, intBigNeg, nil
 }
 
 // DecodeInt decodes a single packed integer element at the start of b and
@@ -481,12 +503,11 @@ func DecodeInt(b []byte) (int64, []byte, error) {
 	if len(b) == 0 || b[0] <= codeNegIntBig || b[0] >= codePosIntBig {
 		return 0, nil, fmt.Errorf("%w: not an integer element", ErrInvalid)
 	}
-	v, rest, err := decodeInt(b)
+	i, _, rest, kind, err := decodeIntParts(b)
 	if err != nil {
 		return 0, nil, err
 	}
-	i, ok := v.(int64)
-	if !ok {
+	if kind != intFits {
 		return 0, nil, fmt.Errorf("%w: integer out of int64 range", ErrInvalid)
 	}
 	return i, rest, nil

@@ -381,3 +381,17 @@ func FuzzUnpack(f *testing.F) {
 		require.Zero(t, compareTuple(u, u2))
 	})
 }
+
+// TestDecodeIntDoesNotAllocate: keys are decoded on every index read.
+func TestDecodeIntDoesNotAllocate(t *testing.T) {
+	for _, v := range []int64{0, 300, -300, 1 << 40, math.MinInt64, math.MaxInt64} {
+		b := AppendInt(nil, v)
+		allocs := testing.AllocsPerRun(100, func() {
+			got, rest, err := DecodeInt(b)
+			if err != nil || got != v || len(rest) != 0 {
+				t.Fatalf("DecodeInt(%x) = %d, %x, %v", b, got, rest, err)
+			}
+		})
+		require.Zero(t, allocs, "%d", v)
+	}
+}
