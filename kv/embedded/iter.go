@@ -245,7 +245,8 @@ func (it *rangeIter) finish(exhausted bool) {
 	s := &it.t.reads[it.conflict]
 	if exhausted {
 		if it.reverse {
-			s.begin = it.begin
+			// A copy: it.begin is still the caller's slice.
+			s.begin = append([]byte{}, it.begin...)
 		} else {
 			s.end = append([]byte{}, it.end...)
 		}

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 		{"SnapshotIsolation", testSnapshotIsolation},
 		{"SerializableReadConflicts", testSerializableReadConflicts},
 		{"SnapshotReadNoConflict", testSnapshotReadNoConflict},
+		{"RangeBuffersReusable", testRangeBuffersReusable},
 		{"RangeConflictOnlyWhatWasRead", testRangeConflictOnlyWhatWasRead},
 		{"ExplicitConflictRanges", testExplicitConflictRanges},
 		{"ReadOnlyCommitNeverConflicts", testReadOnlyCommit},
@@ -306,6 +307,25 @@ func testSerializableReadConflicts(t *testing.T, in Instance) {
 	set(t, in.DB, "elsewhere", "v")
 	tr.Set([]byte("out"), []byte("1"))
 	require.NoError(t, tr.Commit())
+}
+
+// testRangeBuffersReusable: once a range read is done, the caller may reuse
+// the byte slices of its range; the read's conflict range must not change.
+func testRangeBuffersReusable(t *testing.T, in Instance) {
+	for _, reverse := range []bool{false, true} {
+		set(t, in.DB, "r/1", "x")
+		tr := newTr(t, in.DB)
+		begin, end := []byte("r/"), []byte("r0")
+		it := tr.GetRange(kv.Range{Begin: begin, End: end}, kv.RangeOptions{Reverse: reverse})
+		for it.Next() {
+		}
+		require.NoError(t, it.Err())
+		copy(begin, "zz")
+		copy(end, "zz")
+		set(t, in.DB, "r/0", "y") // inside the range that was read
+		tr.Set([]byte("out"), []byte("1"))
+		require.ErrorIs(t, tr.Commit(), kv.ErrNotCommitted, "reverse=%v", reverse)
+	}
 }
 
 func testSnapshotReadNoConflict(t *testing.T, in Instance) {
