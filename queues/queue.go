@@ -726,16 +726,20 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 		}
 	}
 	wtr, writable := tr.(kv.Transaction)
-	consider := func(prefix, dirKey []byte) error {
+	// consider reads the head of a cell (or shape: entries under tag,
+	// listed under dirTag).
+	var buf []byte
+	consider := func(tag, dirTag int, coords []int64) error {
 		var cutoff *pos
 		if found {
 			cutoff = &best
 		}
-		p, ok, err := q.head(tr, prefix, order, cutoff)
+		buf = appendInts(append(buf[:0], q.sub[tag]...), coords...)
+		p, ok, err := q.head(tr, buf, order, cutoff)
 		if ok {
 			offer(p)
 		} else if err == nil && writable {
-			wtr.Clear(dirKey)
+			wtr.Clear(q.key(dirTag, coords...))
 		}
 		return err
 	}
@@ -751,7 +755,7 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 				return nil
 			}
 		}
-		return consider(q.key(tagCells, cell...), q.key(tagCellDir, cell...))
+		return consider(tagCells, tagCellDir, cell)
 	})
 	if err != nil {
 		return pos{}, false, err
@@ -798,7 +802,7 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 			lo[i], hi[i] = c, min(cellHigh(c), limits[i])
 		}
 		err = skipScan(tr, q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
-			return consider(q.key(tagShapes, shape...), q.key(tagShapeDir, shape...))
+			return consider(tagShapes, tagShapeDir, shape)
 		})
 		if err != nil {
 			return pos{}, false, err
@@ -813,7 +817,9 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 // highest priority is below cutoff's, no entry can beat cutoff, and head
 // returns that last entry after one read: callers only compare it.
 func (q *Queue) head(tr kv.ReadTransaction, prefix []byte, order Order, cutoff *pos) (pos, bool, error) {
-	r := kv.PrefixRange(prefix)
+	// Tuple type codes are below 0xff, so prefix+0xff ends the entries
+	// under prefix (and the reads copy the range's keys they keep).
+	r := kv.Range{Begin: prefix, End: append(prefix[:len(prefix):len(prefix)], 0xff)}
 	if order == Max && q.kind == Priority {
 		last, ok, err := kv.First(tr, r, true)
 		if err != nil || !ok {
@@ -828,7 +834,8 @@ func (q *Queue) head(tr kv.ReadTransaction, prefix []byte, order Order, cutoff *
 			// concurrent push of a higher priority conflicts.
 			return pos{prio: v[0], seq: v[1], id: v[2]}, true, nil
 		}
-		r = kv.PrefixRange(appendInts(bytes.Clone(prefix), v[0]))
+		sub := appendInts(bytes.Clone(prefix), v[0])
+		r = kv.Range{Begin: sub, End: append(sub, 0xff)}
 	}
 	e, ok, err := kv.First(tr, r, false)
 	if err != nil || !ok {
