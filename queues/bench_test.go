@@ -3,6 +3,8 @@ package queues_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -78,6 +80,13 @@ func fill(b *testing.B, w workload, n int) *filled {
 	if f, ok := fills[key]; ok {
 		return f
 	}
+	f := fillFresh(b, w, n)
+	fills[key] = f
+	return f
+}
+
+// fillFresh builds a database holding n tasks of workload w.
+func fillFresh(b *testing.B, w workload, n int) *filled {
 	db := embedded.Open("", embedded.Config{})
 	q := queues.New(tuple.Tuple{"bench"}.Pack(), queues.Priority, "cpu", "mem")
 	r := rand.New(rand.NewPCG(42, uint64(n)))
@@ -94,16 +103,42 @@ func fill(b *testing.B, w workload, n int) *filled {
 			b.Fatal(err)
 		}
 	}
-	f := &filled{db: db, q: q}
-	fills[key] = f
-	return f
+	return &filled{db: db, q: q}
 }
 
+// sizes are the queue sizes the benchmarks fill: 10,000 with -short;
+// 10,000 and 1,000,000; and also DESIGN's 5,000,000 with
+// FDBQUEUE_BENCH_LARGE=1 (about 8 GB of memory and a few minutes).
 func sizes() []int {
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		return []int{10_000}
+	case os.Getenv("FDBQUEUE_BENCH_LARGE") != "":
+		return []int{10_000, 1_000_000, 5_000_000}
 	}
 	return []int{10_000, 1_000_000}
+}
+
+// BenchmarkMemoryPerTask reports the heap a queued task takes in the
+// memory engine (item, id index, fit index entries, push marker and their
+// B-tree entries), for a task of the random workload with a 7-byte value:
+// live heap after a GC, before and after filling, divided by the tasks.
+func BenchmarkMemoryPerTask(b *testing.B) {
+	for _, n := range sizes() {
+		b.Run(fmt.Sprint("n=", n), func(b *testing.B) {
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				f := fillFresh(b, workloads[0], n)
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "B/task")
+				runtime.KeepAlive(f)
+				_ = f.db.Close()
+			}
+		})
+	}
 }
 
 // BenchmarkFitPop times one get-task: find the best fitting task and remove
