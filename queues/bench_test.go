@@ -1,6 +1,7 @@
 package queues_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -163,6 +164,11 @@ func BenchmarkFitPop(b *testing.B) {
 							_, ok, err = f.q.PopFit(tr, queues.Max, limits)
 						} else {
 							ok, err = naivePopFit(tr, f.q, limits)
+						}
+						if impl == "naive" && errors.Is(err, kv.ErrTransactionTooOld) {
+							// At 5,000,000 tasks the scan for the worst case
+							// outlives a transaction: that is the result.
+							b.Skipf("the naive scan did not finish within a transaction's 5 s: %v", err)
 						}
 						if err != nil || (!ok && w.name == "worst") {
 							b.Fatalf("ok=%v err=%v", ok, err)
