@@ -47,3 +47,11 @@ SELECT name, priority, cpu, mem FROM tasks WHERE cpu <= 2 AND mem <= 4096 ORDER 
 SELECT name FROM tasks WHERE cpu <= 2 AND mem <= 4096 ORDER BY priority DESC LIMIT 1 FOR POP;
 -- A big worker takes the rest, highest priority first.
 SELECT name, priority FROM tasks WHERE cpu <= 64 AND mem <= 262144 ORDER BY priority DESC LIMIT 10 FOR POP;
+
+-- 4. Bulk load and look around. Meta-commands (one per line) work in
+--    scripts and at the prompt: \copy loads a CSV file whose header names
+--    the columns, in batches that are each one exactly-once transaction.
+\copy tasks FROM 'examples/tasks.csv'
+\dt
+\d tasks
+SELECT name, priority FROM tasks WHERE cpu <= 4 AND mem <= 8192 ORDER BY priority DESC LIMIT 2 FOR POP;
