@@ -254,9 +254,19 @@ func Collect(it Iterator) ([]KeyValue, error) {
 	return out, it.Err()
 }
 
+// firster is implemented by transactions with a cheaper path for a range
+// read of one key (a queue's head) than a general iterator. It must behave
+// exactly as GetRange with Limit 1, read-conflict range included.
+type firster interface {
+	First(r Range, reverse bool) (KeyValue, bool, error)
+}
+
 // First returns the first key-value of r in the given direction, or ok false
 // if r is empty.
 func First(tr ReadTransaction, r Range, reverse bool) (kv KeyValue, ok bool, err error) {
+	if f, isFirster := tr.(firster); isFirster {
+		return f.First(r, reverse)
+	}
 	it := tr.GetRange(r, RangeOptions{Limit: 1, Reverse: reverse})
 	if it.Next() {
 		return it.KeyValue(), true, nil

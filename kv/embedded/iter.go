@@ -58,12 +58,8 @@ func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rang
 		it.fail(kv.Errorf(2210, "range limit %d is negative", opts.Limit))
 		return it
 	}
-	if bytes.Compare(r.Begin, r.End) > 0 {
-		it.fail(kv.Errorf(2005, "range end precedes its begin"))
-		return it
-	}
-	if len(r.Begin) > 0 && r.Begin[0] == 0xff || bytes.Compare(r.End, []byte{0xff}) > 0 {
-		it.fail(kv.Errorf(2004, "range reaches into the system key space (0xff...)"))
+	if err := checkRange(r); err != nil {
+		it.fail(err)
 		return it
 	}
 	switch {
@@ -89,6 +85,17 @@ func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rang
 		it.conflict = len(t.reads) - 1
 	}
 	return it
+}
+
+// checkRange reports a range no read may cover.
+func checkRange(r kv.Range) error {
+	if bytes.Compare(r.Begin, r.End) > 0 {
+		return kv.Errorf(2005, "range end precedes its begin")
+	}
+	if len(r.Begin) > 0 && r.Begin[0] == 0xff || bytes.Compare(r.End, []byte{0xff}) > 0 {
+		return kv.Errorf(2004, "range reaches into the system key space (0xff...)")
+	}
+	return nil
 }
 
 func (it *rangeIter) fail(err error) {

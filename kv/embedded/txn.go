@@ -118,8 +118,9 @@ type txn struct {
 	snap    snapshot
 
 	// Probes for tree lookups, kept here so that lookups do not allocate.
-	wprobe write
-	eprobe entry
+	wprobe   write
+	eprobe   entry
+	firstBuf []kv.KeyValue
 }
 
 var _ kv.Transaction = (*txn)(nil)
@@ -242,6 +243,71 @@ func presence(v []byte, ok bool) []byte {
 func (t *txn) addRead(s span) {
 	t.reads = append(t.reads, s)
 	t.size += s.size()
+}
+
+// First is kv.First: GetRange with Limit 1, without an iterator when the
+// transaction has written nothing for the read to merge.
+func (t *txn) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error) {
+	return t.first(r, reverse, false)
+}
+
+func (t *txn) first(r kv.Range, reverse, snapshot bool) (kv.KeyValue, bool, error) {
+	if t.wroteIn(r) {
+		it := newRangeIter(t, r, kv.RangeOptions{Limit: 1, Reverse: reverse}, snapshot)
+		if it.Next() {
+			return it.KeyValue(), true, nil
+		}
+		return kv.KeyValue{}, false, it.Err()
+	}
+	if err := t.check(); err != nil {
+		return kv.KeyValue{}, false, err
+	}
+	if err := checkRange(r); err != nil {
+		return kv.KeyValue{}, false, err
+	}
+	got, _ := t.s.fetch(t.rv, r.Begin, false, r.End, reverse, 1, t.firstBuf[:0])
+	t.firstBuf = got[:0]
+	found := len(got) == 1
+	var e kv.KeyValue
+	if found {
+		e = got[0]
+	}
+	if !snapshot {
+		// As the iterator records it: what the read covered, up to the
+		// key it returned, or the whole range when it found nothing.
+		sp := span{begin: slices.Clone(r.Begin), end: slices.Clone(r.End)}
+		switch {
+		case found && reverse:
+			sp.begin = e.Key
+		case found:
+			sp.end = kv.KeyAfter(e.Key)
+		}
+		if !bytes.Equal(sp.begin, sp.end) {
+			t.addRead(sp)
+		}
+	}
+	return e, found, nil
+}
+
+// wroteIn reports whether the transaction wrote or cleared anything in r,
+// which a read of r must then merge with what is committed.
+func (t *txn) wroteIn(r kv.Range) bool {
+	for _, c := range t.clears {
+		if bytes.Compare(c.Begin, r.End) < 0 && bytes.Compare(r.Begin, c.End) < 0 {
+			return true
+		}
+	}
+	if t.writes == nil || t.writes.Len() == 0 {
+		return false
+	}
+	t.wprobe.key = r.Begin
+	found := false
+	t.writes.Ascend(&t.wprobe, func(w *write) bool {
+		found = bytes.Compare(w.key, r.End) < 0
+		return false
+	})
+	t.wprobe.key = nil
+	return found
 }
 
 func (t *txn) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
@@ -568,6 +634,11 @@ func (s *snapshot) Get(key []byte) ([]byte, error) { return s.t.get(key, true) }
 
 func (s *snapshot) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	return newRangeIter(s.t, r, opts, true)
+}
+
+// First is kv.First for a snapshot read.
+func (s *snapshot) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error) {
+	return s.t.first(r, reverse, true)
 }
 
 func (s *snapshot) GetReadVersion() (int64, error) { return s.t.GetReadVersion() }

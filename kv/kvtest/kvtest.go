@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 		{"SerializableReadConflicts", testSerializableReadConflicts},
 		{"SnapshotReadNoConflict", testSnapshotReadNoConflict},
 		{"RangeBuffersReusable", testRangeBuffersReusable},
+		{"FirstIsRangeLimitOne", testFirst},
 		{"RangeConflictOnlyWhatWasRead", testRangeConflictOnlyWhatWasRead},
 		{"ExplicitConflictRanges", testExplicitConflictRanges},
 		{"ReadOnlyCommitNeverConflicts", testReadOnlyCommit},
@@ -326,6 +327,79 @@ func testRangeBuffersReusable(t *testing.T, in Instance) {
 		tr.Set([]byte("out"), []byte("1"))
 		require.ErrorIs(t, tr.Commit(), kv.ErrNotCommitted, "reverse=%v", reverse)
 	}
+}
+
+// testFirst: kv.First (which engines may serve without an iterator) is a
+// range read of limit 1 in results, read-your-writes and conflict ranges.
+func testFirst(t *testing.T, in Instance) {
+	set(t, in.DB, "f/b", "1", "f/d", "2")
+	type tc struct {
+		name          string
+		reverse, snap bool
+		write         string // committed by another transaction after the read
+		conflict      bool
+	}
+	for _, c := range []tc{
+		{"forward, after the key", false, false, "f/c", false},
+		{"forward, before the key", false, false, "f/a", true},
+		{"reverse, before the key", true, false, "f/c", false},
+		{"reverse, after the key", true, false, "f/e", true},
+		{"snapshot", false, true, "f/a", false},
+	} {
+		tr := newTr(t, in.DB)
+		var rt kv.ReadTransaction = tr
+		if c.snap {
+			rt = tr.Snapshot()
+		}
+		e, ok, err := kv.First(rt, kv.Range{Begin: []byte("f/"), End: []byte("f0")}, c.reverse)
+		require.NoError(t, err)
+		require.True(t, ok)
+		want := map[bool]string{false: "f/b", true: "f/d"}[c.reverse]
+		require.Equal(t, want, string(e.Key), c.name)
+		set(t, in.DB, c.write, "x")
+		tr.Set([]byte("out"), []byte("1"))
+		if err := tr.Commit(); c.conflict {
+			require.ErrorIs(t, err, kv.ErrNotCommitted, c.name)
+		} else {
+			require.NoError(t, err, c.name)
+		}
+		tr = newTr(t, in.DB)
+		tr.Clear([]byte(c.write))
+		require.NoError(t, tr.Commit())
+	}
+
+	// An empty range: the whole of it is read.
+	tr := newTr(t, in.DB)
+	_, ok, err := kv.First(tr, kv.Range{Begin: []byte("g/"), End: []byte("g0")}, false)
+	require.NoError(t, err)
+	require.False(t, ok)
+	set(t, in.DB, "g/x", "x")
+	tr.Set([]byte("out"), []byte("1"))
+	require.ErrorIs(t, tr.Commit(), kv.ErrNotCommitted)
+
+	// The transaction's own writes and clears, inside and outside the range.
+	tr = newTr(t, in.DB)
+	tr.Set([]byte("f/a"), []byte("mine"))
+	tr.Set([]byte("zz"), []byte("elsewhere"))
+	e, ok, err := kv.First(tr, kv.Range{Begin: []byte("f/"), End: []byte("f0")}, false)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "f/a", string(e.Key))
+	require.Equal(t, "mine", string(e.Value))
+	tr.ClearRange(kv.Range{Begin: []byte("f/"), End: []byte("f/c")})
+	e, ok, err = kv.First(tr, kv.Range{Begin: []byte("f/"), End: []byte("f0")}, false)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "f/d", string(e.Key))
+	tr.Cancel()
+
+	// Bad ranges fail as GetRange does.
+	tr = newTr(t, in.DB)
+	_, _, err = kv.First(tr, kv.Range{Begin: []byte("b"), End: []byte("a")}, false)
+	require.Equal(t, 2005, kv.Code(err))
+	_, _, err = kv.First(tr, kv.Range{Begin: []byte("a"), End: []byte("\xff\xff")}, true)
+	require.Equal(t, 2004, kv.Code(err))
+	tr.Cancel()
 }
 
 func testSnapshotReadNoConflict(t *testing.T, in Instance) {
