@@ -515,3 +515,38 @@ func TestMaybeCommitted(t *testing.T) {
 	require.False(t, fdbqueue.IsRetryable(err), "running it again could apply it twice")
 	require.False(t, fdbqueue.IsMaybeCommitted(errors.New("other")))
 }
+
+func TestTables(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	conn, err := db.Conn(bg)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(bg, "CREATE TABLE tasks (priority INT NOT NULL, cpu INT NOT NULL, name VARCHAR(20), INDEX fit (cpu))")
+	require.NoError(t, err)
+	tables, err := fdbqueue.Tables(bg, conn)
+	require.NoError(t, err)
+	require.Equal(t, []fdbqueue.TableInfo{{
+		Name: "tasks", Kind: "priority", IndexName: "fit", Index: []string{"cpu"},
+		Columns: []fdbqueue.ColumnInfo{
+			{Name: "priority", Type: "INT", NotNull: true},
+			{Name: "cpu", Type: "INT", NotNull: true},
+			{Name: "name", Type: "TEXT", Length: 20}, // VARCHAR(20)
+		},
+	}}, tables)
+
+	// Inside a transaction, as the transaction sees them.
+	_, err = conn.ExecContext(bg, "BEGIN")
+	require.NoError(t, err)
+	_, err = conn.ExecContext(bg, "CREATE TABLE jobs (v TEXT)")
+	require.NoError(t, err)
+	tables, err = fdbqueue.Tables(bg, conn)
+	require.NoError(t, err)
+	require.Len(t, tables, 2)
+	require.Equal(t, "fifo", tables[0].Kind)
+	_, err = conn.ExecContext(bg, "ROLLBACK")
+	require.NoError(t, err)
+	tables, err = fdbqueue.Tables(bg, conn)
+	require.NoError(t, err)
+	require.Len(t, tables, 1)
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/fdbqueue/fdbqueue/exec"
 )
 
 // ColumnInfo describes a column, for tools such as the shell.
@@ -26,7 +28,8 @@ type TableInfo struct {
 	Index     []string
 }
 
-// Tables lists the tables of the database behind c, by name.
+// Tables lists the tables of the database behind c, by name; inside a
+// transaction open on c, as that transaction sees them.
 func Tables(ctx context.Context, c *sql.Conn) ([]TableInfo, error) {
 	var out []TableInfo
 	err := c.Raw(func(dc any) error {
@@ -34,7 +37,14 @@ func Tables(ctx context.Context, c *sql.Conn) ([]TableInfo, error) {
 		if !ok {
 			return fmt.Errorf("fdbqueue: Tables needs a connection of the fdbqueue driver, not %T", dc)
 		}
-		tables, err := cn.exec.Tables(ctx)
+		// Inside a transaction, the tables as that transaction sees them.
+		var tables []*exec.Table
+		var err error
+		if cn.tx != nil {
+			tables, err = cn.exec.TablesIn(cn.tx)
+		} else {
+			tables, err = cn.exec.Tables(ctx)
+		}
 		if err != nil {
 			return err
 		}

@@ -929,8 +929,14 @@ func (e *Executor) Tables(ctx context.Context) ([]*Table, error) {
 	var out []*Table
 	err := e.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		var err error
-		out, err = e.cat.tables(tr)
+		out, err = e.TablesIn(tr)
 		return err
 	})
 	return out, err
+}
+
+// TablesIn lists the tables as tr sees them (its own CREATE and DROP
+// TABLE included), by name.
+func (e *Executor) TablesIn(tr kv.ReadTransaction) ([]*Table, error) {
+	return e.cat.tables(tr)
 }
