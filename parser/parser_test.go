@@ -3,6 +3,7 @@ package parser
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -157,6 +158,16 @@ func TestCache(t *testing.T) {
 	require.Same(t, a, b, "a repeated statement is not parsed again")
 	_, err = Parse("SELEC nope")
 	require.Error(t, err)
+
+	// A long statement is parsed each time and does not take cache room.
+	long := fmt.Sprintf("INSERT INTO cache_%p VALUES ('%s')", t, strings.Repeat("x", MaxCachedLen))
+	a, err = Parse(long)
+	require.NoError(t, err)
+	b, err = Parse(long)
+	require.NoError(t, err)
+	require.NotSame(t, a, b)
+	require.Equal(t, a, b)
+	require.False(t, cache.Contains(long))
 }
 
 func BenchmarkParse(b *testing.B) {
