@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -125,15 +126,16 @@ type copyRow struct {
 	args []any
 }
 
-// copier loads one \copy source. Each batch is one multi-row INSERT: atomic,
-// and exactly-once through commit_unknown_result, as autocommit statements
-// are. A batch that fails on its data is loaded again row by row, so every
-// bad row is reported by its line and the good ones still load.
+// copier loads one \copy source. Each batch is loaded by multi-row INSERTs,
+// each atomic and exactly-once through commit_unknown_result, as autocommit
+// statements are. A bad row is reported by its line and the others still
+// load.
 type copier struct {
 	sh               *shell
 	name, table      string
 	cols             []string
 	tuple            string // "(?, ?, ...)"
+	stmts            map[int]*sql.Stmt
 	loaded, rejected int
 }
 
@@ -238,44 +240,61 @@ func (sh *shell) checkCopyTarget(table, name string, cols []string) error {
 	return fmt.Errorf("no table %s; \\dt lists them", table)
 }
 
-// load inserts a batch in one statement. A bad row fails the statement
-// without writing anything and names itself (exec.RowError): it is reported
-// by its line and the statement runs again without it. load returns an
-// error only when loading cannot go on.
-func (c *copier) load(batch []copyRow) error {
-	for len(batch) > 0 {
-		args := make([]any, 0, len(batch)*len(c.cols))
-		for _, r := range batch {
+// load inserts a batch. Statements take ladder sizes of rows (copyBatch,
+// then halves down to 1), so a load prepares at most a dozen statements
+// however its rows split. A bad row fails its statement without writing
+// anything and names itself (exec.RowError): it is reported by its line
+// and the rows are loaded again without it. load returns an error only
+// when loading cannot go on.
+func (c *copier) load(rows []copyRow) error {
+	for len(rows) > 0 {
+		n := copyBatch
+		for n > len(rows) {
+			n /= 2
+		}
+		chunk := rows[:n]
+		args := make([]any, 0, n*len(c.cols))
+		for _, r := range chunk {
 			args = append(args, r.args...)
 		}
-		err := c.exec(len(batch), args)
+		err := c.exec(n, args)
 		var re *exec.RowError
 		switch {
 		case err == nil:
-			c.loaded += len(batch)
-			return nil
-		case errors.As(err, &re) && re.Row >= 1 && re.Row <= len(batch):
-			bad := batch[re.Row-1]
+			c.loaded += n
+			rows = rows[n:]
+		case errors.As(err, &re) && re.Row >= 1 && re.Row <= n:
+			bad := chunk[re.Row-1]
 			fmt.Fprintf(c.sh.msg, "%s:%d: %v\n", c.name, bad.line, re.Err)
 			c.rejected++
-			batch = append(batch[:re.Row-1:re.Row-1], batch[re.Row:]...)
+			rows = append(rows[:re.Row-1:re.Row-1], rows[re.Row:]...)
 		default:
-			return c.lost(batch, err)
+			return c.lost(rows, err)
 		}
 	}
 	return nil
 }
 
-// exec runs INSERT for n rows. Full batches share one statement text, so
-// the parser's cache answers them.
+// exec runs the INSERT of n rows, through a statement prepared once per n.
 func (c *copier) exec(n int, args []any) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES %s", c.table, strings.Join(c.cols, ", "), c.tuple)
-	for range n - 1 {
-		b.WriteString(", ")
-		b.WriteString(c.tuple)
+	st, ok := c.stmts[n]
+	if !ok {
+		var b strings.Builder
+		fmt.Fprintf(&b, "INSERT INTO %s (%s) VALUES %s", c.table, strings.Join(c.cols, ", "), c.tuple)
+		for range n - 1 {
+			b.WriteString(", ")
+			b.WriteString(c.tuple)
+		}
+		var err error
+		if st, err = c.sh.conn.PrepareContext(c.sh.ctx, b.String()); err != nil {
+			return err
+		}
+		if c.stmts == nil {
+			c.stmts = map[int]*sql.Stmt{}
+		}
+		c.stmts[n] = st
 	}
-	_, err := c.sh.conn.ExecContext(c.sh.ctx, b.String(), args...)
+	_, err := st.ExecContext(c.sh.ctx, args...)
 	return err
 }
 
@@ -299,6 +318,9 @@ func (c *copier) lost(rows []copyRow, err error) error {
 // if rows were rejected, so that a script stops there (the rows loaded
 // stay loaded).
 func (c *copier) finish(err error) error {
+	for _, st := range c.stmts {
+		st.Close()
+	}
 	fmt.Fprintf(c.sh.msg, "COPY %d\n", c.loaded)
 	if err == nil && c.rejected > 0 {
 		rows := "rows"

@@ -148,6 +148,17 @@ func TestScriptMetaCommands(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	require.Equal(t, "v\nx\ny\n", out)
 	require.Contains(t, errs, "COPY 2\n")
+	// With -1, \copy loads inside the script's transaction: all or nothing.
+	dsn := "file:" + t.TempDir()
+	_, errs, code = shellRun(t, "v\n1\n2\n", "-1", "-c", "CREATE TABLE n (v INT)", "-c", `\copy n FROM STDIN`, dsn)
+	require.Equal(t, 0, code, errs)
+	_, errs, code = shellRun(t, "v\n3\nbad\n", "-1", "-c", `\copy n FROM STDIN`, dsn)
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "rolled back")
+	out, errs, code = shellRun(t, "", "--format", "csv", "-c", "SELECT v FROM n", dsn)
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "v\n1\n2\n", out, "the failed -1 script loaded nothing")
+
 	_, errs, code = shellRun(t, "CREATE TABLE q (v TEXT);\n\\copy q FROM STDIN\n")
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "<stdin>:2: \\copy ... FROM STDIN: the script itself is standard input; name a file")
