@@ -57,7 +57,10 @@
 // statement until Commit in one serializable transaction that sees its own
 // writes; ReadOnly is enforced. A commit that conflicts with another
 // transaction fails, writes nothing, and IsRetryable(err) reports true;
-// ExecuteTx runs a transaction function again on such errors. Transactions
+// ExecuteTx runs a transaction function again on such errors. A COMMIT whose
+// outcome is unknown (FoundationDB's commit_unknown_result) reports
+// IsMaybeCommitted(err); autocommit statements retry through it exactly
+// once, and report it only when their retry limit runs out. Transactions
 // follow FoundationDB's limits: 5 seconds, 10,000,000 bytes of writes.
 //
 // # Errors
@@ -65,7 +68,8 @@
 // Errors wrap documented values, testable with errors.Is: ErrDSN, ErrEngine,
 // ErrTxState, ErrReadOnly, ErrArgType here; parser.ErrSyntax and
 // parser.ErrUnsupported for SQL; exec.ErrNoTable, exec.ErrValue,
-// exec.ErrArgs and the other exec errors for statements; kv.Error codes
+// exec.ErrArgs and the other exec errors for statements (a bad row of an
+// INSERT is an *exec.RowError naming its position, for errors.As); kv.Error codes
 // (FoundationDB's) underneath. The driver returns driver.ErrBadConn only for
 // a closed connection, before anything ran, so database/sql never replays a
 // push or a pop that may have happened.
