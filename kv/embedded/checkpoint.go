@@ -38,20 +38,24 @@ func versionOf(path, prefix, suffix string) (uint64, bool) {
 	return v, err == nil
 }
 
-// writeCheckpoint writes the database as of a pinned read version to a new
-// checkpoint file, then deletes the log segments and checkpoints it makes
-// redundant. It runs on its own goroutine, concurrently with commits.
-func (w *wal) writeCheckpoint() error {
-	s := w.s
-	// Read at the current readable version, as a reader the collector
-	// waits for however long the checkpoint takes.
+// pinReadVersion registers a reader at the current readable version that
+// the collector waits for however long it lives (a checkpoint); release it
+// with releaseReadVersion.
+func (s *store) pinReadVersion() (*txn, uint64) {
 	pin := &txn{s: s}
 	s.activeMu.Lock()
+	defer s.activeMu.Unlock()
 	ver := s.version.Load()
 	s.active[pin] = reader{rv: ver, since: s.cfg.Clock(), pinned: true}
-	s.activeMu.Unlock()
-	defer s.releaseReadVersion(pin)
+	return pin, ver
+}
 
+// writeCheckpoint writes the database as of ver, a version pinned by
+// pinReadVersion, to a new checkpoint file, then deletes the log segments and
+// checkpoints it makes redundant. It runs on its own goroutine, concurrently
+// with commits.
+func (w *wal) writeCheckpoint(ver uint64) error {
+	s := w.s
 	tmp := filepath.Join(w.dir, ckptName(ver)+".tmp")
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {

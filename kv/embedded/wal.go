@@ -43,6 +43,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // an I/O error: the database keeps serving reads; reopen it to write again.
 var ErrFailed = errors.New("fdbqueue: database failed after an I/O error; reopen it")
 
+// errLogClosed answers a Checkpoint call made as the database closes.
+var errLogClosed = kv.Errorf(kv.ErrClientInvalidOperation.Code, "database is closed")
+
 // pending is a commit waiting for the log.
 type pending struct {
 	ver  uint64
@@ -56,26 +59,32 @@ type wal struct {
 	dir  string
 	sync SyncMode
 
-	// mu guards queue, failed, stopping, ckptWaiters and ckptErr; the
-	// writer goroutine owns f, buf, size, sinceCkpt and lastVer.
+	// mu guards queue, failed, stopping and ckptWaiters: the Checkpoint
+	// calls no running checkpoint has taken yet.
 	mu          sync.Mutex
 	queue       []*pending
 	failed      error
 	stopping    bool
 	ckptWaiters []chan error
-	ckptErr     error
 	wake        chan struct{}
 	done        chan struct{}
 
+	// The writer goroutine owns these. ckptTaken holds the Checkpoint
+	// calls the running checkpoint answers: those that asked before it
+	// took its read version, and no others.
 	f         *os.File
 	buf       []byte
-	size      int64
 	sinceCkpt int64
 	lastVer   uint64
 	ckptBytes int64
 	ckpt      sync.WaitGroup // the running checkpoint, if any
 	ckptBusy  bool
+	ckptTaken []chan error
 	ckptDone  chan error
+
+	// ckptStarted, if set (tests), runs on the checkpoint's goroutine
+	// once its read version is pinned, before it writes anything.
+	ckptStarted func(ver uint64)
 }
 
 func segName(first uint64) string { return fmt.Sprintf("wal-%020d.log", first) }
@@ -168,6 +177,12 @@ func (w *wal) run() {
 		if len(group) == 0 {
 			if stopping {
 				w.ckpt.Wait()
+				select {
+				case err := <-w.ckptDone:
+					w.finishCheckpoint(err)
+				default:
+				}
+				w.answerCheckpoints(w.takeCheckpointWaiters(), errLogClosed)
 				return
 			}
 			select {
@@ -235,7 +250,6 @@ func (w *wal) write(group []*pending) error {
 	if _, err := w.f.Write(w.buf); err != nil {
 		return err
 	}
-	w.size += int64(len(w.buf))
 	w.sinceCkpt += int64(len(w.buf))
 	w.lastVer = group[len(group)-1].ver
 	if w.sync == SyncFull {
@@ -265,55 +279,77 @@ func (w *wal) fail(err error, group []*pending) {
 }
 
 // maybeCheckpoint starts a checkpoint when enough log was written since the
-// last one (or one was asked for): it moves the log to a new segment, so the
-// old ones can go once the checkpoint is durable, and writes the checkpoint
-// on another goroutine. Called by the writer goroutine.
+// last one, or a Checkpoint call is waiting: it moves the log to a new
+// segment, so the old ones can go once the checkpoint is durable, pins the
+// current version, and writes the checkpoint on another goroutine. Called by
+// the writer goroutine. A call that arrives while a checkpoint runs waits for
+// the next one, which this starts as soon as the running one finishes.
 func (w *wal) maybeCheckpoint(forced bool) {
 	if w.ckptBusy || (!forced && w.sinceCkpt < w.ckptBytes) {
 		return
 	}
-	if w.failure() != nil {
-		w.finishCheckpoint(w.failure())
+	if err := w.failure(); err != nil {
+		w.answerCheckpoints(w.takeCheckpointWaiters(), err)
 		return
 	}
 	if w.sinceCkpt > 0 {
 		f, err := createSegment(w.dir, w.lastVer+1)
 		if err != nil {
 			w.fail(err, nil)
-			w.finishCheckpoint(err)
+			w.answerCheckpoints(w.takeCheckpointWaiters(), err)
 			return
 		}
 		w.f.Close()
-		w.f, w.size = f, 0
+		w.f = f
 	}
 	w.sinceCkpt = 0
 	w.ckptBusy = true
+	// Take the waiters before pinning the version: every commit that
+	// returned before a waiter asked is then in the checkpoint.
+	w.ckptTaken = w.takeCheckpointWaiters()
+	pin, ver := w.s.pinReadVersion()
 	w.ckpt.Add(1)
 	go func() {
 		defer w.ckpt.Done()
-		w.ckptDone <- w.writeCheckpoint()
+		defer w.s.releaseReadVersion(pin)
+		if w.ckptStarted != nil {
+			w.ckptStarted(ver)
+		}
+		w.ckptDone <- w.writeCheckpoint(ver)
 	}()
 }
 
-// finishCheckpoint records a checkpoint's outcome and answers Checkpoint
-// calls. A failed checkpoint leaves the log as it was (it still holds
-// everything); the next one retries.
-func (w *wal) finishCheckpoint(err error) {
-	w.ckptBusy = false
+func (w *wal) takeCheckpointWaiters() []chan error {
 	w.mu.Lock()
-	w.ckptErr = err
-	waiters := w.ckptWaiters
+	defer w.mu.Unlock()
+	taken := w.ckptWaiters
 	w.ckptWaiters = nil
-	w.mu.Unlock()
+	return taken
+}
+
+func (w *wal) answerCheckpoints(waiters []chan error, err error) {
 	for _, c := range waiters {
 		c <- err
 	}
+}
+
+// finishCheckpoint answers the Checkpoint calls the finished checkpoint took.
+// A failed checkpoint leaves the log as it was (it still holds everything);
+// the next one retries.
+func (w *wal) finishCheckpoint(err error) {
+	w.ckptBusy = false
+	w.answerCheckpoints(w.ckptTaken, err)
+	w.ckptTaken = nil
 }
 
 // checkpoint asks the writer for a checkpoint and waits for it.
 func (w *wal) checkpoint() error {
 	c := make(chan error, 1)
 	w.mu.Lock()
+	if w.stopping {
+		w.mu.Unlock()
+		return errLogClosed
+	}
 	w.ckptWaiters = append(w.ckptWaiters, c)
 	w.mu.Unlock()
 	select {
