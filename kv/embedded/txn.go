@@ -494,16 +494,19 @@ func (t *txn) Commit() error {
 		s.mu.Unlock()
 		return kv.Errorf(1007, "read version is %v old at commit", now.Sub(t.grvTime).Round(time.Millisecond))
 	}
-	if len(s.history) > 0 && s.history[len(s.history)-1].ver > t.rv && len(t.reads) > 0 {
-		if s.conflictsLocked(t.rv, mergeSpans(t.reads)) {
-			s.mu.Unlock()
-			return kv.ErrNotCommitted
-		}
-	}
+	// A failed log comes first: the history holds the versions of the
+	// group whose write failed, never installed, and a conflict with one of
+	// them would pass an I/O error off as a retryable conflict.
 	if s.log != nil {
 		if err := s.log.failure(); err != nil {
 			s.mu.Unlock()
 			return err
+		}
+	}
+	if len(s.history) > 0 && s.history[len(s.history)-1].ver > t.rv && len(t.reads) > 0 {
+		if s.conflictsLocked(t.rv, mergeSpans(t.reads)) {
+			s.mu.Unlock()
+			return kv.ErrNotCommitted
 		}
 	}
 	s.nextVer++
@@ -600,7 +603,9 @@ func (t *txn) reset() {
 
 // OnError implements kv.Transaction.
 func (t *txn) OnError(err error) error {
-	if !kv.IsRetryable(err) || t.state == txnCancelled {
+	if !kv.IsRetryable(err) || t.state == txnCancelled || errors.Is(err, ErrFailed) {
+		// A commit_unknown_result joined with ErrFailed is final: the
+		// database takes no more commits until it is reopened.
 		return err
 	}
 	if lim := t.s.cfg.RetryLimit; lim >= 0 && t.retries >= lim {

@@ -264,14 +264,14 @@ func (w *wal) write(group []*pending) error {
 func (w *wal) fail(err error, group []*pending) {
 	w.mu.Lock()
 	if w.failed == nil {
-		w.failed = fmt.Errorf("%w: %v", ErrFailed, err)
+		w.failed = fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	failed := w.failed
 	rest := w.queue
 	w.queue = nil
 	w.mu.Unlock()
 	for _, p := range group {
-		p.done <- errors.Join(kv.Errorf(1021, "writing the log: %v", err), failed)
+		p.done <- errors.Join(kv.Errorf(1021, "the log write failed; this commit may or may not be on disk"), failed)
 	}
 	for _, p := range rest {
 		p.done <- failed
