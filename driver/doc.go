@@ -11,9 +11,13 @@
 //   - memory: a private in-memory database, shared by the connections of one sql.DB;
 //   - memory:NAME the in-memory database NAME, shared by every sql.Open of that
 //     name in the process while one is open;
-//   - file:DIR[?sync=full|none] a durable database in directory DIR: a commit
-//     returns once its log record is on disk (sync=none skips fsync: a process
-//     crash loses nothing, a power loss may lose the last commits);
+//   - file:DIR[?sync=full|none&mode=rwc|rw|ro] a durable database in directory
+//     DIR: a commit returns once its log record is on disk (sync=none skips
+//     fsync: a process crash loses nothing, a power loss may lose the last
+//     commits). mode=rwc (the default) creates DIR, not its parents, when it
+//     does not exist; mode=rw opens only an existing database, so a mistyped
+//     path is an error; mode=ro opens an existing database read-only (writes
+//     fail with embedded.ErrReadOnly; nothing on disk changes);
 //   - fdb:[CLUSTER_FILE][?root=...&tenant=...&timeout=...&retry_limit=...]
 //     a FoundationDB cluster (needs -tags fdb and the FoundationDB client;
 //     see docs/foundationdb.md).

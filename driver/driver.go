@@ -78,6 +78,16 @@ func NewConnector(cfg *Config) (driver.Connector, error) {
 		default:
 			return nil, fmt.Errorf("%w: sync=%s; accepted: full (default: a commit returns once it is on disk), none (no fsync: a power loss may lose the last commits)", ErrDSN, cfg.Params["sync"])
 		}
+		switch cfg.Params["mode"] {
+		case "", "rwc":
+			fc.Mode = embedded.ReadWriteCreate
+		case "rw":
+			fc.Mode = embedded.ReadWrite
+		case "ro":
+			fc.Mode = embedded.ReadOnly
+		default:
+			return nil, fmt.Errorf("%w: mode=%s; accepted: rwc (default: open, creating the database if needed), rw (open an existing database), ro (open an existing database read-only)", ErrDSN, cfg.Params["mode"])
+		}
 		fdb, err := embedded.OpenFile(cfg.Path, fc)
 		if err != nil {
 			return nil, err

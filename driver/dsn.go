@@ -33,12 +33,12 @@ type Config struct {
 	Params map[string]string
 }
 
-const dsnForms = "memory:, memory:NAME, file:PATH[?sync=...], fdb:[CLUSTER_FILE][?root=...&tenant=...]"
+const dsnForms = "memory:, memory:NAME, file:PATH[?sync=...&mode=...], fdb:[CLUSTER_FILE][?root=...&tenant=...]"
 
 // allowedParams lists the parameters each engine accepts.
 var allowedParams = map[Engine][]string{
 	EngineMemory: faultParams,
-	EngineFile:   append([]string{"sync"}, faultParams...),
+	EngineFile:   append([]string{"sync", "mode"}, faultParams...),
 	EngineFDB:    {"root", "tenant", "timeout", "retry_limit"},
 }
 

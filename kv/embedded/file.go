@@ -21,11 +21,54 @@ type FileConfig struct {
 	// DefaultCheckpointBytes when 0. Recovery replays at most about this
 	// much log.
 	CheckpointBytes int64
+	// Mode says whether OpenFile may create the database, and whether it
+	// may write; ReadWriteCreate by default.
+	Mode OpenMode
 }
 
-// ErrLocked is returned (wrapped, with the owner's process id) by OpenFile
-// when another process has the database open.
-var ErrLocked = errors.New("fdbqueue: database is locked")
+// OpenMode says what OpenFile may do, after SQLite's mode=rwc|rw|ro.
+type OpenMode int
+
+const (
+	// ReadWriteCreate opens the database in a directory, creating the
+	// directory (not its parents) and the database when they do not exist.
+	ReadWriteCreate OpenMode = iota
+	// ReadWrite opens an existing database, and fails with ErrNoDatabase
+	// when there is none: a mistyped path is an error, not a new database.
+	ReadWrite
+	// ReadOnly opens an existing database for reading. Commits that write
+	// fail with ErrReadOnly, nothing in the directory changes (a torn log
+	// tail is skipped, not cut), and other read-only opens may share the
+	// directory; a read-write open may not.
+	ReadOnly
+)
+
+func (m OpenMode) String() string {
+	switch m {
+	case ReadWriteCreate:
+		return "rwc"
+	case ReadWrite:
+		return "rw"
+	case ReadOnly:
+		return "ro"
+	}
+	return fmt.Sprintf("OpenMode(%d)", int(m))
+}
+
+// The errors OpenFile and its databases return.
+var (
+	// ErrLocked is returned (wrapped, with the owner's process id) by
+	// OpenFile when another process has the database open.
+	ErrLocked = errors.New("fdbqueue: database is locked")
+	// ErrNoDatabase is returned (wrapped, with the path) by OpenFile in
+	// ReadWrite or ReadOnly mode when the directory holds no database, and
+	// in ReadWriteCreate mode when the directory's parent does not exist or
+	// the directory holds other files and no database.
+	ErrNoDatabase = errors.New("fdbqueue: no database")
+	// ErrReadOnly is returned by a commit that writes to a database opened
+	// ReadOnly. Not retryable.
+	ErrReadOnly = errors.New("fdbqueue: the database is open read-only (mode=ro); writes are refused")
+)
 
 // RecoveryStats describes what OpenFile found.
 type RecoveryStats struct {
@@ -42,17 +85,26 @@ type RecoveryStats struct {
 // SyncFull); reopening replays the log, cutting a torn or corrupt tail. One
 // process owns a directory at a time; within a process, every OpenFile of
 // the same directory shares one database until the last handle is closed.
+//
+// A directory reached through symbolic links is the same database as the
+// directory itself: the path is resolved before it is looked up.
 func OpenFile(dir string, cfg FileConfig) (*DB, error) {
-	abs, err := filepath.Abs(dir)
+	if cfg.Mode < ReadWriteCreate || cfg.Mode > ReadOnly {
+		return nil, fmt.Errorf("fdbqueue: open mode %v; accepted: rwc, rw, ro", cfg.Mode)
+	}
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	abs, err := prepareDir(dir, cfg.Mode)
 	if err != nil {
 		return nil, err
 	}
 	key := "file:" + abs
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
 	if s, ok := registry.dbs[key]; ok {
+		if s.readOnly && cfg.Mode != ReadOnly {
+			return nil, fmt.Errorf("fdbqueue: %s is open read-only in this process; close it before opening it mode=%v", abs, cfg.Mode)
+		}
 		s.refs++
-		return &DB{s: s}, nil
+		return &DB{s: s, readOnly: cfg.Mode == ReadOnly}, nil
 	}
 	s, err := openFileStore(abs, cfg)
 	if err != nil {
@@ -61,25 +113,87 @@ func OpenFile(dir string, cfg FileConfig) (*DB, error) {
 	s.name = key
 	s.refs = 1
 	registry.dbs[key] = s
-	return &DB{s: s}, nil
+	return &DB{s: s, readOnly: cfg.Mode == ReadOnly}, nil
+}
+
+// prepareDir resolves dir to an absolute path without symbolic links,
+// checking (and in ReadWriteCreate mode making) the database directory.
+func prepareDir(dir string, mode OpenMode) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	info, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && mode != ReadWriteCreate:
+		return "", fmt.Errorf("%w: %s does not exist (mode=%v opens an existing database; mode=rwc, the default, creates one)", ErrNoDatabase, abs, mode)
+	case errors.Is(err, os.ErrNotExist):
+		parent := filepath.Dir(abs)
+		if _, err := os.Stat(parent); errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("%w: the directory %s does not exist; fdbqueue creates the database's own directory, not its parents", ErrNoDatabase, parent)
+		}
+		if err := os.Mkdir(abs, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("fdbqueue: creating %s: %w", abs, err)
+		}
+	case err != nil:
+		return "", fmt.Errorf("fdbqueue: opening %s: %w", abs, err)
+	case !info.IsDir():
+		return "", fmt.Errorf("%w: %s is a file; a file: database is a directory", ErrNoDatabase, abs)
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return "", fmt.Errorf("fdbqueue: opening %s: %w", dir, err)
+	}
+	has, other, err := dirContents(abs)
+	if err != nil {
+		return "", fmt.Errorf("fdbqueue: opening %s: %w", abs, err)
+	}
+	switch {
+	case has:
+	case mode != ReadWriteCreate:
+		return "", fmt.Errorf("%w: %s holds no fdbqueue database (mode=%v opens an existing database; mode=rwc, the default, creates one)", ErrNoDatabase, abs, mode)
+	case other != "":
+		return "", fmt.Errorf("%w: %s holds other files (%s) and no fdbqueue database; name a new or empty directory", ErrNoDatabase, abs, other)
+	}
+	return abs, nil
+}
+
+// dirContents reports whether dir holds a database (its lock file, a log
+// segment or a checkpoint), and else names a file that is not one.
+func dirContents(dir string) (db bool, other string, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, "", err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name == "LOCK" || strings.HasPrefix(name, "wal-") || strings.HasPrefix(name, "ckpt-") {
+			return true, "", nil
+		}
+		if other == "" {
+			other = name
+		}
+	}
+	return false, other, nil
 }
 
 func openFileStore(dir string, cfg FileConfig) (*store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("fdbqueue: opening %s: %w", dir, err)
-	}
-	lock, err := lockDir(dir)
+	readOnly := cfg.Mode == ReadOnly
+	lock, err := lockDir(dir, readOnly)
 	if err != nil {
 		return nil, err
 	}
 	s := newStore("", cfg.Config)
 	s.lock = lock
-	st, err := s.recover(dir)
+	s.readOnly = readOnly
+	st, err := s.recover(dir, readOnly)
 	if err != nil {
 		lock.Close()
 		return nil, err
 	}
 	s.recovery = st
+	if readOnly {
+		return s, nil
+	}
 	f, err := createSegment(dir, s.nextVer+1)
 	if err != nil {
 		lock.Close()
@@ -93,10 +207,20 @@ func openFileStore(dir string, cfg FileConfig) (*store, error) {
 	return s, nil
 }
 
-// lockDir takes the directory's lock file, or says who holds it.
-func lockDir(dir string) (*os.File, error) {
+// lockDir takes the directory's lock file, or says who holds it: shared
+// for a read-only open, exclusive otherwise.
+func lockDir(dir string, shared bool) (*os.File, error) {
 	path := filepath.Join(dir, "LOCK")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	flag, how := os.O_CREATE|os.O_RDWR, syscall.LOCK_EX
+	if shared {
+		flag, how = os.O_RDONLY, syscall.LOCK_SH
+	}
+	f, err := os.OpenFile(path, flag, 0o600)
+	if errors.Is(err, os.ErrNotExist) && shared {
+		// A database whose lock file is gone (copied without it, say):
+		// a shared lock on the directory itself serves as well.
+		f, err = os.Open(dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fdbqueue: opening %s: %w", path, err)
 	}
@@ -108,7 +232,7 @@ func lockDir(dir string) (*os.File, error) {
 	self := strconv.Itoa(os.Getpid())
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
 			break
 		}
@@ -121,9 +245,12 @@ func lockDir(dir string) (*os.File, error) {
 		owner, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is locked by process %s", ErrLocked, dir, strings.TrimSpace(string(owner)))
+			return nil, fmt.Errorf("%w: %s is locked by %s", ErrLocked, dir, lockHolder(strings.TrimSpace(string(owner))))
 		}
 		return nil, fmt.Errorf("fdbqueue: locking %s: %w", path, err)
+	}
+	if shared {
+		return f, nil // readers leave the owner on record as it is
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
@@ -131,12 +258,26 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// recover replays the log segments in order.
-func (s *store) recover(dir string) (RecoveryStats, error) {
+// lockHolder names who holds a lock, given the process id on record: the
+// last writer's, which read-only openers do not replace.
+func lockHolder(pid string) string {
+	if n, err := strconv.Atoi(pid); err == nil && n > 0 {
+		if err := syscall.Kill(n, 0); err == nil || errors.Is(err, syscall.EPERM) {
+			return "process " + pid
+		}
+	}
+	return "another process (read-only openers leave no process id)"
+}
+
+// recover replays the log segments in order. A read-only recovery changes
+// no file: it skips a torn tail instead of cutting it.
+func (s *store) recover(dir string, readOnly bool) (RecoveryStats, error) {
 	var st RecoveryStats
-	tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
-	for _, tmp := range tmps {
-		os.Remove(tmp) // a checkpoint that never finished
+	if !readOnly {
+		tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
+		for _, tmp := range tmps {
+			os.Remove(tmp) // a checkpoint that never finished
+		}
 	}
 	ckptVer, err := s.loadCheckpoint(dir)
 	if err != nil {
@@ -176,6 +317,9 @@ func (s *store) recover(dir string) (RecoveryStats, error) {
 				return st, err
 			}
 			st.TornBytes = info.Size() - good
+			if readOnly {
+				continue
+			}
 			if err := os.Truncate(name, good); err != nil {
 				return st, fmt.Errorf("fdbqueue: cutting the torn end of %s: %w", name, err)
 			}
@@ -191,6 +335,9 @@ func (s *store) recover(dir string) (RecoveryStats, error) {
 // replays only the log written after it. File databases checkpoint on their
 // own every FileConfig.CheckpointBytes of log.
 func (db *DB) Checkpoint() error {
+	if db.readOnly {
+		return ErrReadOnly
+	}
 	if db.s.log == nil {
 		return nil
 	}

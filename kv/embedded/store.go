@@ -196,6 +196,7 @@ type store struct {
 	// found.
 	lock     *os.File
 	recovery RecoveryStats
+	readOnly bool // opened ReadOnly: no log, every handle refuses writes
 }
 
 func newStore(name string, cfg Config) *store {
@@ -216,8 +217,9 @@ var registry = struct {
 // DB is a handle on an embedded database. It implements kv.Database and is
 // safe for concurrent use.
 type DB struct {
-	s      *store
-	closed atomic.Bool
+	s        *store
+	closed   atomic.Bool
+	readOnly bool // this handle's transactions refuse writes (ReadOnly)
 }
 
 var _ kv.Database = (*DB)(nil)
@@ -287,7 +289,9 @@ func (db *DB) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
 	if db.closed.Load() {
 		return nil, kv.Errorf(2000, "database handle is closed")
 	}
-	return newTxn(db.s, ctx), nil
+	t := newTxn(db.s, ctx)
+	t.readOnly = db.readOnly
+	return t, nil
 }
 
 // Stats describes the engine's internal state, for tests and benchmarks.

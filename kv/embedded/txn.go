@@ -97,10 +97,11 @@ func writeLess(a, b *write) bool { return bytes.Compare(a.key, b.key) < 0 }
 // FoundationDB transactions are not meant to be shared between goroutines
 // without care.
 type txn struct {
-	s     *store
-	ctx   context.Context
-	state txnState
-	start time.Time // creation, for TransactionTimeout
+	s        *store
+	ctx      context.Context
+	state    txnState
+	start    time.Time // creation, for TransactionTimeout
+	readOnly bool      // from a ReadOnly handle: a commit that writes fails
 
 	hasRV   bool
 	rv      uint64
@@ -473,6 +474,9 @@ func (t *txn) Commit() error {
 		// A read-only transaction commits trivially, as on FoundationDB.
 		t.finish(txnCommitted)
 		return nil
+	}
+	if t.readOnly {
+		return ErrReadOnly
 	}
 	if t.size > kv.MaxTransactionSize {
 		return kv.Errorf(2101, "transaction of %d bytes (limit %d)", t.size, kv.MaxTransactionSize)
