@@ -38,18 +38,6 @@ func versionOf(path, prefix, suffix string) (uint64, bool) {
 	return v, err == nil
 }
 
-// pinReadVersion registers a reader at the current readable version that
-// the collector waits for however long it lives (a checkpoint); release it
-// with releaseReadVersion.
-func (s *store) pinReadVersion() (*txn, uint64) {
-	pin := &txn{s: s}
-	s.activeMu.Lock()
-	defer s.activeMu.Unlock()
-	ver := s.version.Load()
-	s.active[pin] = reader{rv: ver, since: s.cfg.Clock(), pinned: true}
-	return pin, ver
-}
-
 // writeCheckpoint writes the database as of ver, a version pinned by
 // pinReadVersion, to a new checkpoint file, then deletes the log segments and
 // checkpoints it makes redundant. It runs on its own goroutine, concurrently

@@ -1,7 +1,9 @@
+// A committed transaction's mutations as a batch, and the batch's encoding
+// as a log record.
+
 package embedded
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,54 +30,6 @@ func (t *txn) batch() *batch {
 		})
 	}
 	return b
-}
-
-// applyLocked installs b at version ver and returns the entries it touched.
-// Callers hold s.mu.
-func (s *store) applyLocked(ver uint64, b *batch) []*entry {
-	var touched []*entry
-	for _, r := range b.clears {
-		s.tree.Ascend(&entry{key: r.Begin}, func(e *entry) bool {
-			if bytes.Compare(e.key, r.End) >= 0 {
-				return false
-			}
-			if !e.v.del {
-				pushVersionLocked(e, ver, nil, true)
-				touched = append(touched, e)
-			}
-			return true
-		})
-	}
-	if len(b.writes) == 0 {
-		return touched
-	}
-	if cap(touched)-len(touched) < len(b.writes) {
-		grown := make([]*entry, len(touched), len(touched)+len(b.writes))
-		copy(grown, touched)
-		touched = grown
-	}
-	probe := &entry{}
-	for _, w := range b.writes {
-		probe.key = w.key
-		e, exists := s.tree.Get(probe)
-		var cur []byte
-		var curOK bool
-		if exists {
-			cur, curOK = e.latest()
-		}
-		val, ok := w.resolve(cur, curOK)
-		switch {
-		case !exists && ok:
-			e = &entry{key: w.key, v: version{ver: ver, val: val}}
-			s.tree.Set(e)
-		case exists && (ok || curOK):
-			pushVersionLocked(e, ver, val, !ok)
-		default:
-			continue // absent before and after
-		}
-		touched = append(touched, e)
-	}
-	return touched
 }
 
 // Log record payload: uvarint version, uvarint #clears, each (bytes begin,

@@ -1,0 +1,229 @@
+// The store behind every handle, the handles, and the registry of named
+// databases.
+
+package embedded
+
+import (
+	"context"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/btree"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// Config tunes an engine. The zero value is the default.
+type Config struct {
+	// Clock returns the current time; it defaults to time.Now. Tests
+	// inject a fake clock to reach the 5-second limit instantly.
+	Clock func() time.Time
+	// RetryLimit bounds the retries of Transact and OnError: 0 means
+	// DefaultRetryLimit, a negative value means no limit (the context
+	// still bounds them).
+	RetryLimit int
+	// InitialBackoff and MaxBackoff bound the randomised, doubling wait
+	// before a retry. Defaults: 50µs and 10ms (an in-process engine has no
+	// network round trip to wait for).
+	InitialBackoff, MaxBackoff time.Duration
+	// TransactionTimeout, if positive, fails a transaction's operations
+	// with transaction_timed_out (1031) once it has run that long.
+	TransactionTimeout time.Duration
+	// Faults, if set, injects FoundationDB's commit failures (for tests).
+	Faults *Faults
+}
+
+// DefaultRetryLimit is the retry limit when Config.RetryLimit is 0.
+const DefaultRetryLimit = 1000
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.RetryLimit == 0 {
+		c.RetryLimit = DefaultRetryLimit
+	}
+	if c.InitialBackoff <= 0 {
+		c.InitialBackoff = 50 * time.Microsecond
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 10 * time.Millisecond
+	}
+	if c.MaxBackoff < c.InitialBackoff {
+		c.MaxBackoff = c.InitialBackoff
+	}
+	return c
+}
+
+// store is one database, shared by every handle on it.
+type store struct {
+	cfg    Config
+	faults *injector // nil unless Config.Faults
+
+	// mu guards tree, history, gcq and the entries' versions. Readers hold
+	// it shared for one read (or one batch of a range read); commits hold it
+	// exclusively.
+	mu      sync.RWMutex
+	tree    *btree.BTreeG[*entry]
+	history []commitRecord
+	gcq     []gcRecord
+	gcHead  int
+
+	// version is the last applied version, the newest a reader may read.
+	// It is written under mu and read under activeMu (by read-version
+	// requests).
+	version atomic.Uint64
+	// nextVer is the last version handed to a commit. It equals version
+	// in memory mode; in file mode it runs ahead while commits wait for
+	// the log. Guarded by mu.
+	nextVer uint64
+	// log is the write-ahead log of a file database, nil in memory.
+	log *wal
+
+	// activeMu guards active: the transactions holding a read version,
+	// which bound what the garbage collector may prune. Lock order: mu
+	// before activeMu.
+	activeMu sync.Mutex
+	active   map[*txn]reader
+
+	// registry bookkeeping, guarded by registry.mu.
+	name string
+	refs int
+
+	// File databases: the lock file held while open, and what recovery
+	// found.
+	lock     *os.File
+	recovery RecoveryStats
+	readOnly bool // opened ReadOnly: no log, every handle refuses writes
+}
+
+func newStore(name string, cfg Config) *store {
+	return &store{
+		faults: newInjector(cfg.Faults),
+		cfg:    cfg.withDefaults(),
+		tree:   btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true, Degree: 64}),
+		active: make(map[*txn]reader),
+		name:   name,
+	}
+}
+
+var registry = struct {
+	mu  sync.Mutex
+	dbs map[string]*store
+}{dbs: make(map[string]*store)}
+
+// DB is a handle on an embedded database. It implements kv.Database and is
+// safe for concurrent use.
+type DB struct {
+	s        *store
+	closed   atomic.Bool
+	readOnly bool // this handle's transactions refuse writes (ReadOnly)
+}
+
+var _ kv.Database = (*DB)(nil)
+
+// Open returns a handle on the in-memory database called name. An empty name
+// gives a new private database. A named database is shared by every handle
+// opened with that name in this process, and is dropped when the last one is
+// closed; its Config is the one given by the first Open.
+func Open(name string, cfg Config) *DB {
+	if name == "" {
+		return &DB{s: newStore("", cfg)}
+	}
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	s, ok := registry.dbs[name]
+	if !ok {
+		s = newStore(name, cfg)
+		registry.dbs[name] = s
+	}
+	s.refs++
+	return &DB{s: s}
+}
+
+// Close releases the handle. Transactions already open keep working.
+func (db *DB) Close() error {
+	if !db.closed.CompareAndSwap(false, true) || db.s.name == "" {
+		return nil
+	}
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	db.s.refs--
+	if db.s.refs > 0 {
+		return nil
+	}
+	if registry.dbs[db.s.name] == db.s {
+		delete(registry.dbs, db.s.name)
+	}
+	return db.s.close()
+}
+
+// close shuts a store down once its last handle is closed.
+func (s *store) close() error {
+	var err error
+	if s.log != nil {
+		err = s.log.close()
+	}
+	if s.lock != nil {
+		if cerr := s.lock.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// Transact implements kv.Database.
+func (db *DB) Transact(ctx context.Context, fn func(kv.Transaction) error) error {
+	return kv.Transact(ctx, db, fn)
+}
+
+// ReadTransact implements kv.Database.
+func (db *DB) ReadTransact(ctx context.Context, fn func(kv.ReadTransaction) error) error {
+	return kv.ReadTransact(ctx, db, fn)
+}
+
+// CreateTransaction implements kv.Database.
+func (db *DB) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
+	if db.closed.Load() {
+		return nil, kv.Errorf(2000, "database handle is closed")
+	}
+	t := newTxn(db.s, ctx)
+	t.readOnly = db.readOnly
+	return t, nil
+}
+
+// Stats describes the engine's internal state, for tests and benchmarks.
+type Stats struct {
+	Keys           int // entries in the tree, tombstones included
+	LiveKeys       int
+	HistoryRecords int
+	PendingGC      int
+	ActiveReaders  int
+	Version        uint64
+}
+
+// Stats returns a snapshot of the engine's internal counters. It walks the
+// whole tree: use it in tests, not on a hot path.
+func (db *DB) Stats() Stats {
+	s := db.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := Stats{
+		Keys:           s.tree.Len(),
+		HistoryRecords: len(s.history),
+		PendingGC:      len(s.gcq) - s.gcHead,
+		Version:        s.version.Load(),
+	}
+	s.tree.Scan(func(e *entry) bool {
+		if !e.v.del {
+			st.LiveKeys++
+		}
+		return true
+	})
+	s.activeMu.Lock()
+	st.ActiveReaders = len(s.active)
+	s.activeMu.Unlock()
+	return st
+}

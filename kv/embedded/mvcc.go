@@ -1,0 +1,167 @@
+// Multi-version storage: each key's chain of versions in the tree, reads as
+// of a read version, and installing a committed batch at its version.
+
+package embedded
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// version is one version of a key's value; del marks a deletion.
+type version struct {
+	ver   uint64
+	val   []byte
+	del   bool
+	older *version
+}
+
+// entry is a key in the tree with its versions, newest inline.
+type entry struct {
+	key []byte
+	v   version
+	// removed is set when the entry left the tree (its newest version was a
+	// deletion nobody can read past any more). Guarded by store.mu.
+	removed bool
+}
+
+// at returns the value visible at read version rv.
+func (e *entry) at(rv uint64) ([]byte, bool) {
+	if e.v.ver <= rv {
+		return e.v.val, !e.v.del
+	}
+	for o := e.v.older; o != nil; o = o.older {
+		if o.ver <= rv {
+			return o.val, !o.del
+		}
+	}
+	return nil, false
+}
+
+// latest returns the newest committed value.
+func (e *entry) latest() ([]byte, bool) {
+	return e.v.val, !e.v.del
+}
+
+func entryLess(a, b *entry) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+// get returns the value of key at rv. probe is the caller's scratch entry
+// for the lookup.
+func (s *store) get(rv uint64, key []byte, probe *entry) ([]byte, bool) {
+	probe.key = key
+	s.mu.RLock()
+	e, ok := s.tree.Get(probe)
+	probe.key = nil
+	var val []byte
+	if ok {
+		val, ok = e.at(rv)
+	}
+	s.mu.RUnlock()
+	return val, ok
+}
+
+// fetch appends to out up to max key-values visible at rv in [begin, end),
+// forward or reverse. done reports that the range holds no more.
+// If beginEx, begin itself is excluded.
+func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse bool, max int, out []kv.KeyValue) ([]kv.KeyValue, bool) {
+	done := true
+	visit := func(e *entry) bool {
+		if beginEx && bytes.Equal(e.key, begin) {
+			if reverse {
+				return false
+			}
+			return true
+		}
+		if reverse {
+			if bytes.Compare(e.key, begin) < 0 {
+				return false
+			}
+			if bytes.Compare(e.key, end) >= 0 {
+				return true
+			}
+		} else if bytes.Compare(e.key, end) >= 0 {
+			return false
+		}
+		if v, ok := e.at(rv); ok {
+			if len(out) == max {
+				done = false
+				return false
+			}
+			out = append(out, kv.KeyValue{Key: e.key, Value: v})
+		}
+		return true
+	}
+	s.mu.RLock()
+	if reverse {
+		s.tree.Descend(&entry{key: end}, visit)
+	} else {
+		s.tree.Ascend(&entry{key: begin}, visit)
+	}
+	s.mu.RUnlock()
+	return out, done
+}
+
+// installLocked applies b at version ver, makes it readable and collects
+// garbage. Callers hold s.mu, and install versions in order.
+func (s *store) installLocked(now time.Time, ver uint64, b *batch) {
+	touched := s.applyLocked(ver, b)
+	s.gcq = append(s.gcq, gcRecord{ver: ver, entries: touched})
+	s.version.Store(ver)
+	s.gcLocked(now, 2*len(touched)+64)
+}
+
+// pushVersionLocked makes (val, del) the newest version of e at ver.
+func pushVersionLocked(e *entry, ver uint64, val []byte, del bool) {
+	old := e.v
+	e.v = version{ver: ver, val: val, del: del, older: &old}
+}
+
+// applyLocked installs b at version ver and returns the entries it touched.
+// Callers hold s.mu.
+func (s *store) applyLocked(ver uint64, b *batch) []*entry {
+	var touched []*entry
+	for _, r := range b.clears {
+		s.tree.Ascend(&entry{key: r.Begin}, func(e *entry) bool {
+			if bytes.Compare(e.key, r.End) >= 0 {
+				return false
+			}
+			if !e.v.del {
+				pushVersionLocked(e, ver, nil, true)
+				touched = append(touched, e)
+			}
+			return true
+		})
+	}
+	if len(b.writes) == 0 {
+		return touched
+	}
+	if cap(touched)-len(touched) < len(b.writes) {
+		grown := make([]*entry, len(touched), len(touched)+len(b.writes))
+		copy(grown, touched)
+		touched = grown
+	}
+	probe := &entry{}
+	for _, w := range b.writes {
+		probe.key = w.key
+		e, exists := s.tree.Get(probe)
+		var cur []byte
+		var curOK bool
+		if exists {
+			cur, curOK = e.latest()
+		}
+		val, ok := w.resolve(cur, curOK)
+		switch {
+		case !exists && ok:
+			e = &entry{key: w.key, v: version{ver: ver, val: val}}
+			s.tree.Set(e)
+		case exists && (ok || curOK):
+			pushVersionLocked(e, ver, val, !ok)
+		default:
+			continue // absent before and after
+		}
+		touched = append(touched, e)
+	}
+	return touched
+}
