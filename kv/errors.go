@@ -27,77 +27,96 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
+// FoundationDB's error codes, as engines return them (FoundationDB's
+// error_definitions.h names them; the errors below carry them).
+const (
+	CodeTransactionTooOld      = 1007 // transaction_too_old
+	CodeFutureVersion          = 1009 // future_version
+	CodeNotCommitted           = 1020 // not_committed
+	CodeCommitUnknownResult    = 1021 // commit_unknown_result
+	CodeTransactionCancelled   = 1025 // transaction_cancelled
+	CodeTransactionTimedOut    = 1031 // transaction_timed_out
+	CodeProcessBehind          = 1037 // process_behind
+	CodeClientInvalidOperation = 2000 // client_invalid_operation
+	CodeKeyOutsideLegalRange   = 2004 // key_outside_legal_range
+	CodeInvertedRange          = 2005 // inverted_range
+	CodeTransactionTooLarge    = 2101 // transaction_too_large
+	CodeKeyTooLarge            = 2102 // key_too_large
+	CodeValueTooLarge          = 2103 // value_too_large
+	CodeRangeLimitsInvalid     = 2210 // range_limits_invalid
+)
+
 // The errors engines return, by FoundationDB code.
 var (
 	// ErrTransactionTooOld is returned when a transaction reads or commits
 	// more than 5 seconds after its read version. Retryable.
-	ErrTransactionTooOld = &Error{Code: 1007}
+	ErrTransactionTooOld = &Error{Code: CodeTransactionTooOld}
 	// ErrFutureVersion is returned when a read version is not yet
 	// available on the storage servers. Retryable.
-	ErrFutureVersion = &Error{Code: 1009}
+	ErrFutureVersion = &Error{Code: CodeFutureVersion}
 	// ErrNotCommitted is returned by Commit when the transaction conflicted
 	// with another: something it read serializably was written after its
 	// read version. Nothing was written. Retryable.
-	ErrNotCommitted = &Error{Code: 1020}
+	ErrNotCommitted = &Error{Code: CodeNotCommitted}
 	// ErrCommitUnknownResult is returned by Commit when the transaction may
 	// or may not have been committed. Retryable, but a retry may apply the
 	// transaction twice unless it is idempotent.
-	ErrCommitUnknownResult = &Error{Code: 1021}
+	ErrCommitUnknownResult = &Error{Code: CodeCommitUnknownResult}
 	// ErrTransactionCancelled is returned when the transaction was
 	// cancelled, or its context was done.
-	ErrTransactionCancelled = &Error{Code: 1025}
+	ErrTransactionCancelled = &Error{Code: CodeTransactionCancelled}
 	// ErrTransactionTimedOut is returned when the transaction's timeout
 	// option expired. Not retryable.
-	ErrTransactionTimedOut = &Error{Code: 1031}
+	ErrTransactionTimedOut = &Error{Code: CodeTransactionTimedOut}
 	// ErrProcessBehind is returned when a storage server is too far behind.
 	// Retryable.
-	ErrProcessBehind = &Error{Code: 1037}
+	ErrProcessBehind = &Error{Code: CodeProcessBehind}
 	// ErrClientInvalidOperation is returned when a transaction is used in a
 	// way the API does not allow (after Commit, say).
-	ErrClientInvalidOperation = &Error{Code: 2000}
+	ErrClientInvalidOperation = &Error{Code: CodeClientInvalidOperation}
 	// ErrKeyOutsideLegalRange is returned when a write touches the system
 	// key space (keys starting with 0xff).
-	ErrKeyOutsideLegalRange = &Error{Code: 2004}
+	ErrKeyOutsideLegalRange = &Error{Code: CodeKeyOutsideLegalRange}
 	// ErrInvertedRange is returned when a range's end precedes its begin.
-	ErrInvertedRange = &Error{Code: 2005}
+	ErrInvertedRange = &Error{Code: CodeInvertedRange}
 	// ErrTransactionTooLarge is returned by Commit when the transaction's
 	// mutations and conflict ranges exceed 10,000,000 bytes.
-	ErrTransactionTooLarge = &Error{Code: 2101}
+	ErrTransactionTooLarge = &Error{Code: CodeTransactionTooLarge}
 	// ErrKeyTooLarge is returned by Commit when a written key exceeds
 	// 10,000 bytes.
-	ErrKeyTooLarge = &Error{Code: 2102}
+	ErrKeyTooLarge = &Error{Code: CodeKeyTooLarge}
 	// ErrValueTooLarge is returned by Commit when a written value exceeds
 	// 100,000 bytes.
-	ErrValueTooLarge = &Error{Code: 2103}
+	ErrValueTooLarge = &Error{Code: CodeValueTooLarge}
 )
 
 func codeName(code int) string {
 	switch code {
-	case 1007:
+	case CodeTransactionTooOld:
 		return "transaction_too_old: the transaction ran for more than 5 seconds"
-	case 1009:
+	case CodeFutureVersion:
 		return "future_version"
-	case 1020:
+	case CodeNotCommitted:
 		return "not_committed: transaction conflicted with another transaction"
-	case 1021:
+	case CodeCommitUnknownResult:
 		return "commit_unknown_result: the transaction may or may not have committed"
-	case 1025:
+	case CodeTransactionCancelled:
 		return "transaction_cancelled"
-	case 1031:
+	case CodeTransactionTimedOut:
 		return "transaction_timed_out"
-	case 1037:
+	case CodeProcessBehind:
 		return "process_behind"
-	case 2000:
+	case CodeClientInvalidOperation:
 		return "client_invalid_operation"
-	case 2004:
+	case CodeKeyOutsideLegalRange:
 		return "key_outside_legal_range: keys starting with 0xff are reserved"
-	case 2005:
+	case CodeInvertedRange:
 		return "inverted_range"
-	case 2101:
+	case CodeTransactionTooLarge:
 		return "transaction_too_large: a transaction may write at most 10,000,000 bytes"
-	case 2102:
+	case CodeKeyTooLarge:
 		return "key_too_large: keys are at most 10,000 bytes"
-	case 2103:
+	case CodeValueTooLarge:
 		return "value_too_large: values are at most 100,000 bytes"
 	}
 	return "error"
@@ -119,7 +138,7 @@ func Code(err error) int {
 // apply the transaction a second time; see IsMaybeCommitted.
 func IsRetryable(err error) bool {
 	switch Code(err) {
-	case 1007, 1009, 1020, 1021, 1037:
+	case CodeTransactionTooOld, CodeFutureVersion, CodeNotCommitted, CodeCommitUnknownResult, CodeProcessBehind:
 		return true
 	}
 	return false
@@ -128,7 +147,7 @@ func IsRetryable(err error) bool {
 // IsMaybeCommitted reports whether err leaves it unknown whether the
 // transaction committed (commit_unknown_result, 1021).
 func IsMaybeCommitted(err error) bool {
-	return Code(err) == 1021
+	return Code(err) == CodeCommitUnknownResult
 }
 
 // IsRetryableNotCommitted reports whether err is retryable and the

@@ -30,7 +30,7 @@ func (t *txn) Commit() error {
 		return ErrReadOnly
 	}
 	if t.size > kv.MaxTransactionSize {
-		return kv.Errorf(2101, "transaction of %d bytes (limit %d)", t.size, kv.MaxTransactionSize)
+		return kv.Errorf(kv.CodeTransactionTooLarge, "transaction of %d bytes (limit %d)", t.size, kv.MaxTransactionSize)
 	}
 	s := t.s
 	reportUnknown := false
@@ -47,7 +47,7 @@ func (t *txn) Commit() error {
 	s.mu.Lock()
 	if now.Sub(t.grvTime) > kv.MaxTransactionAge {
 		s.mu.Unlock()
-		return kv.Errorf(1007, "read version is %v old at commit", now.Sub(t.grvTime).Round(time.Millisecond))
+		return kv.Errorf(kv.CodeTransactionTooOld, "read version is %v old at commit", now.Sub(t.grvTime).Round(time.Millisecond))
 	}
 	// A failed log comes first: the history holds the versions of the
 	// group whose write failed, never installed, and a conflict with one of
@@ -95,5 +95,5 @@ func (t *txn) injectedUnknown(report bool) error {
 		return nil
 	}
 	t.state = txnActive
-	return kv.Errorf(1021, "injected: applied")
+	return kv.Errorf(kv.CodeCommitUnknownResult, "injected: applied")
 }

@@ -187,7 +187,7 @@ func (db *DB) ReadTransact(ctx context.Context, fn func(kv.ReadTransaction) erro
 // CreateTransaction implements kv.Database.
 func (db *DB) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
 	if db.closed.Load() {
-		return nil, kv.Errorf(2000, "database handle is closed")
+		return nil, kv.Errorf(kv.CodeClientInvalidOperation, "database handle is closed")
 	}
 	t := newTxn(db.s, ctx)
 	t.readOnly = db.readOnly

@@ -96,13 +96,13 @@ func (in *injector) before(ctx context.Context) (bool, error) {
 	}
 	switch in.draw() {
 	case faultConflict:
-		return false, kv.Errorf(1020, "injected conflict")
+		return false, kv.Errorf(kv.CodeNotCommitted, "injected conflict")
 	case faultUnknownNotApplied:
-		return false, kv.Errorf(1021, "injected: not applied")
+		return false, kv.Errorf(kv.CodeCommitUnknownResult, "injected: not applied")
 	case faultTooOld:
-		return false, kv.Errorf(1007, "injected")
+		return false, kv.Errorf(kv.CodeTransactionTooOld, "injected")
 	case faultTimedOut:
-		return false, kv.Errorf(1031, "injected")
+		return false, kv.Errorf(kv.CodeTransactionTimedOut, "injected")
 	case faultUnknownApplied:
 		return true, nil
 	}

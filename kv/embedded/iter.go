@@ -55,7 +55,7 @@ func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rang
 		return it
 	}
 	if opts.Limit < 0 {
-		it.fail(kv.Errorf(2210, "range limit %d is negative", opts.Limit))
+		it.fail(kv.Errorf(kv.CodeRangeLimitsInvalid, "range limit %d is negative", opts.Limit))
 		return it
 	}
 	if err := checkRange(r); err != nil {
@@ -90,10 +90,10 @@ func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rang
 // checkRange reports a range no read may cover.
 func checkRange(r kv.Range) error {
 	if bytes.Compare(r.Begin, r.End) > 0 {
-		return kv.Errorf(2005, "range end precedes its begin")
+		return kv.Errorf(kv.CodeInvertedRange, "range end precedes its begin")
 	}
 	if len(r.Begin) > 0 && r.Begin[0] == 0xff || bytes.Compare(r.End, []byte{0xff}) > 0 {
-		return kv.Errorf(2004, "range reaches into the system key space (0xff...)")
+		return kv.Errorf(kv.CodeKeyOutsideLegalRange, "range reaches into the system key space (0xff...)")
 	}
 	return nil
 }

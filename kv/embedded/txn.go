@@ -66,23 +66,23 @@ func newTxn(s *store, ctx context.Context) *txn {
 func (t *txn) check() error {
 	switch t.state {
 	case txnCommitted:
-		return kv.Errorf(2000, "transaction already committed")
+		return kv.Errorf(kv.CodeClientInvalidOperation, "transaction already committed")
 	case txnCancelled:
-		return kv.Errorf(1025, "transaction was cancelled")
+		return kv.Errorf(kv.CodeTransactionCancelled, "transaction was cancelled")
 	}
 	if err := t.ctx.Err(); err != nil {
 		return errors.Join(kv.ErrTransactionCancelled, err)
 	}
 	now := t.s.cfg.Clock()
 	if d := t.s.cfg.TransactionTimeout; d > 0 && now.Sub(t.start) > d {
-		return kv.Errorf(1031, "transaction ran longer than its %v timeout", d)
+		return kv.Errorf(kv.CodeTransactionTimedOut, "transaction ran longer than its %v timeout", d)
 	}
 	if !t.hasRV {
 		t.rv = t.s.acquireReadVersion(t, now)
 		t.grvTime = now
 		t.hasRV = true
 	} else if now.Sub(t.grvTime) > kv.MaxTransactionAge {
-		return kv.Errorf(1007, "read version is %v old", now.Sub(t.grvTime).Round(time.Millisecond))
+		return kv.Errorf(kv.CodeTransactionTooOld, "read version is %v old", now.Sub(t.grvTime).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -102,7 +102,7 @@ func (t *txn) Snapshot() kv.ReadTransaction { return &t.snap }
 // FoundationDB's system keys.
 func checkReadKey(key []byte) error {
 	if len(key) > 0 && key[0] == 0xff {
-		return kv.Errorf(2004, "key %q is in the system key space (0xff...)", truncate(key))
+		return kv.Errorf(kv.CodeKeyOutsideLegalRange, "key %q is in the system key space (0xff...)", truncate(key))
 	}
 	return nil
 }
@@ -252,9 +252,9 @@ func (t *txn) writeKey(key []byte, extra int) *write {
 	if t.err == nil {
 		switch {
 		case len(key) > kv.MaxKeySize:
-			t.err = kv.Errorf(2102, "key of %d bytes (limit %d)", len(key), kv.MaxKeySize)
+			t.err = kv.Errorf(kv.CodeKeyTooLarge, "key of %d bytes (limit %d)", len(key), kv.MaxKeySize)
 		case len(key) > 0 && key[0] == 0xff:
-			t.err = kv.Errorf(2004, "key %q is in the system key space (0xff...)", truncate(key))
+			t.err = kv.Errorf(kv.CodeKeyOutsideLegalRange, "key %q is in the system key space (0xff...)", truncate(key))
 		}
 	}
 	if t.writes == nil {
@@ -280,7 +280,7 @@ func (t *txn) Set(key, value []byte) {
 		return
 	}
 	if len(value) > kv.MaxValueSize && t.err == nil {
-		t.err = kv.Errorf(2103, "value of %d bytes (limit %d)", len(value), kv.MaxValueSize)
+		t.err = kv.Errorf(kv.CodeValueTooLarge, "value of %d bytes (limit %d)", len(value), kv.MaxValueSize)
 	}
 	w.base = baseSet
 	if len(w.spare) >= len(value) {
@@ -308,12 +308,12 @@ func (t *txn) ClearRange(r kv.Range) {
 	}
 	if bytes.Compare(r.Begin, r.End) >= 0 {
 		if bytes.Compare(r.Begin, r.End) > 0 && t.err == nil {
-			t.err = kv.Errorf(2005, "range end precedes its begin")
+			t.err = kv.Errorf(kv.CodeInvertedRange, "range end precedes its begin")
 		}
 		return
 	}
 	if len(r.End) > 0 && bytes.Compare(r.End, []byte{0xff}) > 0 && t.err == nil {
-		t.err = kv.Errorf(2004, "range reaches into the system key space (0xff...)")
+		t.err = kv.Errorf(kv.CodeKeyOutsideLegalRange, "range reaches into the system key space (0xff...)")
 	}
 	r = kv.Range{Begin: slices.Clone(r.Begin), End: slices.Clone(r.End)}
 	if t.writes != nil {
@@ -339,7 +339,7 @@ func (t *txn) atomic(key []byte, kind opKind, param []byte) {
 		return
 	}
 	if len(param) > kv.MaxValueSize && t.err == nil {
-		t.err = kv.Errorf(2103, "value of %d bytes (limit %d)", len(param), kv.MaxValueSize)
+		t.err = kv.Errorf(kv.CodeValueTooLarge, "value of %d bytes (limit %d)", len(param), kv.MaxValueSize)
 	}
 	w.ops = append(w.ops, atomicOp{kind: kind, param: slices.Clone(param)})
 	t.size += len(param)
@@ -368,7 +368,7 @@ func (t *txn) AddReadConflictRange(r kv.Range) error {
 		return err
 	}
 	if bytes.Compare(r.Begin, r.End) > 0 {
-		return kv.Errorf(2005, "range end precedes its begin")
+		return kv.Errorf(kv.CodeInvertedRange, "range end precedes its begin")
 	}
 	if bytes.Equal(r.Begin, r.End) {
 		return nil
