@@ -239,7 +239,7 @@ func (sh *shell) runMeta(st statement) (bool, error) {
 		stmts := sp.feed(string(text))
 		last, err := sp.finish()
 		if err != nil {
-			return false, fmt.Errorf("%s:%v", name, err)
+			return false, fmt.Errorf("%s: %v", name, err)
 		}
 		if last != nil {
 			stmts = append(stmts, *last)

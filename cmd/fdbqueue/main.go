@@ -76,6 +76,15 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+// prefixed gives a message the "fdbqueue: " prefix, once: errors of the
+// driver carry it already.
+func prefixed(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "fdbqueue: ") {
+		return msg
+	}
+	return "fdbqueue: " + msg
+}
 
 // isTerminal reports whether r is a terminal.
 func isTerminal(r io.Reader) bool {
@@ -132,7 +141,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	}
 	p, err := newPrinter(o.format, o.jsonInts)
 	if err != nil {
-		fmt.Fprintln(stderr, "fdbqueue:", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		return nil, 2
 	}
 	o.printer = p
@@ -157,7 +166,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.output != "" {
 		f, err := os.OpenFile(o.output, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 		if err != nil {
-			fmt.Fprintln(stderr, "fdbqueue:", err)
+			fmt.Fprintln(stderr, prefixed(err))
 			return 1
 		}
 		defer f.Close()
@@ -165,13 +174,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	db, err := sql.Open("fdbqueue", o.dsn)
 	if err != nil {
-		fmt.Fprintln(stderr, "fdbqueue:", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		return 1
 	}
 	defer db.Close()
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "fdbqueue:", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		return 1
 	}
 	defer conn.Close()
@@ -211,7 +220,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if o.file != "" && o.file != "-" {
 			f, err := os.Open(o.file)
 			if err != nil {
-				fmt.Fprintln(stderr, "fdbqueue:", err)
+				fmt.Fprintln(stderr, prefixed(err))
 				return 1
 			}
 			defer f.Close()
@@ -223,14 +232,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		text, err := io.ReadAll(r)
 		if err != nil {
-			fmt.Fprintln(stderr, "fdbqueue:", err)
+			fmt.Fprintln(stderr, prefixed(err))
 			return 1
 		}
 		sp := newScriptSplitter()
 		stmts = sp.feed(string(text))
 		last, err := sp.finish()
 		if err != nil {
-			fmt.Fprintf(stderr, "%s:%v\n", source, err)
+			fmt.Fprintf(stderr, "%s: %v\n", source, err)
 			return 1
 		}
 		if last != nil {

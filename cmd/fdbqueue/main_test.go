@@ -114,14 +114,16 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"-f", "a.sql", "-c", "SELECT 1"}, 2, "not both"},
 		{[]string{"memory:", "file:/x"}, 2, "one DSN at most"},
 		{[]string{"--nope"}, 2, "flag provided but not defined"},
-		{[]string{"-c", "SELECT 1", "bogus:"}, 1, "unknown engine"},
-		{[]string{"--format", "csv", "--json-ints", "x", "-c", "SELECT 1"}, 2, "unknown --json-ints"},
+		{[]string{"-c", "SELECT 1", "bogus:"}, 1, "fdbqueue: bad DSN: unknown engine"},
+		{[]string{"-c", "SELECT 1", "memory:?fault_conflict=x"}, 1, "fdbqueue: bad DSN: fault_conflict=x"},
+		{[]string{"--format", "csv", "--json-ints", "x", "-c", "SELECT 1"}, 2, "fdbqueue: unknown --json-ints"},
 		{[]string{"-f", "testdata/does-not-exist.sql"}, 1, "no such file"},
 		{[]string{"-c", "SELECT 'unterminated"}, 1, "unterminated ' quote"},
 	} {
 		_, errs, code := shellRun(t, "", tc.args...)
 		require.Equal(t, tc.code, code, "%v: %s", tc.args, errs)
 		require.Contains(t, errs, tc.want, "%v", tc.args)
+		require.NotContains(t, errs, "fdbqueue: fdbqueue:", "one prefix: %v", tc.args)
 	}
 	_, errs, code := shellRun(t, "", "--help")
 	require.Equal(t, 0, code)
