@@ -335,3 +335,25 @@ func TestSplitterInlineData(t *testing.T) {
 	sp := newSplitter()
 	require.Equal(t, []statement{{text: `\copy q FROM STDIN`, line: 1, meta: true}, {text: "n", line: 2}}, sp.feed("\\copy q FROM STDIN\nn;"))
 }
+
+// TestScriptEndsInTransaction: a script that ends inside BEGIN fails with a
+// warning; its writes were rolled back.
+func TestScriptEndsInTransaction(t *testing.T) {
+	t.Parallel()
+	dsn := "file:" + t.TempDir()
+	_, errs, code := shellRun(t, "", "-c", "CREATE TABLE q (v TEXT)", dsn)
+	require.Equal(t, 0, code, errs)
+	for _, script := range []string{
+		"BEGIN;\nINSERT INTO q VALUES ('lost');\n",
+		"BEGIN;\nINSERT INTO q VALUES ('lost');\n\\q\n",
+		"BEGIN;\nINSERT INTO q VALUES ('lost');\nSELECT nope FROM q;\n",
+	} {
+		_, errs, code = shellRun(t, script, dsn)
+		require.Equal(t, 1, code, script)
+		require.Contains(t, errs, "fdbqueue: <stdin>: the script ended inside a transaction (BEGIN without COMMIT); it was rolled back\n", script)
+	}
+	out, errs, code := shellRun(t, "BEGIN;\nINSERT INTO q VALUES ('kept');\nCOMMIT;\nSELECT v FROM q;\n", "--format", "csv", dsn)
+	require.Equal(t, 0, code, errs)
+	require.NotContains(t, errs, "transaction")
+	require.Equal(t, "v\nkept\n", out, "only the committed script wrote")
+}

@@ -76,6 +76,11 @@ func (sh *shell) interactive() int {
 
 	fmt.Fprintf(sh.msg, "fdbqueue shell on %s. \\? for help, \\q to quit.\n", sh.opts.dsn)
 	sh.promptData = func() (string, error) { return sh.readData(line) }
+	defer func() {
+		if sh.rollBackOpen() {
+			fmt.Fprintln(sh.msg, "fdbqueue: the session ended inside a transaction (BEGIN without COMMIT); it was rolled back")
+		}
+	}()
 	sp := newSplitter()
 	status := 0
 	for {

@@ -266,7 +266,7 @@ func TestInteractiveCopyProgress(t *testing.T) {
 
 // TestInteractiveCopyFromStdin: at the prompt, \copy ... FROM STDIN reads
 // the lines typed, up to \. (a \. inside a quoted field is data); Ctrl-C
-// there loads nothing.
+// there loads nothing. Quitting inside a transaction says it rolled back.
 func TestInteractiveCopyFromStdin(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -289,6 +289,10 @@ func TestInteractiveCopyFromStdin(t *testing.T) {
 	term.expect("n,s\n")
 	term.send("\x03")
 	require.Contains(t, term.expect(prompt), `\copy cancelled: nothing was loaded`)
+
+	term.enter("BEGIN;")
+	term.enter("INSERT INTO q VALUES (3, 'uncommitted');")
 	term.send("\x04")
+	term.expect("the session ended inside a transaction (BEGIN without COMMIT); it was rolled back")
 	require.Equal(t, 0, term.wait())
 }

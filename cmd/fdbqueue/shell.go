@@ -39,9 +39,14 @@ type shell struct {
 }
 
 // runAll runs a script's statements; it returns the exit status.
-func (sh *shell) runAll(source string, stmts []statement) int {
+func (sh *shell) runAll(source string, stmts []statement) (status int) {
 	sh.source = source
-	status := 0
+	defer func() {
+		if sh.rollBackOpen() {
+			fmt.Fprintf(sh.msg, "fdbqueue: %s: the script ended inside a transaction (BEGIN without COMMIT); it was rolled back\n", source)
+			status = 1
+		}
+	}()
 	if sh.opts.single {
 		if _, err := sh.conn.ExecContext(sh.ctx, "BEGIN"); err != nil {
 			fmt.Fprintf(sh.msg, "%s: %v\n", source, err)
@@ -76,6 +81,13 @@ func (sh *shell) runAll(source string, stmts []statement) int {
 		}
 	}
 	return status
+}
+
+// rollBackOpen rolls back a transaction a BEGIN left open on the
+// connection, and reports whether there was one.
+func (sh *shell) rollBackOpen() bool {
+	_, err := sh.conn.ExecContext(context.Background(), "ROLLBACK")
+	return err == nil
 }
 
 // runOne runs a statement or a meta-command; it reports whether to quit.
