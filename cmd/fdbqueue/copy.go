@@ -1,8 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"database/sql"
-	"encoding/csv"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -36,31 +37,126 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// copyCommand runs \copy TABLE FROM 'FILE' (or FROM STDIN): a CSV file whose
-// header row names the columns; an empty field is NULL.
-func (sh *shell) copyCommand(cmd string) error {
-	const usage = `usage: \copy TABLE FROM 'file.csv' (or FROM STDIN)`
-	f := strings.Fields(cmd)
-	if len(f) < 4 || !strings.EqualFold(f[2], "from") {
-		return errors.New(usage)
-	}
-	table := f[1]
-	// The source is the rest of the line after FROM: a quoted name may
-	// hold spaces.
-	rest := afterFields(cmd, 3)
-	src, err := metaArg(rest)
+// copyUsage is the \copy syntax.
+const copyUsage = `usage: \copy TABLE FROM 'file.csv' (or FROM STDIN, FROM PSTDIN); \copy TABLE TO 'file.csv' (or TO STDOUT)`
+
+// copySpec is a parsed \copy command.
+type copySpec struct {
+	table string
+	from  bool   // FROM (load), else TO (unload)
+	file  string // the file, when stream is ""
+	// stream is "stdin" (the script's inline data; at the prompt, lines
+	// typed; with -c, standard input), "pstdin" (standard input), "stdout"
+	// (the results' output), or "" for a file.
+	stream string
+}
+
+func parseCopy(cmd string) (copySpec, error) {
+	var c copySpec
+	rest := strings.TrimSpace(strings.TrimPrefix(cmd, `\copy`))
+	table, rest, err := parseIdent(rest)
 	if err != nil {
-		return fmt.Errorf("%v; %s", err, usage)
+		return c, fmt.Errorf("%v; %s", err, copyUsage)
+	}
+	c.table = table
+	rest = strings.TrimLeft(rest, " \t")
+	dir := rest
+	if i := strings.IndexAny(rest, " \t"); i >= 0 {
+		dir, rest = rest[:i], rest[i:]
+	} else {
+		rest = ""
+	}
+	switch {
+	case strings.EqualFold(dir, "from"):
+		c.from = true
+	case strings.EqualFold(dir, "to"):
+	default:
+		return c, errors.New(copyUsage)
+	}
+	word := strings.TrimSpace(rest)
+	switch {
+	case c.from && (strings.EqualFold(word, "stdin") || strings.EqualFold(word, "pstdin")),
+		!c.from && strings.EqualFold(word, "stdout"):
+		c.stream = strings.ToLower(word)
+		return c, nil
+	}
+	if c.file, err = metaArg(rest); err != nil {
+		return c, fmt.Errorf("%v; %s", err, copyUsage)
+	}
+	return c, nil
+}
+
+// parseIdent reads a table name: one word, or a name in backticks (a
+// backtick doubled inside), as SQL quotes it. It returns the text after it.
+func parseIdent(text string) (name, rest string, err error) {
+	text = strings.TrimLeft(text, " \t")
+	if text == "" {
+		return "", "", errors.New("a table name is missing")
+	}
+	if text[0] != '`' {
+		i := strings.IndexAny(text, " \t")
+		if i < 0 {
+			return text, "", nil
+		}
+		return text[:i], text[i:], nil
+	}
+	var b strings.Builder
+	for i := 1; i < len(text); i++ {
+		if text[i] != '`' {
+			b.WriteByte(text[i])
+			continue
+		}
+		if i+1 < len(text) && text[i+1] == '`' {
+			b.WriteByte('`')
+			i++
+			continue
+		}
+		if b.Len() == 0 {
+			return "", "", errors.New("an empty table name ``")
+		}
+		return b.String(), text[i+1:], nil
+	}
+	return "", "", fmt.Errorf("unterminated ` quote in %s", text)
+}
+
+// quoteIdent quotes a name for SQL: in backticks, a backtick doubled, so
+// that any name (a keyword such as order, spaces, any script) is one
+// identifier.
+func quoteIdent(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+// copyCommand runs \copy: FROM loads a CSV file whose header row names the
+// columns, TO writes one (a peek: it removes nothing).
+func (sh *shell) copyCommand(st statement) error {
+	c, err := parseCopy(st.text)
+	if err != nil {
+		return err
+	}
+	if !c.from {
+		return sh.copyToCommand(c)
 	}
 	name := "<stdin>"
 	var r io.Reader = sh.stdin
 	var size int64
-	isStdin := strings.EqualFold(strings.TrimSpace(rest), "stdin")
-	if isStdin && r == nil {
-		return errors.New(`\copy ... FROM STDIN: the script itself is standard input; name a file`)
-	}
-	if !isStdin {
-		name = src
+	base := 0
+	switch {
+	case c.stream == "stdin" && st.inline:
+		name, base = sh.source, st.line
+		if name == "" {
+			name = "<script>"
+		}
+		r = strings.NewReader(st.data)
+	case c.stream == "stdin" && sh.promptData != nil:
+		data, err := sh.promptData()
+		if err != nil {
+			return err
+		}
+		r = strings.NewReader(data)
+	case c.stream != "" && r == nil:
+		return fmt.Errorf(`\copy ... FROM %s: the script itself is standard input; name a file, or put the data after the \copy line, ended by a line \.`, strings.ToUpper(c.stream))
+	case c.stream == "":
+		name = c.file
 		file, err := os.Open(name)
 		if err != nil {
 			return err
@@ -71,7 +167,26 @@ func (sh *shell) copyCommand(cmd string) error {
 		}
 		r = file
 	}
-	return sh.copyFrom(table, name, r, size)
+	return sh.copyFromAt(c.table, copySource{name: name, base: base, inline: st.inline}, r, size)
+}
+
+// copySource names what \copy FROM reads, for its messages: a file, or
+// data inline in a script, whose lines are counted from base, the \copy
+// line.
+type copySource struct {
+	name   string
+	base   int
+	inline bool
+}
+
+// header is an error about the header row, with the file's name; inline
+// data is named by the script's line already, and gets a reminder of where
+// it comes from.
+func (s copySource) header(format string, args ...any) error {
+	if s.inline {
+		return fmt.Errorf(format+" (in a script, \\copy ... FROM STDIN reads the lines after it, up to a line \\.; FROM PSTDIN reads standard input)", args...)
+	}
+	return fmt.Errorf(s.name+": "+format, args...)
 }
 
 // afterFields returns text after its first n space-separated fields.
@@ -133,28 +248,54 @@ type copyRow struct {
 type copier struct {
 	sh               *shell
 	name, table      string
-	cols             []string
-	tuple            string // "(?, ?, ...)"
+	cols             []string // quoted for SQL
+	tuple            string   // "(?, ?, ...)"
 	stmts            map[int]*sql.Stmt
 	loaded, rejected int
 }
 
 func (sh *shell) copyFrom(table, name string, r io.Reader, size int64) error {
-	cr := &countingReader{r: r}
-	rd := csv.NewReader(cr)
-	rd.FieldsPerRecord = -1
-	header, err := rd.Read()
+	return sh.copyFromAt(table, copySource{name: name}, r, size)
+}
+
+// copyFromAt loads CSV text from r into table.
+func (sh *shell) copyFromAt(table string, src copySource, r io.Reader, size int64) error {
+	name, base := src.name, src.base
+	t, err := sh.copyTable(table)
 	if err != nil {
-		return fmt.Errorf("%s: reading the header row: %w", name, err)
-	}
-	c := &copier{sh: sh, name: name, table: table}
-	marks := make([]string, len(header))
-	for i, h := range header {
-		c.cols = append(c.cols, strings.TrimSpace(h))
-		marks[i] = "?"
-	}
-	if err := sh.checkCopyTarget(table, name, c.cols); err != nil {
 		return err
+	}
+	cr := &countingReader{r: r}
+	rd := newCSVReader(cr)
+	var header []csvField
+	for header == nil {
+		rec, line, err := rd.read()
+		switch {
+		case errors.Is(err, io.EOF):
+			return src.header("no data: the first line must be a header row naming the columns")
+		case err != nil:
+			return src.header("line %d: reading the header row: %w", base+line, err)
+		case len(rec) == 1 && rec[0].null():
+			continue // blank lines before the header
+		}
+		header = rec
+	}
+	c := &copier{sh: sh, name: name, table: quoteIdent(t.Name)}
+	marks := make([]string, len(header))
+	blob := make([]bool, len(header))
+	seen := map[string]bool{}
+	for i, h := range header {
+		col, ok := columnOf(t, strings.TrimSpace(h.value))
+		if !ok {
+			return src.header("the header names column %q; table %s has columns %s", h.value, t.Name, columnList(t))
+		}
+		if seen[strings.ToLower(col.Name)] {
+			return src.header("the header names column %s twice", col.Name)
+		}
+		seen[strings.ToLower(col.Name)] = true
+		c.cols = append(c.cols, quoteIdent(col.Name))
+		blob[i] = col.Type == "BLOB"
+		marks[i] = "?"
 	}
 	c.tuple = "(" + strings.Join(marks, ", ") + ")"
 
@@ -172,34 +313,48 @@ func (sh *shell) copyFrom(table, name string, r io.Reader, size int64) error {
 		}
 		return err
 	}
+	reject := func(line int, format string, args ...any) {
+		fmt.Fprintf(sh.msg, "%s:%d: %s\n", name, base+line, fmt.Sprintf(format, args...))
+		c.rejected++
+	}
+records:
 	for {
-		rec, err := rd.Read()
+		rec, line, err := rd.read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := rd.FieldPos(0)
 		if err != nil {
-			var pe *csv.ParseError
-			if !errors.As(err, &pe) {
+			var ce *csvError
+			if !errors.As(err, &ce) {
 				return c.finish(errors.Join(err, flush()))
 			}
-			fmt.Fprintf(sh.msg, "%s:%d: %v\n", name, line, err)
-			c.rejected++
+			reject(ce.line, "%v", err)
 			continue
 		}
+		if len(rec) == 1 && rec[0].null() && len(c.cols) > 1 {
+			continue // a blank line; with one column it is a NULL
+		}
 		if len(rec) != len(c.cols) {
-			fmt.Fprintf(sh.msg, "%s:%d: %d fields, the header names %d columns\n", name, line, len(rec), len(c.cols))
-			c.rejected++
+			reject(line, "%d fields, the header names %d columns", len(rec), len(c.cols))
 			continue
 		}
 		args := make([]any, len(rec))
-		for i, v := range rec {
-			if v != "" { // an empty field is NULL
-				args[i] = v
-				batchBytes += len(v)
+		for i, f := range rec {
+			switch {
+			case f.null(): // NULL
+			case blob[i] && strings.HasPrefix(f.value, `\x`):
+				b, err := hex.DecodeString(f.value[2:])
+				if err != nil {
+					reject(line, "column %s is BLOB: a field starting with \\x is hex digits, two a byte (\\x00ff41), and %q is not; write text that starts with \\x as hex too", header[i].value, short(f.value))
+					continue records
+				}
+				args[i] = b
+			default:
+				args[i] = f.value
 			}
+			batchBytes += len(f.value)
 		}
-		batch = append(batch, copyRow{line: line, args: args})
+		batch = append(batch, copyRow{line: base + line, args: args})
 		if len(batch) == copyBatch || batchBytes >= copyBatchBytes {
 			if err := flush(); err != nil {
 				return c.finish(err)
@@ -215,29 +370,110 @@ func (sh *shell) copyFrom(table, name string, r io.Reader, size int64) error {
 	return c.finish(nil)
 }
 
-// checkCopyTarget fails early, before any row is read, when the table does
-// not exist or the header names a column it does not have.
-func (sh *shell) checkCopyTarget(table, name string, cols []string) error {
+// copyTable finds a table by name, before any row is read or written.
+func (sh *shell) copyTable(table string) (fdbqueue.TableInfo, error) {
 	tables, err := fdbqueue.Tables(sh.ctx, sh.conn)
+	if err != nil {
+		return fdbqueue.TableInfo{}, err
+	}
+	for _, t := range tables {
+		if strings.EqualFold(t.Name, table) {
+			return t, nil
+		}
+	}
+	return fdbqueue.TableInfo{}, fmt.Errorf("no table %s; \\dt lists them", table)
+}
+
+// columnOf finds a column of t by name.
+func columnOf(t fdbqueue.TableInfo, name string) (fdbqueue.ColumnInfo, bool) {
+	i := slices.IndexFunc(t.Columns, func(c fdbqueue.ColumnInfo) bool { return strings.EqualFold(c.Name, name) })
+	if i < 0 {
+		return fdbqueue.ColumnInfo{}, false
+	}
+	return t.Columns[i], true
+}
+
+func columnList(t fdbqueue.TableInfo) string {
+	names := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// copyToCommand runs \copy TABLE TO: the table's columns, in queue order,
+// as CSV with a header row, which \copy FROM loads back unchanged. It
+// reads; it never pops.
+func (sh *shell) copyToCommand(c copySpec) error {
+	t, err := sh.copyTable(c.table)
 	if err != nil {
 		return err
 	}
-	for _, t := range tables {
-		if !strings.EqualFold(t.Name, table) {
-			continue
+	if c.stream == "stdout" {
+		n, err := sh.copyTo(t, sh.out)
+		if err == nil {
+			fmt.Fprintf(sh.msg, "COPY %d\n", n)
 		}
-		have := make([]string, 0, len(t.Columns))
-		for _, col := range t.Columns {
-			have = append(have, col.Name)
-		}
-		for _, col := range cols {
-			if !slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, col) }) {
-				return fmt.Errorf("%s: the header names column %q; table %s has columns %s", name, col, t.Name, strings.Join(have, ", "))
-			}
-		}
-		return nil
+		return err
 	}
-	return fmt.Errorf("no table %s; \\dt lists them", table)
+	f, err := os.Create(c.file)
+	if err != nil {
+		return err
+	}
+	n, err := sh.copyTo(t, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(c.file) // no half-written file that looks whole
+		return err
+	}
+	fmt.Fprintf(sh.msg, "COPY %d\n", n)
+	return nil
+}
+
+// copyTo writes t as CSV to w and returns how many rows it wrote.
+func (sh *shell) copyTo(t fdbqueue.TableInfo, w io.Writer) (int, error) {
+	cols := make([]string, len(t.Columns))
+	header := make([]csvCell, len(t.Columns))
+	for i, col := range t.Columns {
+		cols[i] = quoteIdent(col.Name)
+		header[i] = csvCell{value: col.Name}
+	}
+	rows, err := sh.conn.QueryContext(sh.ctx, "SELECT "+strings.Join(cols, ", ")+" FROM "+quoteIdent(t.Name))
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if _, err := bw.Write(appendCSV(nil, header)); err != nil {
+		return 0, err
+	}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	rec := make([]csvCell, len(cols))
+	var line []byte
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return n, err
+		}
+		for i, v := range vals {
+			rec[i] = csvValue(v)
+		}
+		line = appendCSV(line[:0], rec)
+		if _, err := bw.Write(line); err != nil {
+			return n, err
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return n, err
+	}
+	return n, bw.Flush()
 }
 
 // load inserts a batch. Statements take ladder sizes of rows (copyBatch,

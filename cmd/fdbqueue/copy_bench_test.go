@@ -42,7 +42,7 @@ func BenchmarkCopy(b *testing.B) {
 					require.NoError(b, err)
 					b.StartTimer()
 					if mode == "copy" {
-						sh := &shell{ctx: ctx, conn: conn, out: io.Discard, msg: io.Discard, format: formatTable, opts: &options{}}
+						sh := &shell{ctx: ctx, conn: conn, out: io.Discard, msg: io.Discard, format: printer{}, opts: &options{}}
 						require.NoError(b, sh.copyFrom("tasks", "bench.csv", strings.NewReader(csvText), 0))
 					} else {
 						loadRowByRow(b, conn, csvText)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -16,17 +18,19 @@ func FuzzSplitter(f *testing.F) {
 		"/* c */ \\d q\nSELECT 'a\\'';\n;;",
 		"SELECT `x;y` FROM t; /* unterminated",
 		"SELECT 'unterminated",
+		"\\copy q FROM STDIN\nv\n\"a\n\\.\nb\"\n\\.\nSELECT 1;",
+		"\\copy q FROM stdin\nv\nx\"y\n\\.\r\n\\copy q FROM STDIN",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		whole := newSplitter()
+		whole := newScriptSplitter()
 		got := whole.feed(text)
 		last, errWhole := whole.finish()
 		if last != nil {
 			got = append(got, *last)
 		}
-		lines := newSplitter()
+		lines := newScriptSplitter()
 		var byLine []statement
 		for _, l := range strings.SplitAfter(text, "\n") {
 			byLine = append(byLine, lines.feed(l)...)
@@ -74,5 +78,61 @@ func FuzzMetaArg(f *testing.F) {
 		if err != nil || got != name {
 			t.Fatalf("metaArg(%q) = %q, %v; want %q", quoted, got, err, name)
 		}
+	})
+}
+
+// FuzzCSV: any two records written by appendCSV read back the same, NULL
+// and ” apart, from a file or as inline data in a script; and any text
+// reads without a panic.
+func FuzzCSV(f *testing.F) {
+	for _, seed := range [][2]string{{"", ""}, {"a,b", `"q"`}, {"\\.", "x\n\\.\ny"}, {"\ufeffbom", " sp "}, {"\r\n", "\r"}} {
+		f.Add(seed[0], seed[1], false, true)
+	}
+	f.Fuzz(func(t *testing.T, a, b string, nullA, nullB bool) {
+		cell := func(s string, null bool) csvCell {
+			if null {
+				return csvCell{null: true}
+			}
+			return csvCell{value: s}
+		}
+		rec := []csvCell{cell(a, nullA), cell(b, nullB)}
+		text := string(appendCSV(appendCSV(nil, rec), rec))
+		check := func(from, data string) {
+			rd := newCSVReader(strings.NewReader(data))
+			for n := range 2 {
+				got, _, err := rd.read()
+				if err != nil {
+					t.Fatalf("%s: record %d of %q: %v", from, n, data, err)
+				}
+				if len(got) != 2 {
+					t.Fatalf("%s: record %d of %q: %d fields", from, n, data, len(got))
+				}
+				for i, c := range rec {
+					if got[i].null() != c.null || got[i].value != c.value {
+						t.Fatalf("%s: record %d field %d of %q: got %+v, want %+v", from, n, i, data, got[i], c)
+					}
+				}
+			}
+			if _, _, err := rd.read(); !errors.Is(err, io.EOF) {
+				t.Fatalf("%s: after two records of %q: %v", from, data, err)
+			}
+		}
+		check("file", text)
+
+		sp := newScriptSplitter()
+		stmts := sp.feed("\\copy q FROM STDIN\n" + text + "\\.\nSELECT 1;\n")
+		if len(stmts) != 2 || stmts[0].data != text || stmts[1].text != "SELECT 1" {
+			t.Fatalf("inline data %q split as %+v", text, stmts)
+		}
+		check("inline", stmts[0].data)
+
+		// Any text: records or errors, never a panic or a loop.
+		rd := newCSVReader(strings.NewReader(a + "\n" + b))
+		for range len(a) + len(b) + 3 {
+			if _, _, err := rd.read(); errors.Is(err, io.EOF) {
+				return
+			}
+		}
+		t.Fatalf("%q: more records than lines", a+"\n"+b)
 	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,8 @@ const metaHelp = `meta-commands:
   \timing [on|off]            print how long each statement took
   \format table|csv|json|jsonl  set the output format
   \i FILE                     run a script
-  \copy TABLE FROM 'FILE'     load a CSV file (header row: column names); FROM STDIN reads standard input
+  \copy TABLE FROM 'FILE'     load a CSV file (header row: column names); FROM STDIN: lines typed, up to \.
+  \copy TABLE TO 'FILE'       write a table as CSV, which \copy FROM loads back; TO STDOUT prints it
   \q                          quit (so does Ctrl-D)
   \?                          this help
 Statements end with ';' and may span lines. Ctrl-C cancels the running
@@ -73,6 +75,12 @@ func (sh *shell) interactive() int {
 	defer signal.Stop(sh.interrupts)
 
 	fmt.Fprintf(sh.msg, "fdbqueue shell on %s. \\? for help, \\q to quit.\n", sh.opts.dsn)
+	sh.promptData = func() (string, error) { return sh.readData(line) }
+	defer func() {
+		if sh.rollBackOpen() {
+			fmt.Fprintln(sh.msg, "fdbqueue: the session ended inside a transaction (BEGIN without COMMIT); it was rolled back")
+		}
+	}()
 	sp := newSplitter()
 	status := 0
 	for {
@@ -110,6 +118,27 @@ func (sh *shell) interactive() int {
 				fmt.Fprintln(sh.msg, "error:", err)
 			}
 		}
+	}
+}
+
+// readData reads the lines of a \copy ... FROM STDIN at the prompt, up to a
+// line \. outside a quoted field, or Ctrl-D; Ctrl-C cancels the \copy.
+func (sh *shell) readData(line *liner.State) (string, error) {
+	fmt.Fprintln(sh.msg, "Enter the CSV data, a header row first, and end with a line \\. (or Ctrl-D).")
+	var data strings.Builder
+	quoted := false
+	for {
+		text, err := line.Prompt(">> ")
+		switch {
+		case errors.Is(err, liner.ErrPromptAborted):
+			return "", errors.New(`\copy cancelled: nothing was loaded`)
+		case err != nil: // io.EOF: Ctrl-D
+			return data.String(), nil
+		case !quoted && strings.TrimSpace(text) == `\.`:
+			return data.String(), nil
+		}
+		data.WriteString(text + "\n")
+		quoted = csvEndsQuoted(text, quoted)
 	}
 }
 
@@ -165,6 +194,13 @@ func (sh *shell) printTiming(start time.Time) {
 
 // meta runs a meta-command; it reports whether to quit.
 func (sh *shell) meta(cmd string) (bool, error) {
+	return sh.runMeta(statement{text: cmd, meta: true})
+}
+
+// runMeta runs a meta-command of a script, which may carry inline \copy
+// data; it reports whether to quit.
+func (sh *shell) runMeta(st statement) (bool, error) {
+	cmd := st.text
 	f := strings.Fields(cmd)
 	switch f[0] {
 	case `\q`, `\quit`:
@@ -187,11 +223,11 @@ func (sh *shell) meta(cmd string) (bool, error) {
 		if len(f) != 2 {
 			return false, errors.New(`\format takes one of table, csv, json, jsonl`)
 		}
-		fm, ok := formatters[f[1]]
-		if !ok {
-			return false, fmt.Errorf("unknown format %q (formats: table, csv, json, jsonl)", f[1])
+		p, err := newPrinter(f[1], cmp.Or(sh.format.jsonInts, "auto"))
+		if err != nil {
+			return false, err
 		}
-		sh.format, sh.echo = fm, false
+		sh.format, sh.echo = p, false
 	case `\i`, `\include`:
 		if sh.depth >= maxIncludeDepth {
 			return false, fmt.Errorf(`\i nested %d deep: does a script include itself?`, sh.depth)
@@ -204,17 +240,19 @@ func (sh *shell) meta(cmd string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		sp := newSplitter()
+		sp := newScriptSplitter()
 		stmts := sp.feed(string(text))
 		last, err := sp.finish()
 		if err != nil {
-			return false, fmt.Errorf("%s:%v", name, err)
+			return false, fmt.Errorf("%s: %v", name, err)
 		}
 		if last != nil {
 			stmts = append(stmts, *last)
 		}
 		sh.depth++
-		defer func() { sh.depth-- }()
+		saved := sh.source
+		sh.source = name
+		defer func() { sh.depth--; sh.source = saved }()
 		for _, st := range stmts {
 			quit, err := sh.runOne(st)
 			if err != nil {
@@ -227,12 +265,19 @@ func (sh *shell) meta(cmd string) (bool, error) {
 	case `\dt`:
 		return false, sh.listTables()
 	case `\d`:
-		if len(f) != 2 {
+		if len(f) == 1 {
 			return false, sh.listTables()
 		}
-		return false, sh.describe(f[1])
+		name, rest, err := parseIdent(afterFields(cmd, 1))
+		if err == nil && strings.TrimSpace(rest) != "" {
+			err = fmt.Errorf("unexpected %q after the table name", strings.TrimSpace(rest))
+		}
+		if err != nil {
+			return false, fmt.Errorf("\\d TABLE: %v (a name with spaces goes in backticks: \\d `my table`)", err)
+		}
+		return false, sh.describe(name)
 	case `\copy`:
-		return false, sh.copyCommand(cmd)
+		return false, sh.copyCommand(st)
 	default:
 		return false, fmt.Errorf(`unknown meta-command %s; \? lists them`, f[0])
 	}
@@ -253,7 +298,7 @@ func (sh *shell) listTables() error {
 		rows = append(rows, []any{t.Name, t.Kind, int64(len(t.Columns)), idx})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i][0].(string) < rows[j][0].(string) })
-	return sh.format(sh.out, []string{"table", "kind", "columns", "index"}, rows)
+	return sh.show([]string{"table", "kind", "columns", "index"}, rows, false)
 }
 
 func (sh *shell) describe(name string) error {
@@ -285,11 +330,11 @@ func (sh *shell) describe(name string) error {
 			}
 			rows = append(rows, []any{c.Name, ty, null, note})
 		}
-		if err := sh.format(sh.out, []string{"column", "type", "null", "role"}, rows); err != nil {
+		if err := sh.show([]string{"column", "type", "null", "role"}, rows, false); err != nil {
 			return err
 		}
 		var n int64
-		if err := sh.conn.QueryRowContext(sh.ctx, "SELECT COUNT(*) FROM "+t.Name).Scan(&n); err != nil {
+		if err := sh.conn.QueryRowContext(sh.ctx, "SELECT COUNT(*) FROM "+quoteIdent(t.Name)).Scan(&n); err != nil {
 			return err
 		}
 		fmt.Fprintf(sh.out, "%s queue, %d rows", t.Kind, n)

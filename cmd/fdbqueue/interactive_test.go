@@ -44,7 +44,7 @@ func TestCopy(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(csvText), 0o600))
 
 	var out, msg bytes.Buffer
-	sh := &shell{ctx: context.Background(), conn: conn, out: &out, msg: &msg, format: formatTable, opts: &options{}}
+	sh := &shell{ctx: context.Background(), conn: conn, out: &out, msg: &msg, format: printer{}, opts: &options{}}
 	quit, err := sh.meta(`\copy tasks FROM '` + path + `'`)
 	require.EqualError(t, err, `\copy: 3 rows rejected (reported above by line)`, "rejected rows fail the command")
 	require.False(t, quit)
@@ -108,7 +108,7 @@ func TestCopyUnderFaults(t *testing.T) {
 			}
 		}
 		var msg bytes.Buffer
-		sh := &shell{ctx: context.Background(), conn: conn, out: io.Discard, msg: &msg, format: formatTable, opts: &options{}}
+		sh := &shell{ctx: context.Background(), conn: conn, out: io.Discard, msg: &msg, format: printer{}, opts: &options{}}
 		err = sh.copyFrom("q", "gen.csv", strings.NewReader(csvText.String()), 0)
 		require.ErrorContains(t, err, "45 rows rejected")
 		require.Contains(t, msg.String(), fmt.Sprintf("COPY %d\n", good))
@@ -142,7 +142,7 @@ func TestIncludeAndFileNames(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 	var out, msg bytes.Buffer
-	sh := &shell{ctx: context.Background(), conn: conn, out: &out, msg: &msg, format: formatCSV, opts: &options{}}
+	sh := &shell{ctx: context.Background(), conn: conn, out: &out, msg: &msg, format: printer{format: "csv"}, opts: &options{}}
 
 	dir := filepath.Join(t.TempDir(), "a dir")
 	require.NoError(t, os.Mkdir(dir, 0o700))

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"syscall"
 
 	"golang.org/x/term"
 
@@ -35,8 +36,22 @@ The DSN defaults to $FDBQUEUE_DSN, else memory:. DSNs:
 
 Without -f or -c, statements are read from standard input: an interactive
 prompt on a terminal (\? there lists the meta-commands: \dt, \d TABLE,
-\copy TABLE FROM 'file.csv', \timing, \format, \i, \q). Scripts take the
-same meta-commands, one per line.
+\copy TABLE FROM 'file.csv', \copy TABLE TO 'file.csv', \timing, \format,
+\i, \q). Scripts take the same meta-commands, one per line. In a script,
+\copy TABLE FROM STDIN reads the lines after it, up to a line \. (with -c,
+and FROM PSTDIN anywhere, it reads standard input).
+
+How values print:
+  NULL       table: NULL; csv: an empty field (the empty string is ""); json: null
+  DOUBLE     NaN, Infinity and -Infinity; in json the strings "NaN", "Infinity", "-Infinity"
+  BLOB       \x and hex digits (\x00ff41), in csv and json; the table shows
+             printable text as text
+  TIMESTAMP  RFC 3339 in UTC
+  INT        exact digits; in json, integers beyond +-2^53 (ids, mostly), which
+             JavaScript and jq would round, are strings (--json-ints)
+CSV output, and \copy TO (a header row, then every row; it removes nothing),
+is what \copy FROM loads back unchanged: into a BLOB column, \copy FROM reads
+a field starting with \x as hex, and other text as its bytes.
 
 flags:
 `
@@ -48,6 +63,7 @@ examples:
   fdbqueue --format json -f report.sql file:/var/lib/app/queue
   echo "SELECT COUNT(*) FROM tasks;" | fdbqueue file:/var/lib/app/queue
   fdbqueue -c "\copy tasks FROM 'tasks.csv'" file:/var/lib/app/queue
+  fdbqueue -c "\copy tasks TO 'backup.csv'" file:/var/lib/app/queue
 `
 
 // multi collects a repeatable string flag.
@@ -58,6 +74,16 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// prefixed gives a message the "fdbqueue: " prefix, once: errors of the
+// driver carry it already.
+func prefixed(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "fdbqueue: ") {
+		return msg
+	}
+	return "fdbqueue: " + msg
 }
 
 // isTerminal reports whether r is a terminal.
@@ -71,10 +97,12 @@ type options struct {
 	file            string
 	commands        multi
 	format          string
+	jsonInts        string
 	output          string
 	continueOnError bool
 	single          bool
 	dsn             string
+	printer         printer
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, int) {
@@ -84,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	fs.StringVar(&o.file, "f", "", "run the script `FILE` (- for standard input)")
 	fs.Var(&o.commands, "c", "run the statements `SQL` (repeatable)")
 	fs.StringVar(&o.format, "format", "table", "output format: table, csv, json or jsonl")
+	fs.StringVar(&o.jsonInts, "json-ints", "auto", "how json and jsonl print integers: `MODE` auto (strings beyond +-2^53, numbers within), string (all strings) or number (all numbers)")
 	fs.StringVar(&o.output, "o", "", "write results to `FILE` instead of standard output")
 	fs.BoolVar(&o.continueOnError, "continue-on-error", false, "report a failed statement and go on (the exit status is still 1)")
 	fs.BoolVar(&o.single, "1", false, "run everything in one transaction: all of it, or none")
@@ -110,10 +139,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 		fmt.Fprintf(stderr, "fdbqueue: one DSN at most; got %q\n", fs.Args())
 		return nil, 2
 	}
-	if _, ok := formatters[o.format]; !ok {
-		fmt.Fprintf(stderr, "fdbqueue: unknown format %q (formats: table, csv, json, jsonl)\n", o.format)
+	p, err := newPrinter(o.format, o.jsonInts)
+	if err != nil {
+		fmt.Fprintln(stderr, prefixed(err))
 		return nil, 2
 	}
+	o.printer = p
 	if o.file != "" && len(o.commands) > 0 {
 		fmt.Fprintln(stderr, "fdbqueue: give -f or -c, not both")
 		return nil, 2
@@ -127,11 +158,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o == nil {
 		return status
 	}
+	// A closed pipe on standard output is a write error, reported (with
+	// the rows a FOR POP removed, on standard error), not a silent death
+	// by SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
 	out := stdout
 	if o.output != "" {
 		f, err := os.OpenFile(o.output, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 		if err != nil {
-			fmt.Fprintln(stderr, "fdbqueue:", err)
+			fmt.Fprintln(stderr, prefixed(err))
 			return 1
 		}
 		defer f.Close()
@@ -139,18 +174,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	db, err := sql.Open("fdbqueue", o.dsn)
 	if err != nil {
-		fmt.Fprintln(stderr, "fdbqueue:", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		return 1
 	}
 	defer db.Close()
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "fdbqueue:", err)
+		fmt.Fprintln(stderr, prefixed(err))
 		return 1
 	}
 	defer conn.Close()
 
-	sh := &shell{ctx: ctx, conn: conn, out: out, msg: stderr, format: formatters[o.format], opts: o, echo: o.format == "table"}
+	sh := &shell{ctx: ctx, conn: conn, out: out, msg: stderr, format: o.printer, opts: o, echo: o.format == "table"}
 	if o.file == "" && len(o.commands) == 0 && isTerminal(stdin) {
 		sh.echo = false
 		sh.stdin = stdin
@@ -185,7 +220,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if o.file != "" && o.file != "-" {
 			f, err := os.Open(o.file)
 			if err != nil {
-				fmt.Fprintln(stderr, "fdbqueue:", err)
+				fmt.Fprintln(stderr, prefixed(err))
 				return 1
 			}
 			defer f.Close()
@@ -197,14 +232,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		text, err := io.ReadAll(r)
 		if err != nil {
-			fmt.Fprintln(stderr, "fdbqueue:", err)
+			fmt.Fprintln(stderr, prefixed(err))
 			return 1
 		}
-		sp := newSplitter()
+		sp := newScriptSplitter()
 		stmts = sp.feed(string(text))
 		last, err := sp.finish()
 		if err != nil {
-			fmt.Fprintf(stderr, "%s:%v\n", source, err)
+			fmt.Fprintf(stderr, "%s: %v\n", source, err)
 			return 1
 		}
 		if last != nil {

@@ -114,17 +114,21 @@ func TestBadInvocations(t *testing.T) {
 		{[]string{"-f", "a.sql", "-c", "SELECT 1"}, 2, "not both"},
 		{[]string{"memory:", "file:/x"}, 2, "one DSN at most"},
 		{[]string{"--nope"}, 2, "flag provided but not defined"},
-		{[]string{"-c", "SELECT 1", "bogus:"}, 1, "unknown engine"},
+		{[]string{"-c", "SELECT 1", "bogus:"}, 1, "fdbqueue: bad DSN: unknown engine"},
+		{[]string{"-c", "SELECT 1", "memory:?fault_conflict=x"}, 1, "fdbqueue: bad DSN: fault_conflict=x"},
+		{[]string{"--format", "csv", "--json-ints", "x", "-c", "SELECT 1"}, 2, "fdbqueue: unknown --json-ints"},
 		{[]string{"-f", "testdata/does-not-exist.sql"}, 1, "no such file"},
 		{[]string{"-c", "SELECT 'unterminated"}, 1, "unterminated ' quote"},
 	} {
 		_, errs, code := shellRun(t, "", tc.args...)
 		require.Equal(t, tc.code, code, "%v: %s", tc.args, errs)
 		require.Contains(t, errs, tc.want, "%v", tc.args)
+		require.NotContains(t, errs, "fdbqueue: fdbqueue:", "one prefix: %v", tc.args)
 	}
 	_, errs, code := shellRun(t, "", "--help")
 	require.Equal(t, 0, code)
-	for _, want := range []string{"usage: fdbqueue", "memory:NAME", "file:DIR", "fdb:", "-continue-on-error", "examples:"} {
+	for _, want := range []string{"usage: fdbqueue", "memory:NAME", "file:DIR", "fdb:", "-continue-on-error", "examples:",
+		"-json-ints MODE", `"NaN", "Infinity", "-Infinity"`, `\copy TABLE TO`, "up to a line \\."} {
 		require.Contains(t, errs, want)
 	}
 }
@@ -159,9 +163,14 @@ func TestScriptMetaCommands(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	require.Equal(t, "v\n1\n2\n", out, "the failed -1 script loaded nothing")
 
+	// A script read from standard input has no other standard input: FROM
+	// STDIN takes the lines after it, and FROM PSTDIN cannot be.
+	_, errs, code = shellRun(t, "CREATE TABLE q (v TEXT);\n\\copy q FROM PSTDIN\n")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "<stdin>:2: \\copy ... FROM PSTDIN: the script itself is standard input; name a file, or put the data after the \\copy line, ended by a line \\.")
 	_, errs, code = shellRun(t, "CREATE TABLE q (v TEXT);\n\\copy q FROM STDIN\n")
 	require.Equal(t, 1, code)
-	require.Contains(t, errs, "<stdin>:2: \\copy ... FROM STDIN: the script itself is standard input; name a file")
+	require.Contains(t, errs, "<stdin>:2: no data: the first line must be a header row naming the columns (in a script, \\copy ... FROM STDIN reads the lines after it")
 }
 
 // TestQuickstart runs the README's first command. Not parallel: like the

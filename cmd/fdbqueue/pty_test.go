@@ -263,3 +263,36 @@ func TestInteractiveCopyProgress(t *testing.T) {
 	term.send("\x04")
 	require.Equal(t, 0, term.wait())
 }
+
+// TestInteractiveCopyFromStdin: at the prompt, \copy ... FROM STDIN reads
+// the lines typed, up to \. (a \. inside a quoted field is data); Ctrl-C
+// there loads nothing. Quitting inside a transaction says it rolled back.
+func TestInteractiveCopyFromStdin(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	term := startTerminal(t, "FDBQUEUE_HISTORY="+filepath.Join(dir, "h"), "FDBQUEUE_DSN=memory:")
+	term.expect(prompt)
+	term.enter("CREATE TABLE q (n INT, s TEXT);")
+	term.send(`\copy q FROM STDIN` + "\r")
+	term.expect(`end with a line \. (or Ctrl-D).`)
+	for _, l := range []string{"n,s", "1,one", `2,"multi`, `\.`, `line"`} {
+		term.send(l + "\r")
+		term.expect(l + "\n")
+	}
+	require.Contains(t, term.enter(`\.`), "COPY 2")
+	require.Contains(t, term.enter("SELECT s FROM q LIMIT 1 FOR POP;"), "one")
+	require.Contains(t, term.enter("SELECT s FROM q;"), `multi\n\.\nline`)
+
+	term.send(`\copy q FROM STDIN` + "\r")
+	term.expect(">> ")
+	term.send("n,s\r")
+	term.expect("n,s\n")
+	term.send("\x03")
+	require.Contains(t, term.expect(prompt), `\copy cancelled: nothing was loaded`)
+
+	term.enter("BEGIN;")
+	term.enter("INSERT INTO q VALUES (3, 'uncommitted');")
+	term.send("\x04")
+	term.expect("the session ended inside a transaction (BEGIN without COMMIT); it was rolled back")
+	require.Equal(t, 0, term.wait())
+}

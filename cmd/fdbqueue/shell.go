@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/csv"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // shell runs statements on one connection and prints their results.
@@ -21,16 +17,21 @@ type shell struct {
 	conn   *sql.Conn
 	out    io.Writer // results
 	msg    io.Writer // messages and errors
-	format formatter
+	format printer
 	opts   *options
 	// echo prints each statement before its result (table format, for
 	// people reading a script's output).
 	echo bool
 	// timing prints each statement's duration (\timing).
 	timing bool
-	// stdin is what \copy ... FROM STDIN reads: nil when the script itself
-	// comes from standard input.
+	// stdin is what \copy ... FROM PSTDIN reads, and FROM STDIN outside
+	// scripts (which carry their data inline) and the prompt: nil when the
+	// script itself comes from standard input.
 	stdin io.Reader
+	// promptData, at the prompt, reads the lines of a \copy ... FROM STDIN.
+	promptData func() (string, error)
+	// source names the script running, for the lines of inline \copy data.
+	source string
 	// depth is how deep \i includes are nested.
 	depth int
 	// interrupts delivers Ctrl-C at the interactive prompt.
@@ -38,8 +39,14 @@ type shell struct {
 }
 
 // runAll runs a script's statements; it returns the exit status.
-func (sh *shell) runAll(source string, stmts []statement) int {
-	status := 0
+func (sh *shell) runAll(source string, stmts []statement) (status int) {
+	sh.source = source
+	defer func() {
+		if sh.rollBackOpen() {
+			fmt.Fprintf(sh.msg, "fdbqueue: %s: the script ended inside a transaction (BEGIN without COMMIT); it was rolled back\n", source)
+			status = 1
+		}
+	}()
 	if sh.opts.single {
 		if _, err := sh.conn.ExecContext(sh.ctx, "BEGIN"); err != nil {
 			fmt.Fprintf(sh.msg, "%s: %v\n", source, err)
@@ -76,10 +83,17 @@ func (sh *shell) runAll(source string, stmts []statement) int {
 	return status
 }
 
+// rollBackOpen rolls back a transaction a BEGIN left open on the
+// connection, and reports whether there was one.
+func (sh *shell) rollBackOpen() bool {
+	_, err := sh.conn.ExecContext(context.Background(), "ROLLBACK")
+	return err == nil
+}
+
 // runOne runs a statement or a meta-command; it reports whether to quit.
 func (sh *shell) runOne(st statement) (bool, error) {
 	if st.meta {
-		return sh.meta(st.text)
+		return sh.runMeta(st)
 	}
 	start := time.Now()
 	err := sh.exec(st.text)
@@ -146,165 +160,24 @@ func (sh *shell) exec(text string) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	return sh.format(sh.out, cols, data)
+	return sh.show(cols, data, popRE.MatchString(text))
 }
 
-// formatter prints a result set.
-type formatter func(w io.Writer, cols []string, rows [][]any) error
+// popRE finds FOR POP in a statement.
+var popRE = regexp.MustCompile(`(?i)\bFOR\s+POP\b`)
 
-var formatters = map[string]formatter{
-	"table": formatTable,
-	"csv":   formatCSV,
-	"json":  formatJSON,
-	"jsonl": formatJSONL,
-}
-
-// text renders a value for table and CSV output: NULL (table) or empty
-// (CSV) for nil, blobs as text when valid UTF-8 and as \x-hex otherwise,
-// times in RFC 3339.
-func text(v any, null string) string {
-	switch x := v.(type) {
-	case nil:
-		return null
-	case []byte:
-		if utf8.Valid(x) {
-			return string(x)
+// show prints a result set. It is rendered whole before it is written, so
+// that a failed write (a full disk, a closed pipe) is the only way printing
+// can fail; then the rows a FOR POP removed go to the messages instead, not
+// lost unseen.
+func (sh *shell) show(cols []string, rows [][]any, popped bool) error {
+	b := sh.format.render(cols, rows)
+	if _, err := sh.out.Write(b); err != nil {
+		if popped && len(rows) > 0 {
+			fmt.Fprintf(sh.msg, "fdbqueue: the result could not be written (%v); the rows FOR POP removed are:\n", err)
+			_, _ = sh.msg.Write(b)
 		}
-		return `\x` + hex.EncodeToString(x)
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	}
-	return fmt.Sprint(v)
-}
-
-func formatTable(w io.Writer, cols []string, rows [][]any) error {
-	widths := make([]int, len(cols))
-	cells := make([][]string, len(rows))
-	for i, c := range cols {
-		widths[i] = utf8.RuneCountInString(c)
-	}
-	for r, row := range rows {
-		cells[r] = make([]string, len(row))
-		for i, v := range row {
-			s := strings.ReplaceAll(text(v, "NULL"), "\n", `\n`)
-			cells[r][i] = s
-			widths[i] = max(widths[i], utf8.RuneCountInString(s))
-		}
-	}
-	var b strings.Builder
-	line := func(vals []string) {
-		for i, v := range vals {
-			if i > 0 {
-				b.WriteString(" | ")
-			}
-			b.WriteString(v)
-			if i < len(vals)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(v)))
-			}
-		}
-		b.WriteString("\n")
-	}
-	line(cols)
-	sep := make([]string, len(cols))
-	for i := range sep {
-		sep[i] = strings.Repeat("-", widths[i])
-	}
-	b.WriteString(strings.Join(sep, "-+-") + "\n")
-	for _, r := range cells {
-		line(r)
-	}
-	if len(rows) == 1 {
-		b.WriteString("(1 row)\n")
-	} else {
-		fmt.Fprintf(&b, "(%d rows)\n", len(rows))
-	}
-	_, err := io.WriteString(w, b.String()+"\n")
-	return err
-}
-
-func formatCSV(w io.Writer, cols []string, rows [][]any) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write(cols); err != nil {
-		return err
-	}
-	for _, row := range rows {
-		rec := make([]string, len(row))
-		for i, v := range row {
-			rec[i] = text(v, "")
-		}
-		if err := cw.Write(rec); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-// jsonValue renders a value for JSON: blobs as text when valid UTF-8,
-// else as {"hex": "..."}.
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		if utf8.Valid(x) {
-			return string(x)
-		}
-		return map[string]string{"hex": hex.EncodeToString(x)}
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	}
-	return v
-}
-
-// object is a row as a JSON object, keys in column order.
-type object struct {
-	cols []string
-	vals []any
-}
-
-func (o object) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, c := range o.cols {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(c)
-		v, err := json.Marshal(jsonValue(o.vals[i]))
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
-}
-
-func formatJSON(w io.Writer, cols []string, rows [][]any) error {
-	objs := make([]object, len(rows))
-	for i, r := range rows {
-		objs[i] = object{cols, r}
-	}
-	b, err := json.MarshalIndent(objs, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
-}
-
-func formatJSONL(w io.Writer, cols []string, rows [][]any) error {
-	for _, r := range rows {
-		b, err := json.Marshal(object{cols, r})
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
-			return err
-		}
+		return fmt.Errorf("writing the result: %w", err)
 	}
 	return nil
 }
