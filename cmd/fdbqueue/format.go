@@ -236,6 +236,22 @@ func (p printer) renderJSON(cols []string, rows [][]any, array bool) []byte {
 	for i, c := range cols {
 		keys[i] = appendJSONString(nil, c)
 	}
+	// A column has one JSON type in a result: under auto, a column with
+	// any integer beyond +-2^53 prints all of its integers as strings.
+	colp := make([]printer, len(cols))
+	for i := range colp {
+		colp[i] = p
+		if p.jsonInts != "auto" {
+			continue
+		}
+		colp[i].jsonInts = "number"
+		for _, row := range rows {
+			if x, ok := row[i].(int64); ok && (x < -maxExactInt || x > maxExactInt) {
+				colp[i].jsonInts = "string"
+				break
+			}
+		}
+	}
 	var b []byte
 	if array {
 		if len(rows) == 0 {
@@ -261,7 +277,7 @@ func (p printer) renderJSON(cols []string, rows [][]any, array bool) []byte {
 			if array {
 				b = append(b, ' ')
 			}
-			b = p.appendJSONValue(b, v)
+			b = colp[i].appendJSONValue(b, v)
 		}
 		switch {
 		case array && len(row) > 0:

@@ -47,8 +47,9 @@ How values print:
   BLOB       \x and hex digits (\x00ff41), in csv and json; the table shows
              printable text as text
   TIMESTAMP  RFC 3339 in UTC
-  INT        exact digits; in json, integers beyond +-2^53 (ids, mostly), which
-             JavaScript and jq would round, are strings (--json-ints)
+  INT        exact digits; in json, a column holding an integer beyond +-2^53
+             (ids, mostly), which JavaScript and jq would round, prints as
+             strings (--json-ints)
 CSV output, and \copy TO (a header row, then every row; it removes nothing),
 is what \copy FROM loads back unchanged: into a BLOB column, \copy FROM reads
 a field starting with \x as hex, and other text as its bytes.
@@ -112,7 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	fs.StringVar(&o.file, "f", "", "run the script `FILE` (- for standard input)")
 	fs.Var(&o.commands, "c", "run the statements `SQL` (repeatable)")
 	fs.StringVar(&o.format, "format", "table", "output format: table, csv, json or jsonl")
-	fs.StringVar(&o.jsonInts, "json-ints", "auto", "how json and jsonl print integers: `MODE` auto (strings beyond +-2^53, numbers within), string (all strings) or number (all numbers)")
+	fs.StringVar(&o.jsonInts, "json-ints", "auto", "how json and jsonl print integers: `MODE` auto (strings for a column holding an integer beyond +-2^53, else numbers), string (all strings) or number (all numbers)")
 	fs.StringVar(&o.output, "o", "", "write results to `FILE` instead of standard output")
 	fs.BoolVar(&o.continueOnError, "continue-on-error", false, "report a failed statement and go on (the exit status is still 1)")
 	fs.BoolVar(&o.single, "1", false, "run everything in one transaction: all of it, or none")
