@@ -225,7 +225,7 @@ func parse(sql string) (*Parsed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v; %s", ErrSyntax, err, Supported)
 	}
-	c := converter{pp: &pp}
+	c := converter{pp: &pp, lead: leadingWords(toks)}
 	st, err := c.statement(tree)
 	if err != nil {
 		return nil, err
@@ -273,9 +273,66 @@ func countStatements(toks []token) int {
 
 // converter turns sqlparser's tree into ours.
 type converter struct {
-	pp    *prepass
+	pp *prepass
+	// lead is the statement's leading keywords ("CREATE INDEX"): sqlparser's
+	// tree does not keep them (it reads CREATE INDEX as an ALTER, DROP VIEW
+	// as a DROP of a table, EXPLAIN as OTHERREAD).
+	lead  string
 	names []string
 	seen  map[string]bool
+}
+
+// leadingWords returns the keywords a statement starts with, upper case: up
+// to four of them, or one for EXPLAIN and DESCRIBE.
+func leadingWords(toks []token) string {
+	var words []string
+	for _, t := range toks {
+		if t.typ == sqlparser.COMMENT {
+			continue
+		}
+		if sqlparser.KeywordString(t.typ) == "" || len(words) == 4 {
+			break
+		}
+		words = append(words, strings.ToUpper(t.val))
+		if w := words[0]; w == "EXPLAIN" || w == "DESCRIBE" || w == "DESC" {
+			break
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// statementHints says what to use instead of statements outside the
+// dialect, by their leading keywords.
+var statementHints = []struct{ lead, hint string }{
+	{"CREATE INDEX", "the fit index is declared in CREATE TABLE: INDEX name (resource columns)"},
+	{"CREATE UNIQUE", "uniqueness is not enforced; the fit index is declared in CREATE TABLE: INDEX name (resource columns)"},
+	{"CREATE", "the only CREATE is CREATE TABLE"},
+	{"DROP INDEX", "a table's index is fixed when it is created: create a new table and copy the rows"},
+	{"DROP", "the only DROP is DROP TABLE"},
+	{"ALTER", "a table's columns and index are fixed when it is created: create a new table and copy the rows"},
+	{"RENAME", "create a table with the new name and copy the rows"},
+	{"TRUNCATE", "DELETE FROM t removes every row, in one small transaction"},
+	{"EXPLAIN", "queries take the access path the dialect documents: WHERE id = v reads one row, <= on INDEX columns uses the fit index, anything else scans"},
+	{"DESCRIBE", "driver.Tables lists tables and columns; in the shell, \\dt and \\d TABLE"},
+	{"DESC", "driver.Tables lists tables and columns; in the shell, \\dt and \\d TABLE"},
+	{"SHOW", "driver.Tables lists tables and columns; in the shell, \\dt and \\d TABLE"},
+	{"SET", "there are no session variables; transactions are serializable"},
+	{"USE", "a DSN names one database"},
+}
+
+// unsupportedStatement is the error for a statement outside the dialect,
+// named by its leading keywords.
+func (c *converter) unsupportedStatement() error {
+	lead := c.lead
+	if lead == "" {
+		lead = "this statement"
+	}
+	for _, h := range statementHints {
+		if lead == h.lead || strings.HasPrefix(lead, h.lead+" ") {
+			return unsupported("%s (%s)", lead, h.hint)
+		}
+	}
+	return unsupported("%s", lead)
 }
 
 func unsupported(format string, args ...any) error {
@@ -302,12 +359,10 @@ func (c *converter) statement(tree sqlparser.Statement) (Statement, error) {
 		return &Rollback{}, nil
 	case *sqlparser.Union, *sqlparser.ParenSelect:
 		return nil, unsupported("UNION and nested SELECT")
-	case *sqlparser.Set:
-		return nil, unsupported("SET")
-	case *sqlparser.Show, *sqlparser.OtherRead, *sqlparser.OtherAdmin, *sqlparser.DBDDL, *sqlparser.Use, *sqlparser.Stream:
-		return nil, unsupported("%s", strings.ToUpper(strings.Fields(sqlparser.String(tree) + " statement")[0]))
 	}
-	return nil, unsupported("this statement")
+	// Set, Show, OtherRead (EXPLAIN, DESCRIBE), OtherAdmin (REPAIR,
+	// OPTIMIZE), DBDDL (CREATE DATABASE), Use, Stream.
+	return nil, c.unsupportedStatement()
 }
 
 func tableName(t sqlparser.TableName) (string, error) {
@@ -321,17 +376,19 @@ func tableName(t sqlparser.TableName) (string, error) {
 }
 
 func (c *converter) ddl(d *sqlparser.DDL) (Statement, error) {
-	switch d.Action {
-	case sqlparser.CreateStr:
+	// sqlparser reads CREATE VIEW as a create and DROP VIEW as a drop of
+	// the view's name: only the leading keywords tell them from a table's.
+	switch {
+	case d.Action == sqlparser.CreateStr && strings.HasPrefix(c.lead, "CREATE TABLE"):
 		return c.createTable(d)
-	case sqlparser.DropStr:
+	case d.Action == sqlparser.DropStr && strings.HasPrefix(c.lead, "DROP TABLE"):
 		name, err := tableName(d.Table)
 		if err != nil {
 			return nil, err
 		}
 		return &DropTable{Name: name, IfExists: d.IfExists}, nil
 	}
-	return nil, unsupported("%s TABLE", strings.ToUpper(d.Action))
+	return nil, c.unsupportedStatement()
 }
 
 func (c *converter) createTable(d *sqlparser.DDL) (Statement, error) {
@@ -806,6 +863,10 @@ func (c *converter) value(v *sqlparser.SQLVal) (Value, error) {
 		}
 		return Value{Kind: ValueInt, Int: int64(n)}, nil
 	case sqlparser.ValArg:
+		if !strings.HasPrefix(s, ":") {
+			// sqlparser spells CURRENT_TIMESTAMP (and DEFAULT NULL) this way.
+			return Value{}, unsupported("%s (values are literals or placeholders)", strings.ToUpper(s))
+		}
 		name := strings.TrimPrefix(s, ":")
 		if c.pp.positional > 0 {
 			n, err := strconv.Atoi(strings.TrimPrefix(name, "v"))

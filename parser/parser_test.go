@@ -191,6 +191,25 @@ var rejected = []struct {
 	{"CREATE TABLE t (a INT, UNIQUE INDEX k (a))", "UNIQUE INDEX"},
 	{"CREATE TABLE t (a INT) DEFAULT CHARSET=utf8mb4", "table options"},
 
+	// Statements outside the dialect are named by what they are, with
+	// what to use instead.
+	{"CREATE INDEX i ON t (a)", "CREATE INDEX (the fit index is declared in CREATE TABLE"},
+	{"CREATE UNIQUE INDEX i ON t (a)", "CREATE UNIQUE INDEX (uniqueness is not enforced"},
+	{"DROP INDEX i ON t", "DROP INDEX"},
+	{"CREATE VIEW v AS SELECT * FROM t", "CREATE VIEW (the only CREATE is CREATE TABLE)"},
+	{"DROP VIEW t", "DROP VIEW (the only DROP is DROP TABLE)"},
+	{"CREATE DATABASE d", "CREATE DATABASE"},
+	{"DROP DATABASE d", "DROP DATABASE"},
+	{"RENAME TABLE t TO u", "RENAME TABLE"},
+	{"TRUNCATE TABLE t", "TRUNCATE TABLE (DELETE FROM t removes every row"},
+	{"EXPLAIN SELECT * FROM t", "EXPLAIN (queries take"},
+	{"DESCRIBE t", "DESCRIBE (driver.Tables lists"},
+	{"SHOW TABLES", "SHOW TABLES (driver.Tables"},
+	{"ANALYZE TABLE t", "ANALYZE TABLE"},
+	{"OPTIMIZE TABLE t", "OPTIMIZE TABLE"},
+	{"REPAIR TABLE t", "REPAIR TABLE"},
+	{"USE d", "USE (a DSN names one database)"},
+	{"INSERT INTO t VALUES (CURRENT_TIMESTAMP)", "current_timestamp() (values are literals or placeholders)"},
 }
 
 func TestRejected(t *testing.T) {
