@@ -3,8 +3,10 @@ package parser
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/xwb1989/sqlparser"
@@ -83,6 +85,11 @@ func tokenize(sql string) ([]token, error) {
 		}
 		if typ == sqlparser.LEX_ERROR {
 			return nil, fmt.Errorf("%w: syntax error at position %d: unterminated or invalid token near %q; %s", ErrSyntax, tz.Position, val, Supported)
+		}
+		if typ == sqlparser.ID && !utf8.Valid(val) {
+			// Names are stored as text: one that is not UTF-8 could not be
+			// read back.
+			return nil, fmt.Errorf("%w: name %q is not valid UTF-8", ErrSyntax, val)
 		}
 		start, end := max(before-1, 0), max(tz.Position-1, 0)
 		if end > len(sql) {
@@ -223,7 +230,7 @@ func parse(sql string) (*Parsed, error) {
 	}
 	tree, err := sqlparser.ParseStrictDDL(text)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v; %s", ErrSyntax, err, Supported)
+		return nil, syntaxError(text, err)
 	}
 	c := converter{pp: &pp, lead: leadingWords(toks)}
 	st, err := c.statement(tree)
@@ -247,6 +254,49 @@ func parse(sql string) (*Parsed, error) {
 		p.Names = c.names
 	}
 	return p, nil
+}
+
+// syntaxPosition finds the position in sqlparser's syntax errors: "syntax
+// error at position 25 near 'status'".
+var syntaxPosition = regexp.MustCompile(`at position (\d+)`)
+
+// syntaxError explains a syntax error of sqlparser's. The lexer is MySQL's,
+// so a name that is a keyword there (status, key, order, timestamp) is a
+// syntax error: when the error is at such a word, say so, and how to quote it.
+func syntaxError(text string, err error) error {
+	m := syntaxPosition.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf("%w: %v; %s", ErrSyntax, err, Supported)
+	}
+	pos, _ := strconv.Atoi(m[1])
+	toks, _ := tokenize(text)
+	first := true
+	for _, t := range toks {
+		if t.typ == sqlparser.COMMENT {
+			continue
+		}
+		// The parser fails at the token it has just read: the one ending
+		// where the tokenizer stopped. The first word starts a statement
+		// (LOCK, say) rather than naming something.
+		word := strings.TrimSpace(text[t.start:t.end])
+		if t.end == pos-1 && sqlparser.KeywordString(t.typ) != "" && isWord(word) {
+			if first {
+				return fmt.Errorf("%w: statement %s (%v); %s", ErrUnsupported, strings.ToUpper(word), err, Supported)
+			}
+			return fmt.Errorf("%w: %q is a reserved word; to use it as a name, quote it as `%s` (%v); %s", ErrSyntax, word, word, err, Supported)
+		}
+		first = false
+	}
+	return fmt.Errorf("%w: %v; %s", ErrSyntax, err, Supported)
+}
+
+func isWord(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // countStatements counts the statements in the token stream: text after a

@@ -209,7 +209,18 @@ var rejected = []struct {
 	{"OPTIMIZE TABLE t", "OPTIMIZE TABLE"},
 	{"REPAIR TABLE t", "REPAIR TABLE"},
 	{"USE d", "USE (a DSN names one database)"},
+	{"LOCK TABLES t READ", "statement LOCK"},
 	{"INSERT INTO t VALUES (CURRENT_TIMESTAMP)", "current_timestamp() (values are literals or placeholders)"},
+
+	// MySQL's reserved words are names only when quoted.
+	{"CREATE TABLE t (status INT)", "\"status\" is a reserved word; to use it as a name, quote it as `status`"},
+	{"SELECT key FROM t", "\"key\" is a reserved word; to use it as a name, quote it as `key`"},
+	{"CREATE TABLE t (v INT, order INT)", "\"order\" is a reserved word"},
+	{"CREATE TABLE t (timestamp INT)", "\"timestamp\" is a reserved word"},
+
+	// Names are stored as text, and must be UTF-8.
+	{"CREATE TABLE `t\xff` (a INT)", "name \"t\\xff\" is not valid UTF-8"},
+	{"CREATE TABLE t (`a\xff` INT)", "is not valid UTF-8"},
 }
 
 func TestRejected(t *testing.T) {
