@@ -502,6 +502,11 @@ func (c cond) match(r row) bool {
 	if v == nil || c.val == nil {
 		return false
 	}
+	if x, ok := v.(float64); ok && (math.IsNaN(x) || math.IsNaN(c.val.(float64))) {
+		// IEEE 754: NaN is unordered; only != holds. DOUBLE columns refuse
+		// NaN (see convert), but a row written before they did may hold one.
+		return c.op == parser.OpNe
+	}
 	n := compare(v, c.val)
 	switch c.op {
 	case parser.OpEq:

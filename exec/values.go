@@ -111,18 +111,28 @@ func convert(col *Column, v any) (any, error) {
 			return n, nil
 		}
 	case parser.TypeFloat:
+		var f float64
 		switch x := v.(type) {
 		case float64:
-			return x, nil
+			f = x
 		case int64:
-			return float64(x), nil
+			f = float64(x)
 		case string:
-			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-			if err != nil {
+			var err error
+			if f, err = strconv.ParseFloat(strings.TrimSpace(x), 64); err != nil {
 				return nil, bad("")
 			}
-			return f, nil
+		default:
+			return nil, bad("")
 		}
+		if math.IsNaN(f) {
+			// NaN equals nothing, itself included, so no WHERE could find
+			// the row again; and engines disagree on its order (MySQL
+			// refuses it, PostgreSQL puts it above every number, SQLite
+			// stores NULL). ±Inf are ordered numbers and are kept.
+			return nil, bad(" (NaN is not stored: it equals nothing; use NULL for a missing value)")
+		}
+		return f, nil
 	case parser.TypeText:
 		var s string
 		switch x := v.(type) {
@@ -269,6 +279,8 @@ func compare(a, b any) int {
 	return 0
 }
 
+// cmpOrdered orders two numbers. It is not for NaN, which has no order:
+// see cond.match.
 func cmpOrdered[T int64 | float64](a, b T) int {
 	switch {
 	case a < b:
