@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
 )
 
 // Values that a table could store but never find again, or never read
@@ -16,6 +18,7 @@ func TestBadInputIntegrity(t *testing.T) {
 	for _, q := range []string{
 		createTasks,
 		"CREATE TABLE fl (v TEXT, f DOUBLE)",
+		"CREATE TABLE u (v TEXT, b BLOB)",
 	} {
 		_, err := db.Exec(q)
 		require.NoError(t, err)
@@ -39,13 +42,46 @@ func TestBadInputIntegrity(t *testing.T) {
 		{"INSERT INTO tasks VALUES (1, ?, 1, 'x')", []any{math.NaN()}, "column cpu is INT; got float NaN (not an integer)"},
 		{"SELECT id FROM tasks WHERE cpu <= ? AND mem <= 1 LIMIT 1 FOR POP", []any{math.NaN()}, "WHERE cpu <="},
 		{"UPDATE tasks SET priority = ? WHERE id = 1", []any{math.NaN()}, "not an integer"},
+
+		// TEXT is UTF-8: other bytes could be stored but not read back.
+		{"INSERT INTO u (v) VALUES (?)", []any{"a\xffb"}, `column v is TEXT; got string "a\xffb" (not valid UTF-8; bytes go in a BLOB column)`},
+		{"INSERT INTO u (v) VALUES ('a\xffb')", nil, "not valid UTF-8; bytes go in a BLOB column"},
+		{"INSERT INTO u (v) VALUES ('ok'), (?)", []any{"\xc3"}, "row 2: column v is TEXT"},
+		{"INSERT INTO u (v) VALUES (?)", []any{[]byte{0xff}}, "not valid UTF-8"},
+		{"SELECT * FROM u WHERE v = ?", []any{"\xff"}, "WHERE v =: fdbqueue: invalid value: column v is TEXT"},
+		{"DELETE FROM u WHERE v = '\xfe'", nil, "not valid UTF-8"},
+		{"CREATE TABLE d (v TEXT DEFAULT '\xff')", nil, "DEFAULT of column v"},
+		{"CREATE TABLE d (`\xff` TEXT)", nil, "is not valid UTF-8"},
+		{"CREATE TABLE `\xff` (v TEXT)", nil, "is not valid UTF-8"},
 	}
 	for _, tc := range cases {
 		_, err := db.Exec(tc.sql, tc.args...)
 		require.ErrorContains(t, err, tc.want, tc.sql)
 		require.Equal(t, int64(3), count(t, db, "fl"), "nothing written by %q", tc.sql)
 		require.Zero(t, count(t, db, "tasks"), "nothing written by %q", tc.sql)
+		require.Zero(t, count(t, db, "u"), "nothing written by %q", tc.sql)
 	}
+
+	// The same bytes go in a BLOB, and every row of the table reads back.
+	_, err = db.Exec("INSERT INTO u VALUES ('text', ?), ('lit', '\xff\xfe')", []byte("a\xffb"))
+	require.NoError(t, err)
+	rows, err := db.Query("SELECT v, b FROM u")
+	require.NoError(t, err)
+	var got [][]any
+	for rows.Next() {
+		var v string
+		var b []byte
+		require.NoError(t, rows.Scan(&v, &b))
+		got = append(got, []any{v, b})
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, [][]any{{"text", []byte("a\xffb")}, {"lit", []byte{0xff, 0xfe}}}, got)
+	conn, err := db.Conn(bg)
+	require.NoError(t, err)
+	defer conn.Close()
+	tables, err := fdbqueue.Tables(bg, conn)
+	require.NoError(t, err, "the catalog reads back")
+	require.Len(t, tables, 3)
 }
 
 // Comparisons with a DOUBLE follow IEEE 754 for every operator: with NaN

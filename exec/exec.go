@@ -74,6 +74,10 @@ type prepared struct {
 	// token names the statement's pops across retries (0: no receipts):
 	// see queues.Receipt.
 	token int64
+	// idsOnly is set for a statement that needs no column values, only
+	// ids: a DELETE whose WHERE names no column but id, a SELECT id. Its
+	// rows are not decoded (see decodeRow).
+	idsOnly bool
 }
 
 func (e *Executor) prepare(p *parser.Parsed, args Args) (*prepared, error) {
@@ -378,19 +382,41 @@ type row struct {
 	vals []any // declared columns
 }
 
+// decodeRow decodes a stored row. A row that does not decode (not written
+// by insert: by an older version, or another program) is an
+// ErrUnreadableRow naming it and how to remove it; statements that need no
+// column values (a DELETE by id, say) do not decode rows, so they still
+// work on it.
 func (e *Executor) decodeRow(t *Table, it queues.Item) (row, error) {
+	unreadable := func(why string) error {
+		return fmt.Errorf("%w: row %d of %s %s (DELETE FROM %s WHERE id = %d removes it)", ErrUnreadableRow, it.ID, t.Name, why, t.Name, it.ID)
+	}
 	tup, err := tuple.Unpack(it.Value)
-	if err != nil || len(tup) != len(t.Columns) {
-		return row{}, fmt.Errorf("%w: row %d of %s is unreadable", ErrCatalog, it.ID, t.Name)
+	if err != nil {
+		return row{}, unreadable(fmt.Sprintf("is not a packed tuple: %v", err))
+	}
+	if len(tup) != len(t.Columns) {
+		return row{}, unreadable(fmt.Sprintf("has %d values for %d columns", len(tup), len(t.Columns)))
 	}
 	vals := make([]any, len(tup))
 	for i, el := range tup {
-		vals[i] = decodeValue(t.Columns[i].Type, el)
+		if vals[i], err = decodeValue(t.Columns[i].Type, el); err != nil {
+			return row{}, unreadable(fmt.Sprintf("column %s %v", t.Columns[i].Name, err))
+		}
 	}
 	if t.Priority >= 0 {
 		vals[t.Priority] = it.Priority // UPDATE moves the item without rewriting the row
 	}
 	return row{item: it, vals: vals}, nil
+}
+
+// decoder returns how the statement decodes rows: not at all when it needs
+// ids only.
+func (e *Executor) decoder(pr *prepared) func(*Table, queues.Item) (row, error) {
+	if pr != nil && pr.idsOnly {
+		return func(_ *Table, it queues.Item) (row, error) { return row{item: it}, nil }
+	}
+	return e.decodeRow
 }
 
 func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*Result, error) {
@@ -614,6 +640,22 @@ func fitLimits(t *Table, conds []cond) ([]int64, bool) {
 	return limits, true
 }
 
+// idsOnly reports whether a statement projecting proj (column indexes, -1
+// for id) with conds reads no column values.
+func idsOnly(proj []int, conds []cond) bool {
+	for _, i := range proj {
+		if i >= 0 {
+			return false
+		}
+	}
+	for _, c := range conds {
+		if c.col >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // idLookup returns the id of an id = v condition.
 func idLookup(conds []cond) (int64, bool) {
 	for _, c := range conds {
@@ -639,7 +681,7 @@ func (e *Executor) find(tr kv.Transaction, t *Table, conds []cond, order queues.
 		// An earlier attempt of this statement committed its pops.
 		out := make([]row, len(items))
 		for i, it := range items {
-			if out[i], err = e.decodeRow(t, it); err != nil {
+			if out[i], err = e.decoder(pr)(t, it); err != nil {
 				return nil, err
 			}
 		}
@@ -662,6 +704,7 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 	if pr != nil {
 		spread = pr.spread
 	}
+	decodeRow := e.decoder(pr)
 	var out []row
 	if n == 0 {
 		return nil, nil
@@ -671,7 +714,7 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 		if err != nil || !found {
 			return nil, err
 		}
-		r, err := e.decodeRow(t, it)
+		r, err := decodeRow(t, it)
 		if err != nil {
 			return nil, err
 		}
@@ -712,7 +755,7 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 			return nil, err
 		}
 		for _, it := range items {
-			r, err := e.decodeRow(t, it)
+			r, err := decodeRow(t, it)
 			if err != nil {
 				return nil, err
 			}
@@ -729,7 +772,7 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 			if !found {
 				break
 			}
-			r, err := e.decodeRow(t, it)
+			r, err := decodeRow(t, it)
 			if err != nil {
 				return nil, err
 			}
@@ -738,7 +781,7 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 		return out, nil
 	}
 	err := t.Queue.Scan(tr, order, func(it queues.Item) (bool, error) {
-		r, err := e.decodeRow(t, it)
+		r, err := decodeRow(t, it)
 		if err != nil {
 			return false, err
 		}
@@ -823,6 +866,7 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 	if err != nil {
 		return nil, err
 	}
+	pr.idsOnly = idsOnly(proj, conds)
 	rows, err := e.find(tr, t, conds, order, n, st.ForPop, pr)
 	if err != nil {
 		return nil, err
@@ -870,6 +914,7 @@ func (e *Executor) deleteRows(tr kv.Transaction, st *parser.Delete, pr *prepared
 			return &Result{RowsAffected: count}, err
 		}
 	}
+	pr.idsOnly = idsOnly(nil, conds)
 	var count int64
 	if len(conds) == 0 && n < 0 {
 		if count, err = t.Queue.Count(tr); err != nil {

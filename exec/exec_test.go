@@ -92,3 +92,50 @@ func TestStoredNaNComparesAsIEEE(t *testing.T) {
 	res := mustRun(t, e, "DELETE FROM fl WHERE f = 0")
 	require.Equal(t, int64(1), res.RowsAffected, "the NaN row is not = 0")
 }
+
+// A stored row that does not decode as its table's columns (written by an
+// older version, or another program) fails the statements that read its
+// values with an error naming it and how to remove it, never a panic; the
+// statements that need no values (COUNT(*), DELETE by id, DELETE ... LIMIT)
+// still work, so the rows can be removed and the table read again.
+func TestUnreadableRows(t *testing.T) {
+	t.Parallel()
+	e := newExec(t, []byte("r"))
+	mustRun(t, e, "CREATE TABLE u (v TEXT, f DOUBLE)")
+	mustRun(t, e, "INSERT INTO u VALUES ('good', 1)")
+	bad := map[int64]string{
+		pushRaw(t, e, "u", tuple.Tuple{"a\xffb", 2.0}.Pack()):       "is not a packed tuple: fdbqueue: invalid packed tuple: string is not valid UTF-8",
+		pushRaw(t, e, "u", tuple.Tuple{"x"}.Pack()):                 "has 1 values for 2 columns",
+		pushRaw(t, e, "u", tuple.Tuple{"x", "not a double"}.Pack()): "column f holds string not a double, not DOUBLE",
+		pushRaw(t, e, "u", []byte{0x99}):                            "is not a packed tuple",
+	}
+	count := func() int64 { return mustRun(t, e, "SELECT COUNT(*) FROM u").Rows[0][0].(int64) }
+	require.Equal(t, int64(5), count())
+	for id, why := range bad {
+		_, err := run(t, e, "SELECT * FROM u WHERE id = ?", id)
+		require.ErrorIs(t, err, exec.ErrUnreadableRow)
+		require.NotErrorIs(t, err, exec.ErrCatalog)
+		require.ErrorContains(t, err, why)
+		require.ErrorContains(t, err, "DELETE FROM u WHERE id = ")
+	}
+	for _, q := range []string{"SELECT * FROM u", "SELECT v FROM u WHERE f > 0", "SELECT v FROM u LIMIT 5 FOR POP"} {
+		_, err := run(t, e, q)
+		require.ErrorIs(t, err, exec.ErrUnreadableRow, q)
+	}
+	require.Equal(t, int64(5), count(), "a failed pop removes nothing")
+
+	// Remove them: one by id, the rest from the head of the queue.
+	var first int64
+	for id := range bad {
+		first = id
+		break
+	}
+	res := mustRun(t, e, "DELETE FROM u WHERE id = ?", first)
+	require.Equal(t, int64(1), res.RowsAffected)
+	mustRun(t, e, "INSERT INTO u VALUES ('last', 3)")
+	require.Len(t, mustRun(t, e, "SELECT id FROM u").Rows, 5, "ids are listed without decoding rows")
+	res = mustRun(t, e, "DELETE FROM u LIMIT 4")
+	require.Equal(t, int64(4), res.RowsAffected, "the good row and the 3 unreadable ones, in queue order")
+	res = mustRun(t, e, "SELECT v, f FROM u")
+	require.Equal(t, [][]any{{"last", 3.0}}, res.Rows)
+}
