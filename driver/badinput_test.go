@@ -2,11 +2,13 @@ package driver_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
+	"github.com/fdbqueue/fdbqueue/kv"
 )
 
 // Values that a table could store but never find again, or never read
@@ -120,4 +122,48 @@ func TestDoubleComparisons(t *testing.T) {
 	n, err := res.RowsAffected()
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n, "DELETE WHERE f = 0 removes the zero only")
+}
+
+// A table holding more than a transaction may write (10 MB) is still
+// emptied by one DELETE FROM t, in autocommit or in a transaction: it clears
+// the table's key range. A statement that is too large says what to do.
+func TestDeleteAllOfALargeTable(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Exec("CREATE TABLE big (v TEXT)")
+	require.NoError(t, err)
+	row := strings.Repeat("x", 90_000)
+	const n = 120 // 10.8 MB
+	fill := func() {
+		for range n {
+			_, err := db.Exec("INSERT INTO big VALUES (?)", row)
+			require.NoError(t, err)
+		}
+	}
+	args := make([]any, n)
+	for i := range args {
+		args[i] = row
+	}
+	_, err = db.Exec("INSERT INTO big VALUES (?)"+strings.Repeat(", (?)", n-1), args...)
+	require.ErrorIs(t, err, kv.ErrTransactionTooLarge)
+	require.ErrorContains(t, err, "insert fewer rows per statement")
+	require.Zero(t, count(t, db, "big"))
+
+	fill()
+	res, err := db.Exec("DELETE FROM big")
+	require.NoError(t, err)
+	deleted, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.Equal(t, int64(n), deleted)
+
+	fill()
+	tx, err := db.Begin()
+	require.NoError(t, err)
+	res, err = tx.Exec("DELETE FROM big")
+	require.NoError(t, err)
+	deleted, err = res.RowsAffected()
+	require.NoError(t, err)
+	require.Equal(t, int64(n), deleted)
+	require.NoError(t, tx.Commit())
+	require.Zero(t, count(t, db, "big"))
 }

@@ -168,7 +168,35 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 			hint.CompareAndSwap(h, h-1)
 		}
 	}
-	return res, err
+	return res, tooLarge(p.Stmt, err)
+}
+
+// tooLarge adds to a transaction_too_large error (2101) of an autocommit
+// statement what to do instead.
+//
+// A DELETE with WHERE or LIMIT removes its rows one by one, in one
+// transaction, which FoundationDB bounds at 10 MB of writes and conflict
+// ranges (tens of thousands of rows) and 5 seconds. It is not split into several
+// transactions behind the user's back: the DELETE would no longer be
+// atomic (a failure half-way would leave half of it applied, and rows
+// inserted meanwhile would be deleted or not by chance), and its count
+// could no longer be reported exactly once. The user's loop of
+// DELETE ... LIMIT n is each time atomic and exactly-once. DELETE FROM t
+// without WHERE or LIMIT clears the table's key range: one small
+// transaction whatever the table holds.
+func tooLarge(st parser.Statement, err error) error {
+	if kv.Code(err) != kv.ErrTransactionTooLarge.Code {
+		return err
+	}
+	switch s := st.(type) {
+	case *parser.Delete:
+		return fmt.Errorf("%w; a DELETE with WHERE or LIMIT removes its rows in one transaction: delete in batches with DELETE FROM %s [WHERE ...] LIMIT n (1000, say, or fewer if that is still too large), repeated until it deletes 0 rows (DELETE FROM %s with neither removes every row in one small transaction)", err, s.Table, s.Table)
+	case *parser.Select:
+		return fmt.Errorf("%w; pop fewer rows per statement (a smaller LIMIT)", err)
+	case *parser.Insert:
+		return fmt.Errorf("%w; insert fewer rows per statement", err)
+	}
+	return err
 }
 
 // spreadHint returns the spread width of the table a single-row pop

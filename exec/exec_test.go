@@ -1,8 +1,10 @@
 package exec_test
 
 import (
+	"bytes"
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -138,4 +140,62 @@ func TestUnreadableRows(t *testing.T) {
 	require.Equal(t, int64(4), res.RowsAffected, "the good row and the 3 unreadable ones, in queue order")
 	res = mustRun(t, e, "SELECT v, f FROM u")
 	require.Equal(t, [][]any{{"last", 3.0}}, res.Rows)
+}
+
+// A statement larger than a transaction may be (10 MB of writes and
+// conflict ranges) fails with transaction_too_large and says what to do
+// instead; a DELETE's advice, batches with LIMIT, works. Keys under a long
+// root make each row's removal large, so a few hundred rows are enough.
+func TestTooLargeSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	e := newExec(t, bytes.Repeat([]byte("r"), 9000))
+	mustRun(t, e, "CREATE TABLE big (k INT)")
+	const rows, batch = 1000, 100
+	fill := func() {
+		for i := 0; i < rows; i += batch {
+			mustRun(t, e, "INSERT INTO big VALUES "+strings.TrimSuffix(strings.Repeat("(1), ", batch), ", "))
+		}
+	}
+	fill()
+	count := func() int64 { return mustRun(t, e, "SELECT COUNT(*) FROM big").Rows[0][0].(int64) }
+
+	for q, hint := range map[string]string{
+		"DELETE FROM big WHERE k >= 0":           "delete in batches with DELETE FROM big [WHERE ...] LIMIT n (1000, say, or fewer if that is still too large), repeated until it deletes 0 rows (DELETE FROM big with neither removes every row in one small transaction)",
+		"DELETE FROM big LIMIT 100000":           "delete in batches",
+		"SELECT k FROM big LIMIT 100000 FOR POP": "pop fewer rows per statement",
+		"INSERT INTO big VALUES " + strings.TrimSuffix(strings.Repeat("(1), ", rows), ", "): "insert fewer rows per statement",
+	} {
+		_, err := run(t, e, q)
+		require.ErrorIs(t, err, kv.ErrTransactionTooLarge, q)
+		require.Equal(t, 2101, kv.Code(err))
+		require.ErrorContains(t, err, hint, q[:min(len(q), 40)])
+		require.Equal(t, int64(rows), count(), "nothing applied")
+	}
+
+	// The advice: batches with LIMIT, each atomic, until one deletes 0.
+	var deleted int64
+	for {
+		res := mustRun(t, e, "DELETE FROM big WHERE k >= 0 LIMIT 100")
+		if res.RowsAffected == 0 {
+			break
+		}
+		deleted += res.RowsAffected
+	}
+	require.Equal(t, int64(rows), deleted)
+	require.Zero(t, count())
+
+	// DELETE FROM t without WHERE or LIMIT is one small transaction
+	// whatever the table holds, also inside an explicit transaction.
+	fill()
+	require.Equal(t, int64(rows), mustRun(t, e, "DELETE FROM big").RowsAffected)
+	fill()
+	tr, err := e.DB().CreateTransaction(bg)
+	require.NoError(t, err)
+	p, err := parser.Parse("DELETE FROM big")
+	require.NoError(t, err)
+	res, err := e.Exec(tr, p, exec.Args{})
+	require.NoError(t, err)
+	require.Equal(t, int64(rows), res.RowsAffected)
+	require.NoError(t, tr.Commit())
+	require.Zero(t, count())
 }
