@@ -133,7 +133,9 @@ func decodeTable(root []byte, b []byte) (*Table, error) {
 		c.Length = int(l)
 		c.NotNull, _ = ct[3].(bool)
 		if has, _ := ct[4].(bool); has {
-			c.Default = decodeValue(c.Type, ct[5])
+			if c.Default, err = decodeValue(c.Type, ct[5]); err != nil {
+				return nil, fmt.Errorf("%w: DEFAULT of column %s %v", ErrCatalog, c.Name, err)
+			}
 		}
 		t.Columns = append(t.Columns, c)
 	}

@@ -74,6 +74,10 @@ type prepared struct {
 	// token names the statement's pops across retries (0: no receipts):
 	// see queues.Receipt.
 	token int64
+	// idsOnly is set for a statement that needs no column values, only
+	// ids: a DELETE whose WHERE names no column but id, a SELECT id. Its
+	// rows are not decoded (see decodeRow).
+	idsOnly bool
 }
 
 func (e *Executor) prepare(p *parser.Parsed, args Args) (*prepared, error) {
@@ -164,7 +168,35 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 			hint.CompareAndSwap(h, h-1)
 		}
 	}
-	return res, err
+	return res, tooLarge(p.Stmt, err)
+}
+
+// tooLarge adds to a transaction_too_large error (2101) of an autocommit
+// statement what to do instead.
+//
+// A DELETE with WHERE or LIMIT removes its rows one by one, in one
+// transaction, which FoundationDB bounds at 10 MB of writes and conflict
+// ranges (tens of thousands of rows) and 5 seconds. It is not split into several
+// transactions behind the user's back: the DELETE would no longer be
+// atomic (a failure half-way would leave half of it applied, and rows
+// inserted meanwhile would be deleted or not by chance), and its count
+// could no longer be reported exactly once. The user's loop of
+// DELETE ... LIMIT n is each time atomic and exactly-once. DELETE FROM t
+// without WHERE or LIMIT clears the table's key range: one small
+// transaction whatever the table holds.
+func tooLarge(st parser.Statement, err error) error {
+	if kv.Code(err) != kv.ErrTransactionTooLarge.Code {
+		return err
+	}
+	switch s := st.(type) {
+	case *parser.Delete:
+		return fmt.Errorf("%w; a DELETE with WHERE or LIMIT removes its rows in one transaction: delete in batches with DELETE FROM %s [WHERE ...] LIMIT n (1000, say, or fewer if that is still too large), repeated until it deletes 0 rows (DELETE FROM %s with neither removes every row in one small transaction)", err, s.Table, s.Table)
+	case *parser.Select:
+		return fmt.Errorf("%w; pop fewer rows per statement (a smaller LIMIT)", err)
+	case *parser.Insert:
+		return fmt.Errorf("%w; insert fewer rows per statement", err)
+	}
+	return err
 }
 
 // spreadHint returns the spread width of the table a single-row pop
@@ -378,19 +410,41 @@ type row struct {
 	vals []any // declared columns
 }
 
+// decodeRow decodes a stored row. A row that does not decode (not written
+// by insert: by an older version, or another program) is an
+// ErrUnreadableRow naming it and how to remove it; statements that need no
+// column values (a DELETE by id, say) do not decode rows, so they still
+// work on it.
 func (e *Executor) decodeRow(t *Table, it queues.Item) (row, error) {
+	unreadable := func(why string) error {
+		return fmt.Errorf("%w: row %d of %s %s (DELETE FROM %s WHERE id = %d removes it)", ErrUnreadableRow, it.ID, t.Name, why, t.Name, it.ID)
+	}
 	tup, err := tuple.Unpack(it.Value)
-	if err != nil || len(tup) != len(t.Columns) {
-		return row{}, fmt.Errorf("%w: row %d of %s is unreadable", ErrCatalog, it.ID, t.Name)
+	if err != nil {
+		return row{}, unreadable(fmt.Sprintf("is not a packed tuple: %v", err))
+	}
+	if len(tup) != len(t.Columns) {
+		return row{}, unreadable(fmt.Sprintf("has %d values for %d columns", len(tup), len(t.Columns)))
 	}
 	vals := make([]any, len(tup))
 	for i, el := range tup {
-		vals[i] = decodeValue(t.Columns[i].Type, el)
+		if vals[i], err = decodeValue(t.Columns[i].Type, el); err != nil {
+			return row{}, unreadable(fmt.Sprintf("column %s %v", t.Columns[i].Name, err))
+		}
 	}
 	if t.Priority >= 0 {
 		vals[t.Priority] = it.Priority // UPDATE moves the item without rewriting the row
 	}
 	return row{item: it, vals: vals}, nil
+}
+
+// decoder returns how the statement decodes rows: not at all when it needs
+// ids only.
+func (e *Executor) decoder(pr *prepared) func(*Table, queues.Item) (row, error) {
+	if pr != nil && pr.idsOnly {
+		return func(_ *Table, it queues.Item) (row, error) { return row{item: it}, nil }
+	}
+	return e.decodeRow
 }
 
 func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*Result, error) {
@@ -502,6 +556,11 @@ func (c cond) match(r row) bool {
 	if v == nil || c.val == nil {
 		return false
 	}
+	if x, ok := v.(float64); ok && (math.IsNaN(x) || math.IsNaN(c.val.(float64))) {
+		// IEEE 754: NaN is unordered; only != holds. DOUBLE columns refuse
+		// NaN (see convert), but a row written before they did may hold one.
+		return c.op == parser.OpNe
+	}
 	n := compare(v, c.val)
 	switch c.op {
 	case parser.OpEq:
@@ -609,6 +668,22 @@ func fitLimits(t *Table, conds []cond) ([]int64, bool) {
 	return limits, true
 }
 
+// idsOnly reports whether a statement projecting proj (column indexes, -1
+// for id) with conds reads no column values.
+func idsOnly(proj []int, conds []cond) bool {
+	for _, i := range proj {
+		if i >= 0 {
+			return false
+		}
+	}
+	for _, c := range conds {
+		if c.col >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // idLookup returns the id of an id = v condition.
 func idLookup(conds []cond) (int64, bool) {
 	for _, c := range conds {
@@ -634,7 +709,7 @@ func (e *Executor) find(tr kv.Transaction, t *Table, conds []cond, order queues.
 		// An earlier attempt of this statement committed its pops.
 		out := make([]row, len(items))
 		for i, it := range items {
-			if out[i], err = e.decodeRow(t, it); err != nil {
+			if out[i], err = e.decoder(pr)(t, it); err != nil {
 				return nil, err
 			}
 		}
@@ -657,6 +732,7 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 	if pr != nil {
 		spread = pr.spread
 	}
+	decodeRow := e.decoder(pr)
 	var out []row
 	if n == 0 {
 		return nil, nil
@@ -666,7 +742,7 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 		if err != nil || !found {
 			return nil, err
 		}
-		r, err := e.decodeRow(t, it)
+		r, err := decodeRow(t, it)
 		if err != nil {
 			return nil, err
 		}
@@ -707,7 +783,7 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 			return nil, err
 		}
 		for _, it := range items {
-			r, err := e.decodeRow(t, it)
+			r, err := decodeRow(t, it)
 			if err != nil {
 				return nil, err
 			}
@@ -724,7 +800,7 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 			if !found {
 				break
 			}
-			r, err := e.decodeRow(t, it)
+			r, err := decodeRow(t, it)
 			if err != nil {
 				return nil, err
 			}
@@ -733,7 +809,7 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 		return out, nil
 	}
 	err := t.Queue.Scan(tr, order, func(it queues.Item) (bool, error) {
-		r, err := e.decodeRow(t, it)
+		r, err := decodeRow(t, it)
 		if err != nil {
 			return false, err
 		}
@@ -818,6 +894,7 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 	if err != nil {
 		return nil, err
 	}
+	pr.idsOnly = idsOnly(proj, conds)
 	rows, err := e.find(tr, t, conds, order, n, st.ForPop, pr)
 	if err != nil {
 		return nil, err
@@ -865,6 +942,7 @@ func (e *Executor) deleteRows(tr kv.Transaction, st *parser.Delete, pr *prepared
 			return &Result{RowsAffected: count}, err
 		}
 	}
+	pr.idsOnly = idsOnly(nil, conds)
 	var count int64
 	if len(conds) == 0 && n < 0 {
 		if count, err = t.Queue.Count(tr); err != nil {

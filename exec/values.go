@@ -34,6 +34,12 @@ var (
 	ErrStatement = errors.New("fdbqueue: statement not supported on this table")
 	// ErrCatalog is returned when a stored schema cannot be read.
 	ErrCatalog = errors.New("fdbqueue: catalog corrupt")
+	// ErrUnreadableRow is returned when a stored row cannot be decoded as
+	// its table's columns: one not written by INSERT (by an older version,
+	// or another program). The error names the row's id; statements that
+	// need no column values, such as DELETE FROM t WHERE id = ?, still
+	// work on it.
+	ErrUnreadableRow = errors.New("fdbqueue: stored row unreadable")
 )
 
 // RowError is a bad row of an INSERT: its position among the statement's
@@ -111,26 +117,41 @@ func convert(col *Column, v any) (any, error) {
 			return n, nil
 		}
 	case parser.TypeFloat:
+		var f float64
 		switch x := v.(type) {
 		case float64:
-			return x, nil
+			f = x
 		case int64:
-			return float64(x), nil
+			f = float64(x)
 		case string:
-			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-			if err != nil {
+			var err error
+			if f, err = strconv.ParseFloat(strings.TrimSpace(x), 64); err != nil {
 				return nil, bad("")
 			}
-			return f, nil
+		default:
+			return nil, bad("")
 		}
+		if math.IsNaN(f) {
+			// NaN equals nothing, itself included, so no WHERE could find
+			// the row again; and engines disagree on its order (MySQL
+			// refuses it, PostgreSQL puts it above every number, SQLite
+			// stores NULL). ±Inf are ordered numbers and are kept.
+			return nil, bad(" (NaN is not stored: it equals nothing; use NULL for a missing value)")
+		}
+		return f, nil
 	case parser.TypeText:
 		var s string
 		switch x := v.(type) {
 		case string:
+			// TEXT is stored as a tuple string, which must be UTF-8 to be
+			// read back.
+			if !utf8.ValidString(x) {
+				return nil, bad(" (not valid UTF-8; bytes go in a BLOB column)")
+			}
 			s = x
 		case []byte:
 			if !utf8.Valid(x) {
-				return nil, bad(" (not valid UTF-8; use a BLOB column)")
+				return nil, bad(" (not valid UTF-8; bytes go in a BLOB column)")
 			}
 			s = string(x)
 		case int64:
@@ -191,8 +212,13 @@ func convert(col *Column, v any) (any, error) {
 
 func short(v any) string {
 	s := fmt.Sprint(v)
-	if b, ok := v.([]byte); ok {
-		s = fmt.Sprintf("%q", b)
+	switch x := v.(type) {
+	case []byte:
+		s = fmt.Sprintf("%q", x)
+	case string:
+		if !utf8.ValidString(x) {
+			s = fmt.Sprintf("%q", x)
+		}
 	}
 	if len(s) > 40 {
 		s = s[:40] + "..."
@@ -208,22 +234,37 @@ func encodeValue(v any) any {
 	return v
 }
 
-// decodeValue maps a tuple element back onto a column value.
-func decodeValue(ty parser.Type, e any) any {
+// decodeValue maps a tuple element back onto a value of a column of type
+// ty, or reports that the element cannot be one (a row not written by
+// insert: by an older version, or another program).
+func decodeValue(ty parser.Type, e any) (any, error) {
 	if e == nil {
-		return nil
+		return nil, nil
 	}
+	ok := false
 	switch ty {
-	case parser.TypeTimestamp:
-		if n, ok := e.(int64); ok {
-			return time.Unix(0, n).UTC()
-		}
+	case parser.TypeInt:
+		_, ok = e.(int64)
 	case parser.TypeFloat:
-		if f, ok := e.(float32); ok {
-			return float64(f)
+		if f, is32 := e.(float32); is32 {
+			e = float64(f)
+		}
+		_, ok = e.(float64)
+	case parser.TypeText:
+		_, ok = e.(string)
+	case parser.TypeBlob:
+		_, ok = e.([]byte)
+	case parser.TypeBool:
+		_, ok = e.(bool)
+	case parser.TypeTimestamp:
+		if n, isInt := e.(int64); isInt {
+			return time.Unix(0, n).UTC(), nil
 		}
 	}
-	return e
+	if !ok {
+		return nil, fmt.Errorf("holds %s %s, not %s", typeName(e), short(e), ty)
+	}
+	return e, nil
 }
 
 // literal returns the Go value of a parsed literal.
@@ -269,6 +310,8 @@ func compare(a, b any) int {
 	return 0
 }
 
+// cmpOrdered orders two numbers. It is not for NaN, which has no order:
+// see cond.match.
 func cmpOrdered[T int64 | float64](a, b T) int {
 	switch {
 	case a < b:

@@ -3,8 +3,10 @@ package parser
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/xwb1989/sqlparser"
@@ -83,6 +85,11 @@ func tokenize(sql string) ([]token, error) {
 		}
 		if typ == sqlparser.LEX_ERROR {
 			return nil, fmt.Errorf("%w: syntax error at position %d: unterminated or invalid token near %q; %s", ErrSyntax, tz.Position, val, Supported)
+		}
+		if typ == sqlparser.ID && !utf8.Valid(val) {
+			// Names are stored as text: one that is not UTF-8 could not be
+			// read back.
+			return nil, fmt.Errorf("%w: name %q is not valid UTF-8", ErrSyntax, val)
 		}
 		start, end := max(before-1, 0), max(tz.Position-1, 0)
 		if end > len(sql) {
@@ -223,9 +230,9 @@ func parse(sql string) (*Parsed, error) {
 	}
 	tree, err := sqlparser.ParseStrictDDL(text)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v; %s", ErrSyntax, err, Supported)
+		return nil, syntaxError(text, err)
 	}
-	c := converter{pp: &pp}
+	c := converter{pp: &pp, lead: leadingWords(toks)}
 	st, err := c.statement(tree)
 	if err != nil {
 		return nil, err
@@ -247,6 +254,49 @@ func parse(sql string) (*Parsed, error) {
 		p.Names = c.names
 	}
 	return p, nil
+}
+
+// syntaxPosition finds the position in sqlparser's syntax errors: "syntax
+// error at position 25 near 'status'".
+var syntaxPosition = regexp.MustCompile(`at position (\d+)`)
+
+// syntaxError explains a syntax error of sqlparser's. The lexer is MySQL's,
+// so a name that is a keyword there (status, key, order, timestamp) is a
+// syntax error: when the error is at such a word, say so, and how to quote it.
+func syntaxError(text string, err error) error {
+	m := syntaxPosition.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf("%w: %v; %s", ErrSyntax, err, Supported)
+	}
+	pos, _ := strconv.Atoi(m[1])
+	toks, _ := tokenize(text)
+	first := true
+	for _, t := range toks {
+		if t.typ == sqlparser.COMMENT {
+			continue
+		}
+		// The parser fails at the token it has just read: the one ending
+		// where the tokenizer stopped. The first word starts a statement
+		// (LOCK, say) rather than naming something.
+		word := strings.TrimSpace(text[t.start:t.end])
+		if t.end == pos-1 && sqlparser.KeywordString(t.typ) != "" && isWord(word) {
+			if first {
+				return fmt.Errorf("%w: statement %s (%v); %s", ErrUnsupported, strings.ToUpper(word), err, Supported)
+			}
+			return fmt.Errorf("%w: %q is a reserved word; to use it as a name, quote it as `%s` (%v); %s", ErrSyntax, word, word, err, Supported)
+		}
+		first = false
+	}
+	return fmt.Errorf("%w: %v; %s", ErrSyntax, err, Supported)
+}
+
+func isWord(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // countStatements counts the statements in the token stream: text after a
@@ -273,9 +323,66 @@ func countStatements(toks []token) int {
 
 // converter turns sqlparser's tree into ours.
 type converter struct {
-	pp    *prepass
+	pp *prepass
+	// lead is the statement's leading keywords ("CREATE INDEX"): sqlparser's
+	// tree does not keep them (it reads CREATE INDEX as an ALTER, DROP VIEW
+	// as a DROP of a table, EXPLAIN as OTHERREAD).
+	lead  string
 	names []string
 	seen  map[string]bool
+}
+
+// leadingWords returns the keywords a statement starts with, upper case: up
+// to four of them, or one for EXPLAIN and DESCRIBE.
+func leadingWords(toks []token) string {
+	var words []string
+	for _, t := range toks {
+		if t.typ == sqlparser.COMMENT {
+			continue
+		}
+		if sqlparser.KeywordString(t.typ) == "" || len(words) == 4 {
+			break
+		}
+		words = append(words, strings.ToUpper(t.val))
+		if w := words[0]; w == "EXPLAIN" || w == "DESCRIBE" || w == "DESC" {
+			break
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+// statementHints says what to use instead of statements outside the
+// dialect, by their leading keywords.
+var statementHints = []struct{ lead, hint string }{
+	{"CREATE INDEX", "the fit index is declared in CREATE TABLE: INDEX name (resource columns)"},
+	{"CREATE UNIQUE", "uniqueness is not enforced; the fit index is declared in CREATE TABLE: INDEX name (resource columns)"},
+	{"CREATE", "the only CREATE is CREATE TABLE"},
+	{"DROP INDEX", "a table's index is fixed when it is created: create a new table and copy the rows"},
+	{"DROP", "the only DROP is DROP TABLE"},
+	{"ALTER", "a table's columns and index are fixed when it is created: create a new table and copy the rows"},
+	{"RENAME", "create a table with the new name and copy the rows"},
+	{"TRUNCATE", "DELETE FROM t removes every row, in one small transaction"},
+	{"EXPLAIN", "queries take the access path the dialect documents: WHERE id = v reads one row, <= on INDEX columns uses the fit index, anything else scans"},
+	{"DESCRIBE", "driver.Tables lists tables and columns; in the shell, \\dt and \\d TABLE"},
+	{"DESC", "driver.Tables lists tables and columns; in the shell, \\dt and \\d TABLE"},
+	{"SHOW", "driver.Tables lists tables and columns; in the shell, \\dt and \\d TABLE"},
+	{"SET", "there are no session variables; transactions are serializable"},
+	{"USE", "a DSN names one database"},
+}
+
+// unsupportedStatement is the error for a statement outside the dialect,
+// named by its leading keywords.
+func (c *converter) unsupportedStatement() error {
+	lead := c.lead
+	if lead == "" {
+		lead = "this statement"
+	}
+	for _, h := range statementHints {
+		if lead == h.lead || strings.HasPrefix(lead, h.lead+" ") {
+			return unsupported("%s (%s)", lead, h.hint)
+		}
+	}
+	return unsupported("%s", lead)
 }
 
 func unsupported(format string, args ...any) error {
@@ -302,12 +409,10 @@ func (c *converter) statement(tree sqlparser.Statement) (Statement, error) {
 		return &Rollback{}, nil
 	case *sqlparser.Union, *sqlparser.ParenSelect:
 		return nil, unsupported("UNION and nested SELECT")
-	case *sqlparser.Set:
-		return nil, unsupported("SET")
-	case *sqlparser.Show, *sqlparser.OtherRead, *sqlparser.OtherAdmin, *sqlparser.DBDDL, *sqlparser.Use, *sqlparser.Stream:
-		return nil, unsupported("%s", strings.ToUpper(strings.Fields(sqlparser.String(tree) + " statement")[0]))
 	}
-	return nil, unsupported("this statement")
+	// Set, Show, OtherRead (EXPLAIN, DESCRIBE), OtherAdmin (REPAIR,
+	// OPTIMIZE), DBDDL (CREATE DATABASE), Use, Stream.
+	return nil, c.unsupportedStatement()
 }
 
 func tableName(t sqlparser.TableName) (string, error) {
@@ -321,17 +426,19 @@ func tableName(t sqlparser.TableName) (string, error) {
 }
 
 func (c *converter) ddl(d *sqlparser.DDL) (Statement, error) {
-	switch d.Action {
-	case sqlparser.CreateStr:
+	// sqlparser reads CREATE VIEW as a create and DROP VIEW as a drop of
+	// the view's name: only the leading keywords tell them from a table's.
+	switch {
+	case d.Action == sqlparser.CreateStr && strings.HasPrefix(c.lead, "CREATE TABLE"):
 		return c.createTable(d)
-	case sqlparser.DropStr:
+	case d.Action == sqlparser.DropStr && strings.HasPrefix(c.lead, "DROP TABLE"):
 		name, err := tableName(d.Table)
 		if err != nil {
 			return nil, err
 		}
 		return &DropTable{Name: name, IfExists: d.IfExists}, nil
 	}
-	return nil, unsupported("%s TABLE", strings.ToUpper(d.Action))
+	return nil, c.unsupportedStatement()
 }
 
 func (c *converter) createTable(d *sqlparser.DDL) (Statement, error) {
@@ -344,7 +451,7 @@ func (c *converter) createTable(d *sqlparser.DDL) (Statement, error) {
 	}
 	ts := d.TableSpec
 	if strings.TrimSpace(ts.Options) != "" {
-		return nil, unsupported("table options %q", strings.TrimSpace(ts.Options))
+		return nil, unsupported("table options %q (a table has none: drop them)", strings.TrimSpace(ts.Options))
 	}
 	ct := &CreateTable{Name: name, IfNotExists: c.pp.ifNotExists}
 	for _, cd := range ts.Columns {
@@ -359,7 +466,11 @@ func (c *converter) createTable(d *sqlparser.DDL) (Statement, error) {
 	}
 	for _, ix := range ts.Indexes {
 		if ix.Info.Primary || ix.Info.Unique || ix.Info.Spatial || ix.Info.Type == "fulltext" {
-			return nil, unsupported("%s index (the only index is INDEX name (resource columns))", strings.ToUpper(ix.Info.Type))
+			return nil, unsupported("%s (keys and uniqueness are not enforced; the only index is the fit index, INDEX name (resource columns))", strings.ToUpper(ix.Info.Type))
+		}
+		if len(ix.Options) > 0 {
+			o := ix.Options[0]
+			return nil, unsupported("index option %s (the fit index has no options)", strings.ToUpper(strings.TrimSpace(o.Name+" "+o.Using)))
 		}
 		ct.IndexName = ix.Info.Name.String()
 		for _, ic := range ix.Columns {
@@ -372,46 +483,118 @@ func (c *converter) createTable(d *sqlparser.DDL) (Statement, error) {
 	return ct, nil
 }
 
+// columnTypes are the type names the dialect accepts, and their types.
+var columnTypes = map[string]Type{
+	"int": TypeInt, "integer": TypeInt, "bigint": TypeInt,
+	"double": TypeFloat, "float": TypeFloat, "real": TypeFloat,
+	"text": TypeText, "varchar": TypeText,
+	"blob": TypeBlob, "varbinary": TypeBlob,
+	"timestamp": TypeTimestamp, "datetime": TypeTimestamp,
+}
+
+// typeList names the accepted types, for errors.
+const typeList = "types: INT/INTEGER/BIGINT (64-bit), DOUBLE/FLOAT/REAL (64-bit), TEXT, VARCHAR(n), BLOB, VARBINARY(n), BOOLEAN/BOOL, TIMESTAMP/DATETIME"
+
+// typeInstead says, for a type sqlparser knows and the dialect refuses, why
+// and what to declare instead. Types with semantics fdbqueue would not
+// enforce (a range, a scale, padding) are refused rather than stored as
+// something close: a value the declared type would refuse must not be
+// stored silently.
+var typeInstead = map[string]string{
+	"tinyint":    "its range is not enforced: integers are 64-bit; use INT, or BOOLEAN",
+	"smallint":   "its range is not enforced: integers are 64-bit; use INT",
+	"mediumint":  "its range is not enforced: integers are 64-bit; use INT",
+	"decimal":    "exact decimals are not supported; use INT (in cents, say) or DOUBLE",
+	"numeric":    "exact decimals are not supported; use INT (in cents, say) or DOUBLE",
+	"char":       "fixed-length, space-padded text is not supported; use VARCHAR(n)",
+	"binary":     "fixed-length, zero-padded bytes are not supported; use VARBINARY(n)",
+	"tinytext":   "use TEXT or VARCHAR(n)",
+	"mediumtext": "use TEXT (a row holds at most 100,000 bytes)",
+	"longtext":   "use TEXT (a row holds at most 100,000 bytes)",
+	"tinyblob":   "use BLOB or VARBINARY(n)",
+	"mediumblob": "use BLOB (a row holds at most 100,000 bytes)",
+	"longblob":   "use BLOB (a row holds at most 100,000 bytes)",
+	"bit":        "use BOOLEAN",
+	"date":       "use TIMESTAMP",
+	"time":       "use INT (nanoseconds, say) or TEXT",
+	"year":       "use INT",
+	"json":       "use TEXT or BLOB",
+	"enum":       "use TEXT or INT",
+	"set":        "use TEXT",
+}
+
 func (c *converter) column(cd *sqlparser.ColumnDefinition) (Column, error) {
 	name := cd.Name.String()
 	col := Column{Name: name, NotNull: bool(cd.Type.NotNull)}
-	ty := strings.ToLower(cd.Type.Type)
-	switch ty {
-	case "int", "integer", "bigint", "smallint", "tinyint", "mediumint":
-		col.Type = TypeInt
-	case "double", "float", "real", "decimal", "numeric":
-		col.Type = TypeFloat
-	case "text", "varchar", "char", "tinytext", "mediumtext", "longtext":
-		col.Type = TypeText
-	case "blob", "varbinary", "binary", "tinyblob", "mediumblob", "longblob":
-		col.Type = TypeBlob
-	case "bit":
-		if !c.pp.boolCols[strings.ToLower(name)] {
-			return col, unsupported("type BIT of column %s (use BOOLEAN)", name)
-		}
-		col.Type = TypeBool
-	case "timestamp", "datetime":
-		col.Type = TypeTimestamp
-	default:
-		return col, unsupported("type %s of column %s (types: INT, BIGINT, DOUBLE, FLOAT, TEXT, VARCHAR(n), BLOB, VARBINARY(n), BOOLEAN, TIMESTAMP)", strings.ToUpper(ty), name)
+	ct := &cd.Type
+	ty := strings.ToLower(ct.Type)
+	var ok bool
+	switch col.Type, ok = columnTypes[ty]; {
+	case ty == "bit" && c.pp.boolCols[strings.ToLower(name)]:
+		col.Type = TypeBool // BOOLEAN, which the prepass spelt BIT
+	case !ok && typeInstead[ty] != "":
+		return col, unsupported("type %s of column %s (%s; %s)", strings.ToUpper(ty), name, typeInstead[ty], typeList)
+	case !ok:
+		return col, unsupported("type %s of column %s (%s)", strings.ToUpper(ty), name, typeList)
 	}
-	if bool(cd.Type.Autoincrement) {
-		return col, unsupported("AUTO_INCREMENT on column %s (every row has an implicit id)", name)
-	}
-	if cd.Type.Length != nil && (col.Type == TypeText || col.Type == TypeBlob) {
-		n, err := strconv.Atoi(string(cd.Type.Length.Val))
-		if err != nil || n < 0 {
-			return col, unsupported("length %s of column %s", cd.Type.Length.Val, name)
+	if ct.Length != nil {
+		decl := fmt.Sprintf("%s(%s)", strings.ToUpper(ty), ct.Length.Val)
+		if ct.Scale != nil {
+			decl = fmt.Sprintf("%s(%s,%s)", strings.ToUpper(ty), ct.Length.Val, ct.Scale.Val)
 		}
-		col.Length = n
-	}
-	if d := cd.Type.Default; d != nil {
-		v, err := c.value(d)
-		if err != nil {
-			return col, err
+		switch {
+		case ty == "varchar" || ty == "varbinary":
+			n, err := strconv.Atoi(string(ct.Length.Val))
+			if err != nil || n < 1 || ct.Scale != nil {
+				return col, unsupported("%s of column %s (the length is 1 or more %s)", decl, name, map[string]string{"varchar": "characters", "varbinary": "bytes"}[ty])
+			}
+			col.Length = n
+		case col.Type == TypeInt:
+			return col, unsupported("display width %s of column %s (integers are 64-bit; write %s)", decl, name, strings.ToUpper(ty))
+		case col.Type == TypeFloat:
+			return col, unsupported("precision %s of column %s (values are 64-bit doubles, not rounded; write DOUBLE)", decl, name)
+		case col.Type == TypeTimestamp:
+			return col, unsupported("precision %s of column %s (timestamps keep nanoseconds; write %s)", decl, name, strings.ToUpper(ty))
 		}
-		if v.Kind == ValueArg {
-			return col, unsupported("a placeholder as DEFAULT of column %s", name)
+	}
+	// Column options that fdbqueue would not enforce are refused by name.
+	var opt, why string
+	switch {
+	case bool(ct.Unsigned):
+		opt, why = "UNSIGNED", "integers are signed 64-bit; a negative value would not be refused"
+	case bool(ct.Zerofill):
+		opt, why = "ZEROFILL", "integers are returned as numbers"
+	case ct.Charset != "":
+		opt, why = "CHARACTER SET "+ct.Charset, "TEXT is always UTF-8; use BLOB for other bytes"
+	case ct.Collate != "":
+		opt, why = "COLLATE "+ct.Collate, "TEXT compares byte by byte, as utf8mb4_bin"
+	case ct.OnUpdate != nil:
+		opt, why = "ON UPDATE "+strings.ToUpper(string(ct.OnUpdate.Val)), "rows are not updated in place"
+	case bool(ct.Autoincrement):
+		opt, why = "AUTO_INCREMENT", "every row has an implicit id, assigned at insert"
+	case ct.KeyOpt != 0:
+		// sqlparser's key options are unexported; its formatter names them.
+		buf := sqlparser.NewTrackedBuffer(nil)
+		(&sqlparser.ColumnType{KeyOpt: ct.KeyOpt}).Format(buf)
+		opt, why = strings.ToUpper(strings.TrimSpace(buf.String())), "keys and uniqueness are not enforced; every row has an implicit id, its key"
+	case ct.Comment != nil:
+		opt, why = "COMMENT", "comments are not stored"
+	}
+	if opt != "" {
+		return col, unsupported("%s on column %s (%s)", opt, name, why)
+	}
+	if d := ct.Default; d != nil {
+		var v Value
+		switch {
+		case d.Type == sqlparser.ValArg && strings.EqualFold(string(d.Val), "null"):
+			v = Value{Kind: ValueNull} // sqlparser spells DEFAULT NULL as an argument
+		case d.Type == sqlparser.ValArg:
+			return col, unsupported("DEFAULT %s of column %s (a DEFAULT is a literal; pass the time as an argument)", strings.ToUpper(string(d.Val)), name)
+		default:
+			var err error
+			if v, err = c.value(d); err != nil {
+				return col, err
+			}
 		}
 		col.Default = &v
 	}
@@ -730,6 +913,10 @@ func (c *converter) value(v *sqlparser.SQLVal) (Value, error) {
 		}
 		return Value{Kind: ValueInt, Int: int64(n)}, nil
 	case sqlparser.ValArg:
+		if !strings.HasPrefix(s, ":") {
+			// sqlparser spells CURRENT_TIMESTAMP (and DEFAULT NULL) this way.
+			return Value{}, unsupported("%s (values are literals or placeholders)", strings.ToUpper(s))
+		}
 		name := strings.TrimPrefix(s, ":")
 		if c.pp.positional > 0 {
 			n, err := strconv.Atoi(strings.TrimPrefix(name, "v"))
