@@ -3,6 +3,7 @@ package driver_test
 import (
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -56,6 +57,36 @@ func BenchmarkSQL(b *testing.B) {
 		}
 		return err
 	}
+	// push100: 100-row INSERTs into a queue of 100,000 tasks; ns/op is per
+	// row.
+	b.Run("push100/clients=1", func(b *testing.B) {
+		db := setup(b, 100_000)
+		defer db.Close()
+		var q strings.Builder
+		q.WriteString("INSERT INTO tasks (priority, cpu, mem, payload) VALUES ")
+		for i := range 100 {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?)")
+		}
+		st, err := db.Prepare(q.String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		args := make([]any, 0, 400)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i += 100 {
+			args = args[:0]
+			for j := i; j < i+100; j++ {
+				args = append(args, j%10, 1+j%4, 512*(1+j%8), payload)
+			}
+			if _, err := st.Exec(args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, par := range []int{1, 32} {
 		b.Run(fmt.Sprintf("push/clients=%d", par), func(b *testing.B) {
 			db := setup(b, 0)

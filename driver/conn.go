@@ -15,18 +15,6 @@ import (
 	"github.com/fdbqueue/fdbqueue/parser"
 )
 
-// Errors of the connection layer.
-var (
-	// ErrTxState is returned for BEGIN inside a transaction, COMMIT or
-	// ROLLBACK outside one, and similar misuse.
-	ErrTxState = errors.New("fdbqueue: transaction state")
-	// ErrReadOnly is returned for a write in a read-only transaction.
-	ErrReadOnly = errors.New("fdbqueue: read-only transaction")
-	// ErrArgType is returned for an argument of a type the driver does
-	// not convert.
-	ErrArgType = errors.New("fdbqueue: unsupported argument type")
-)
-
 // conn is one connection. database/sql uses a connection from one goroutine
 // at a time.
 type conn struct {
@@ -125,6 +113,8 @@ func commitError(err error) error {
 		return fmt.Errorf("fdbqueue: transaction not committed, nothing was written; run it again (driver.IsRetryable, driver.ExecuteTx): %w", err)
 	case kv.IsMaybeCommitted(err):
 		return fmt.Errorf("fdbqueue: the commit's outcome is unknown; it may have been applied: %w", err)
+	case errors.Is(err, kv.ErrTransactionTooLarge):
+		return fmt.Errorf("fdbqueue: the transaction was not committed, nothing was written: it writes more than FoundationDB's limit; commit the work in smaller transactions (fewer rows per transaction, DELETE ... LIMIT n in a loop): %w", err)
 	}
 	return err
 }

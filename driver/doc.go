@@ -34,8 +34,10 @@
 //	UPDATE t SET priority = v WHERE id = v
 //	BEGIN | START TRANSACTION, COMMIT, ROLLBACK
 //
-// Types: INT (and BIGINT, SMALLINT, ...), DOUBLE/FLOAT, TEXT/VARCHAR(n),
-// BLOB/VARBINARY(n), BOOLEAN, TIMESTAMP. A column named priority makes the
+// Types: INT/INTEGER/BIGINT (64-bit), DOUBLE/FLOAT/REAL (64-bit; NaN is
+// refused), TEXT/VARCHAR(n) (valid UTF-8), BLOB/VARBINARY(n), BOOLEAN,
+// TIMESTAMP/DATETIME (UTC). Options and types the dialect would not enforce
+// (PRIMARY KEY, UNIQUE, UNSIGNED, DECIMAL, ...) are refused by name. A column named priority makes the
 // table a priority queue; without one it is a FIFO queue. INDEX (cpu, mem)
 // names integer resource columns: WHERE cpu <= ? AND mem <= ? then finds the
 // best task that fits through the fit index instead of a scan. Every row has
@@ -69,11 +71,14 @@
 //
 // # Errors
 //
-// Errors wrap documented values, testable with errors.Is: ErrDSN, ErrEngine,
-// ErrTxState, ErrReadOnly, ErrArgType here; parser.ErrSyntax and
-// parser.ErrUnsupported for SQL; exec.ErrNoTable, exec.ErrValue,
-// exec.ErrArgs and the other exec errors for statements (a bad row of an
-// INSERT is an *exec.RowError naming its position, for errors.As); kv.Error codes
+// Errors wrap documented values, all exported from this package (errors.go)
+// and testable with errors.Is: ErrDSN, ErrEngine, ErrTxState, ErrReadOnly,
+// ErrArgType for the connection; ErrSyntax and ErrUnsupported for SQL;
+// ErrNoTable, ErrValue, ErrArgs, ErrUnreadableRow and the others for
+// statements (a bad row of an INSERT is a *RowError naming its position, for
+// errors.As); ErrLocked, ErrNoDatabase, ErrReadOnlyDatabase and ErrFailed for
+// file: databases; ErrTransactionTooLarge and ErrTransactionTooOld for
+// FoundationDB's limits; kv.Error codes
 // (FoundationDB's) underneath. The driver returns driver.ErrBadConn only for
 // a closed connection, before anything ran, so database/sql never replays a
 // push or a pop that may have happened.

@@ -50,9 +50,6 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	return NewConnector(cfg)
 }
 
-// ErrEngine is returned when a DSN's engine is not available in this build.
-var ErrEngine = errors.New("fdbqueue: engine not available")
-
 // root is the key prefix of all of fdbqueue's data.
 var root = tuple.Tuple{"fdbqueue"}.Pack()
 
@@ -98,7 +95,7 @@ func NewConnector(cfg *Config) (driver.Connector, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrDSN, cfg.Engine)
 	}
-	c := &connector{cfg: *cfg, exec: exec.New(db, root)}
+	c := &connector{cfg: cfg.Clone(), exec: exec.New(db, root)}
 	return c, nil
 }
 
@@ -177,23 +174,6 @@ func (c *connector) Driver() driver.Driver { return &Driver{} }
 
 // Close closes the engine; database/sql calls it from DB.Close.
 func (c *connector) Close() error { return c.exec.DB().Close() }
-
-// IsRetryable reports whether err means the transaction failed on a conflict
-// (or another transient condition) and nothing was written, so running the
-// whole transaction again is safe. ExecuteTx does that.
-func IsRetryable(err error) bool {
-	return kv.IsRetryableNotCommitted(err)
-}
-
-// IsMaybeCommitted reports whether err means the commit's outcome is unknown
-// (FoundationDB's commit_unknown_result, 1021): the transaction may or may
-// not have been applied. Autocommit INSERTs and pops are exactly-once
-// through such errors and only return one when their retry limit runs out;
-// an explicit transaction's COMMIT returns it as it is, and only the
-// application can tell whether to run it again.
-func IsMaybeCommitted(err error) bool {
-	return kv.IsMaybeCommitted(err)
-}
 
 // ExecuteTx runs fn in a transaction and commits it, running it again from
 // the start while it fails with an error IsRetryable recognises, with

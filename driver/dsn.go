@@ -1,16 +1,11 @@
 package driver
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"sort"
 	"strings"
 )
-
-// ErrDSN is returned (wrapped, with what was wrong and what is accepted) for
-// a DSN that cannot be used.
-var ErrDSN = errors.New("fdbqueue: bad DSN")
 
 // Engine names the kv engine a DSN selects.
 type Engine string
@@ -89,6 +84,17 @@ func ParseDSN(dsn string) (*Config, error) {
 		cfg.Path = body
 	}
 	return cfg, nil
+}
+
+// Clone returns a deep copy of c: a connector keeps its own, so a caller
+// that changes its Config (Params included) afterwards changes nothing.
+func (c *Config) Clone() Config {
+	out := *c
+	out.Params = make(map[string]string, len(c.Params))
+	for k, v := range c.Params {
+		out.Params[k] = v
+	}
+	return out
 }
 
 // String formats the config as a DSN.

@@ -41,5 +41,5 @@ func openFDB(cfg *Config) (driver.Connector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrEngine, err)
 	}
-	return &connector{cfg: *cfg, exec: exec.New(db, root)}, nil
+	return &connector{cfg: cfg.Clone(), exec: exec.New(db, root)}, nil
 }

@@ -1,0 +1,90 @@
+package driver_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
+)
+
+// TestErrorsFromTheDriverPackage: a program matches every error it meets
+// through the driver package alone.
+func TestErrorsFromTheDriverPackage(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("fdbqueue", "memory:")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`CREATE TABLE q (priority INT NOT NULL, v TEXT)`)
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		sql  string
+		args []any
+		want error
+	}{
+		{"SELEC 1", nil, fdbqueue.ErrSyntax},
+		{"CREATE INDEX i ON q (v)", nil, fdbqueue.ErrUnsupported},
+		{"SELECT * FROM missing", nil, fdbqueue.ErrNoTable},
+		{"CREATE TABLE q (v TEXT)", nil, fdbqueue.ErrTableExists},
+		{"SELECT nope FROM q", nil, fdbqueue.ErrUnknownColumn},
+		{"CREATE TABLE r (v DECIMAL(10,2))", nil, fdbqueue.ErrUnsupported},
+		{"INSERT INTO q (priority, v) VALUES (?, ?)", []any{1}, fdbqueue.ErrArgs},
+		{"INSERT INTO q (priority, v) VALUES (1, ?)", []any{"\xff"}, fdbqueue.ErrValue},
+	} {
+		_, err := db.Exec(c.sql, c.args...)
+		require.ErrorIs(t, err, c.want, c.sql)
+	}
+
+	_, err = db.Exec(`INSERT INTO q (priority, v) VALUES (1, 'a'), (2, ?)`, "\xff")
+	var rowErr *fdbqueue.RowError
+	require.True(t, errors.As(err, &rowErr), "%v", err)
+	require.Equal(t, 2, rowErr.Row)
+
+	tx, err := db.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: true})
+	require.NoError(t, err)
+	_, err = tx.Exec(`INSERT INTO q (priority, v) VALUES (1, 'a')`)
+	require.ErrorIs(t, err, fdbqueue.ErrReadOnly)
+	require.NoError(t, tx.Rollback())
+}
+
+// TestCommitTooLargeSaysWhatToDo: an explicit transaction past the 10 MB
+// limit fails at COMMIT with the limit's error and what to do instead.
+func TestCommitTooLargeSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("fdbqueue", "memory:")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`CREATE TABLE q (v BLOB)`)
+	require.NoError(t, err)
+	tx, err := db.Begin()
+	require.NoError(t, err)
+	big := []byte(strings.Repeat("x", 90_000))
+	for range 120 {
+		_, err = tx.Exec(`INSERT INTO q (v) VALUES (?)`, big)
+		require.NoError(t, err)
+	}
+	err = tx.Commit()
+	require.ErrorIs(t, err, fdbqueue.ErrTransactionTooLarge)
+	require.ErrorContains(t, err, "smaller transactions")
+	require.False(t, fdbqueue.IsRetryable(err))
+	var n int
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM q`).Scan(&n))
+	require.Zero(t, n)
+}
+
+// TestConfigClone: a connector keeps its own copy of the DSN's parameters.
+func TestConfigClone(t *testing.T) {
+	t.Parallel()
+	cfg, err := fdbqueue.ParseDSN("memory:?fault_seed=1")
+	require.NoError(t, err)
+	c := cfg.Clone()
+	cfg.Params["fault_seed"] = "2"
+	cfg.Name = "other"
+	require.Equal(t, "1", c.Params["fault_seed"])
+	require.Equal(t, "", c.Name)
+}
