@@ -12,7 +12,7 @@
 //
 //   - nil                         0x00 (0x00 0xff inside a nested tuple)
 //   - []byte                      0x01, 0x00 bytes escaped as 0x00 0xff, 0x00 terminated
-//   - string                      0x02, UTF-8, escaped like []byte
+//   - string                      0x02, UTF-8 (not checked), escaped like []byte
 //   - Tuple (nested)              0x05 ... 0x00
 //   - int, int64, uint64, ...     0x0c..0x1c (up to 8 bytes), 0x0b/0x1d beyond
 //   - *big.Int, big.Int           as integers; decoded as int64, uint64 or *big.Int
@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"unicode/utf8"
 )
 
 // Type codes from FoundationDB's design/tuple.md.
@@ -370,9 +369,9 @@ func decodeElement(b []byte) (any, []byte, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if !utf8.Valid(v) {
-			return nil, nil, fmt.Errorf("%w: string is not valid UTF-8", ErrInvalid)
-		}
+		// Not checked for UTF-8, as the official Go bindings do not: a
+		// string Pack accepts always unpacks (a check here once made one
+		// bad value fail every read of a table).
 		return string(v), rest, nil
 	case code == codeNested:
 		return decodeTuple(b[1:], true)
