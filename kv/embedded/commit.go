@@ -10,7 +10,7 @@ import (
 )
 
 func (t *txn) hasWrites() bool {
-	return (t.writes != nil && t.writes.Len() > 0) || len(t.clears) > 0 || len(t.wconf) > 0
+	return (t.writes != nil && t.writes.Len() > 0) || t.clears.len() > 0 || len(t.wconf) > 0
 }
 
 // Commit implements kv.Transaction.

@@ -202,3 +202,28 @@ func TestFileSymlinkIsSameDatabase(t *testing.T) {
 	require.NoError(t, set(t, viaLink, "k", "v"))
 	require.Equal(t, "v", string(mustGet(t, db, "k")))
 }
+
+// TestFileReadOnlyAfterRetry: a read-only handle's transaction refuses
+// writes on every attempt, not only the first (a retry resets it).
+func TestFileReadOnlyAfterRetry(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	ro, err := embedded.OpenFile(dir, embedded.FileConfig{Mode: embedded.ReadOnly})
+	require.NoError(t, err)
+	defer ro.Close()
+	attempts := 0
+	err = ro.Transact(context.Background(), func(tr kv.Transaction) error {
+		attempts++
+		tr.Set([]byte("k"), []byte("v"))
+		if attempts == 1 {
+			return kv.ErrNotCommitted // as a conflict would: retried
+		}
+		return nil
+	})
+	require.Equal(t, 2, attempts)
+	require.ErrorIs(t, err, embedded.ErrReadOnly)
+	require.Nil(t, mustGet(t, ro, "k"))
+}

@@ -21,7 +21,7 @@ type batch struct {
 }
 
 func (t *txn) batch() *batch {
-	b := &batch{clears: t.clears}
+	b := &batch{clears: t.clears.ranges()}
 	if t.writes != nil {
 		b.writes = make([]*write, 0, t.writes.Len())
 		t.writes.Scan(func(w *write) bool {

@@ -37,7 +37,7 @@ type txn struct {
 	grvTime time.Time
 
 	writes *btree.BTreeG[*write] // nil until the first write
-	clears []kv.Range            // ClearRange calls, in order
+	clears clearSet              // the union of the ClearRange calls
 	wconf  []span                // AddWriteConflict*
 	reads  []span                // serializable read-conflict spans
 	size   int                   // bytes of mutations and conflict ranges
@@ -126,14 +126,7 @@ func (t *txn) findWrite(key []byte) *write {
 	return w
 }
 
-func (t *txn) inClears(key []byte) bool {
-	for _, r := range t.clears {
-		if r.Contains(key) {
-			return true
-		}
-	}
-	return false
-}
+func (t *txn) inClears(key []byte) bool { return t.clears.contains(key) }
 
 func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
 	if err := t.check(); err != nil {
@@ -222,10 +215,8 @@ func (t *txn) first(r kv.Range, reverse, snapshot bool) (kv.KeyValue, bool, erro
 // wroteIn reports whether the transaction wrote or cleared anything in r,
 // which a read of r must then merge with what is committed.
 func (t *txn) wroteIn(r kv.Range) bool {
-	for _, c := range t.clears {
-		if bytes.Compare(c.Begin, r.End) < 0 && bytes.Compare(r.Begin, c.End) < 0 {
-			return true
-		}
+	if t.clears.intersects(r) {
+		return true
 	}
 	if t.writes == nil || t.writes.Len() == 0 {
 		return false
@@ -329,7 +320,7 @@ func (t *txn) ClearRange(r kv.Range) {
 			t.writes.Delete(w)
 		}
 	}
-	t.clears = append(t.clears, r)
+	t.clears.add(r)
 	t.size += len(r.Begin) + len(r.End)
 }
 
@@ -407,7 +398,7 @@ func (t *txn) reset() {
 	if t.hasRV {
 		t.s.releaseReadVersion(t)
 	}
-	*t = txn{s: t.s, ctx: t.ctx, start: t.start, retries: t.retries, backoff: t.backoff}
+	*t = txn{s: t.s, ctx: t.ctx, start: t.start, readOnly: t.readOnly, retries: t.retries, backoff: t.backoff}
 	t.snap.t = t
 }
 
