@@ -36,7 +36,9 @@ const (
 	CodeCommitUnknownResult    = 1021 // commit_unknown_result
 	CodeTransactionCancelled   = 1025 // transaction_cancelled
 	CodeTransactionTimedOut    = 1031 // transaction_timed_out
+	CodeTooManyWatches         = 1032 // too_many_watches
 	CodeProcessBehind          = 1037 // process_behind
+	CodeOperationCancelled     = 1101 // operation_cancelled
 	CodeClientInvalidOperation = 2000 // client_invalid_operation
 	CodeKeyOutsideLegalRange   = 2004 // key_outside_legal_range
 	CodeInvertedRange          = 2005 // inverted_range
@@ -68,6 +70,11 @@ var (
 	// ErrTransactionTimedOut is returned when the transaction's timeout
 	// option expired. Not retryable.
 	ErrTransactionTimedOut = &Error{Code: CodeTransactionTimedOut}
+	// ErrTooManyWatches is returned by a watch created while the
+	// database holds MaxWatches watches that have not fired.
+	ErrTooManyWatches = &Error{Code: CodeTooManyWatches}
+	// ErrOperationCancelled is returned by a watch that was cancelled.
+	ErrOperationCancelled = &Error{Code: CodeOperationCancelled}
 	// ErrProcessBehind is returned when a storage server is too far behind.
 	// Retryable.
 	ErrProcessBehind = &Error{Code: CodeProcessBehind}
@@ -104,6 +111,10 @@ func codeName(code int) string {
 		return "transaction_cancelled"
 	case CodeTransactionTimedOut:
 		return "transaction_timed_out"
+	case CodeTooManyWatches:
+		return "too_many_watches: too many watches are waiting to fire"
+	case CodeOperationCancelled:
+		return "operation_cancelled"
 	case CodeProcessBehind:
 		return "process_behind"
 	case CodeClientInvalidOperation:

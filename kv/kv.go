@@ -184,6 +184,18 @@ type Transaction interface {
 	// AddWriteConflictKey makes transactions that read key conflict with
 	// this one, as if it had written key.
 	AddWriteConflictKey(key []byte) error
+	// Watch returns a watch on key, which fires once when the key's value
+	// changes from the value this transaction reads (at its read version,
+	// or as this transaction wrote it before the call), as FoundationDB's
+	// watches do. It is armed when the transaction commits; it then fails
+	// with the commit's error if the commit fails, and with
+	// transaction_cancelled (1025) if the transaction is reset or cancelled
+	// first. A write of the same value does not fire it. Watching adds a
+	// read conflict on key. A database holds at most MaxWatches watches
+	// that have not fired; past that the watch fails with too_many_watches
+	// (1032). A watch outlives its transaction: cancel the ones no longer
+	// needed.
+	Watch(key []byte) Watch
 	// Commit applies the transaction's writes atomically, or fails.
 	Commit() error
 	// Cancel abandons the transaction; later calls fail.
@@ -193,6 +205,26 @@ type Transaction interface {
 	// transaction for another attempt, and returns nil; otherwise it
 	// returns err.
 	OnError(err error) error
+}
+
+// MaxWatches is how many watches that have not fired a database holds at
+// once (FoundationDB's default).
+const MaxWatches = 10_000
+
+// Watch is a watch on a key (Transaction.Watch): a one-shot notification
+// that the key's value changed. Safe for concurrent use.
+type Watch interface {
+	// Wait blocks until the watch fires (nil) or fails (its error), or
+	// until ctx is done (ctx's error; the watch stays armed).
+	Wait(ctx context.Context) error
+	// Done is closed when the watch fires or fails; Err then says which.
+	Done() <-chan struct{}
+	// Err returns nil while the watch is pending or after it fired, and its
+	// error once it failed.
+	Err() error
+	// Cancel disarms the watch: a pending watch fails with
+	// operation_cancelled (1101) and stops counting against MaxWatches.
+	Cancel()
 }
 
 // Database is an engine's handle on one database.

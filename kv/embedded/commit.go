@@ -15,6 +15,12 @@ func (t *txn) hasWrites() bool {
 
 // Commit implements kv.Transaction.
 func (t *txn) Commit() error {
+	err := t.commit()
+	t.settleWatches(err)
+	return err
+}
+
+func (t *txn) commit() error {
 	if err := t.check(); err != nil {
 		return err
 	}

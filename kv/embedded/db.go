@@ -33,6 +33,9 @@ type Config struct {
 	TransactionTimeout time.Duration
 	// Faults, if set, injects FoundationDB's commit failures (for tests).
 	Faults *Faults
+	// MaxWatches bounds the watches that have not fired (kv.MaxWatches
+	// when 0).
+	MaxWatches int
 }
 
 // DefaultRetryLimit is the retry limit when Config.RetryLimit is 0.
@@ -53,6 +56,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBackoff < c.InitialBackoff {
 		c.MaxBackoff = c.InitialBackoff
+	}
+	if c.MaxWatches <= 0 {
+		c.MaxWatches = kv.MaxWatches
 	}
 	return c
 }
@@ -97,15 +103,23 @@ type store struct {
 	lock     *os.File
 	recovery RecoveryStats
 	readOnly bool // opened ReadOnly: no log, every handle refuses writes
+
+	// Watches (watch.go). watchMu guards watches and pendingWatches, and
+	// the watches' state; it is taken after mu, never before.
+	watchMu        sync.Mutex
+	watches        map[string][]*watch // armed watches by key
+	pendingWatches int                 // watches not yet settled, armed or not
+	registered     atomic.Int64        // len of all of watches' lists, read without watchMu
 }
 
 func newStore(name string, cfg Config) *store {
 	return &store{
-		faults: newInjector(cfg.Faults),
-		cfg:    cfg.withDefaults(),
-		tree:   btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true, Degree: 64}),
-		active: make(map[*txn]reader),
-		name:   name,
+		faults:  newInjector(cfg.Faults),
+		cfg:     cfg.withDefaults(),
+		tree:    btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true, Degree: 64}),
+		active:  make(map[*txn]reader),
+		watches: make(map[string][]*watch),
+		name:    name,
 	}
 }
 
@@ -163,6 +177,7 @@ func (db *DB) Close() error {
 // close shuts a store down once its last handle is closed.
 func (s *store) close() error {
 	var err error
+	s.failWatches(kv.Errorf(kv.CodeClientInvalidOperation, "the database was closed"))
 	if s.log != nil {
 		err = s.log.close()
 	}

@@ -35,8 +35,8 @@ func (c *fakeClock) Advance(d time.Duration) {
 func TestContract(t *testing.T) {
 	kvtest.Run(t, func(t *testing.T) kvtest.Instance {
 		clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
-		db := embedded.Open("", embedded.Config{Clock: clock.Now, RetryLimit: 5})
-		return kvtest.Instance{DB: db, Advance: clock.Advance}
+		db := embedded.Open("", embedded.Config{Clock: clock.Now, RetryLimit: 5, MaxWatches: 64})
+		return kvtest.Instance{DB: db, Advance: clock.Advance, MaxWatches: 64}
 	})
 }
 

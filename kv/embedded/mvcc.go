@@ -107,6 +107,7 @@ func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse
 // garbage. Callers hold s.mu, and install versions in order.
 func (s *store) installLocked(now time.Time, ver uint64, b *batch) {
 	touched := s.applyLocked(ver, b)
+	s.fireWatchesLocked(touched)
 	s.gcq = append(s.gcq, gcRecord{ver: ver, entries: touched})
 	s.version.Store(ver)
 	s.gcLocked(now, 2*len(touched)+64)

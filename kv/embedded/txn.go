@@ -36,12 +36,13 @@ type txn struct {
 	rv      uint64
 	grvTime time.Time
 
-	writes *btree.BTreeG[*write] // nil until the first write
-	clears clearSet              // the union of the ClearRange calls
-	wconf  []span                // AddWriteConflict*
-	reads  []span                // serializable read-conflict spans
-	size   int                   // bytes of mutations and conflict ranges
-	err    error                 // deferred error, reported by Commit
+	writes  *btree.BTreeG[*write] // nil until the first write
+	clears  clearSet              // the union of the ClearRange calls
+	watches []*watch              // made by this attempt, settled at its end
+	wconf   []span                // AddWriteConflict*
+	reads   []span                // serializable read-conflict spans
+	size    int                   // bytes of mutations and conflict ranges
+	err     error                 // deferred error, reported by Commit
 
 	retries int
 	backoff time.Duration
@@ -391,10 +392,12 @@ func (t *txn) Cancel() {
 	if t.state == txnActive {
 		t.finish(txnCancelled)
 	}
+	t.settleWatches(kv.Errorf(kv.CodeTransactionCancelled, "the transaction that made the watch was cancelled"))
 }
 
 // reset prepares the transaction for another attempt.
 func (t *txn) reset() {
+	t.settleWatches(kv.Errorf(kv.CodeTransactionCancelled, "the transaction that made the watch was reset"))
 	if t.hasRV {
 		t.s.releaseReadVersion(t)
 	}

@@ -253,6 +253,46 @@ func (t *txn) Commit() error {
 
 func (t *txn) Cancel() { t.tr.Cancel() }
 
+// Watch implements kv.Transaction over the bindings' watch future.
+func (t *txn) Watch(key []byte) kv.Watch {
+	w := &watch{f: t.tr.Watch(t.key(key)), done: make(chan struct{})}
+	go func() {
+		// The bindings wait on the future's callback, not on a thread.
+		err := w.f.Get()
+		w.mu.Lock()
+		w.err = mapError(err)
+		w.mu.Unlock()
+		close(w.done)
+	}()
+	return w
+}
+
+// watch is a kv.Watch over a FoundationDB watch future.
+type watch struct {
+	f    fdb.FutureNil
+	done chan struct{}
+	mu   sync.Mutex // guards err
+	err  error
+}
+
+func (w *watch) Done() <-chan struct{} { return w.done }
+func (w *watch) Cancel()               { w.f.Cancel() }
+
+func (w *watch) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *watch) Wait(ctx context.Context) error {
+	select {
+	case <-w.done:
+		return w.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // OnError hands retryable errors to FoundationDB's own OnError (its backoff,
 // retry limit and timeout), and returns the rest.
 func (t *txn) OnError(err error) error {

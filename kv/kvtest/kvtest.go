@@ -2,7 +2,7 @@
 // limits and reverse reads, snapshot versus serializable reads and their
 // conflicts, read-your-writes, atomic operations under concurrency,
 // FoundationDB's size limits and the 5-second transaction limit, each
-// failing with FoundationDB's error code.
+// failing with FoundationDB's error code, and watches.
 //
 //	func TestContract(t *testing.T) {
 //		kvtest.Run(t, func(t *testing.T) kvtest.Instance { ... })
@@ -33,6 +33,9 @@ type Instance struct {
 	// Advance moves the engine's clock forward. Nil means the engine runs
 	// on real time, and the test sleeps instead.
 	Advance func(time.Duration)
+	// MaxWatches is the engine's bound on watches that have not fired;
+	// 0 means kv.MaxWatches.
+	MaxWatches int
 }
 
 // Run runs the contract suite. open must return an empty database that no
@@ -65,6 +68,11 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 		{"ContextCancellation", testContextCancellation},
 		{"UseAfterCommitOrCancel", testUseAfterEnd},
 		{"Errors", testErrors},
+		{"WatchFiresOnChange", testWatchFiresOnChange},
+		{"WatchArmedAtCommit", testWatchArmedAtCommit},
+		{"WatchOwnWrites", testWatchOwnWrites},
+		{"WatchEndsWithItsTransaction", testWatchEndsWithItsTransaction},
+		{"WatchLimit", testWatchLimit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
