@@ -26,20 +26,11 @@ func (q *Queue) Get(tr kv.ReadTransaction, id int64) (Item, bool, error) {
 
 // lookup returns the position of the item with id.
 func (q *Queue) lookup(tr kv.ReadTransaction, id int64) (pos, bool, error) {
-	v, err := tr.Get(q.key(tagIDs, id))
+	v, err := tr.Get(q.idKey(id))
 	if err != nil || v == nil {
 		return pos{}, false, err
 	}
-	p := pos{id: id}
-	if q.kind == FIFO {
-		var s [1]int64
-		err = decodeInts(v, s[:])
-		p.seq = s[0]
-	} else {
-		var s [2]int64
-		err = decodeInts(v, s[:])
-		p.prio, p.seq = s[0], s[1]
-	}
+	p, err := q.decodeIDValue(id, v)
 	return p, true, err
 }
 

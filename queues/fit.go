@@ -155,11 +155,7 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 		prefix := q.key(tagCells, cell...)
 		n := 0
 		stopped, err := scanOrdered(tr, prefix, q.kind == Priority && order == Max,
-			func(k []byte) (pos, error) {
-				var v [3]int64
-				err := decodeInts(k[len(prefix):], v[:])
-				return pos{prio: v[0], seq: v[1], id: v[2]}, err
-			},
+			func(k []byte) (pos, error) { return decodeEntry(prefix, k) },
 			func(p pos) []byte { return tuple.AppendInt(bytes.Clone(prefix), p.prio) },
 			func(e kv.KeyValue, p pos) (bool, error) {
 				if found && !better(p, best, order) {
@@ -207,35 +203,29 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 // highest priority is below cutoff's, no entry can beat cutoff, and head
 // returns that last entry after one read: callers only compare it.
 func (q *Queue) head(tr kv.ReadTransaction, prefix []byte, order Order, cutoff *pos) (pos, bool, error) {
-	// Tuple type codes are below 0xff, so prefix+0xff ends the entries
-	// under prefix (and the reads copy the range's keys they keep).
-	r := kv.Range{Begin: prefix, End: append(prefix[:len(prefix):len(prefix)], 0xff)}
+	r := extending(prefix) // (the reads copy the range's keys they keep)
 	if order == Max && q.kind == Priority {
 		last, ok, err := kv.First(tr, r, true)
 		if err != nil || !ok {
 			return pos{}, false, err
 		}
-		var v [3]int64
-		if err := decodeInts(last.Key[len(prefix):], v[:]); err != nil {
+		lp, err := decodeEntry(prefix, last.Key)
+		if err != nil {
 			return pos{}, false, err
 		}
-		if cutoff != nil && v[0] < cutoff.prio {
+		if cutoff != nil && lp.prio < cutoff.prio {
 			// The read covered the cell from this entry to its end, so a
 			// concurrent push of a higher priority conflicts.
-			return pos{prio: v[0], seq: v[1], id: v[2]}, true, nil
+			return lp, true, nil
 		}
-		sub := appendInts(bytes.Clone(prefix), v[0])
-		r = kv.Range{Begin: sub, End: append(sub, 0xff)}
+		r = extending(appendInts(bytes.Clone(prefix), lp.prio))
 	}
 	e, ok, err := kv.First(tr, r, false)
 	if err != nil || !ok {
 		return pos{}, false, err
 	}
-	var v [3]int64
-	if err := decodeInts(e.Key[len(prefix):], v[:]); err != nil {
-		return pos{}, false, err
-	}
-	return pos{prio: v[0], seq: v[1], id: v[2]}, true, nil
+	p, err := decodeEntry(prefix, e.Key)
+	return p, err == nil, err
 }
 
 // skipScan calls fn for every key base+(v_1, ..., v_d) with mins[i] <= v_i <=
@@ -264,7 +254,7 @@ func skipScanDim(tr kv.ReadTransaction, base []byte, dim int, mins, maxs, cur []
 		}
 		return it.Err()
 	}
-	end := append(upTo, 0xff)
+	end := extending(upTo).End
 	for {
 		e, ok, err := kv.First(tr, kv.Range{Begin: from, End: end}, false)
 		if err != nil || !ok {
@@ -278,6 +268,6 @@ func skipScanDim(tr kv.ReadTransaction, base []byte, dim int, mins, maxs, cur []
 		if err := skipScanDim(tr, next, dim+1, mins, maxs, append(cur, v), fn); err != nil {
 			return err
 		}
-		from = append(next, 0xff)
+		from = extending(next).End
 	}
 }

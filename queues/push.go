@@ -54,8 +54,7 @@ func (q *Queue) push(tr kv.Transaction, it Item) error {
 		}
 		p.seq = lp.seq + 1
 	}
-	idKey := q.key(tagIDs, it.ID)
-	if v, err := tr.Get(idKey); err != nil {
+	if v, err := tr.Get(q.idKey(it.ID)); err != nil {
 		return err
 	} else if v != nil {
 		return fmt.Errorf("%w: id %d", ErrDuplicateID, it.ID)
@@ -67,11 +66,7 @@ func (q *Queue) push(tr kv.Transaction, it Item) error {
 // insert writes an item, its id index entry and its count.
 func (q *Queue) insert(tr kv.Transaction, p pos, it Item) {
 	tr.Set(q.itemKey(p), encodeValue(it.Resources, it.Value))
-	if q.kind == FIFO {
-		tr.Set(q.key(tagIDs, p.id), appendInts(nil, p.seq))
-	} else {
-		tr.Set(q.key(tagIDs, p.id), appendInts(nil, p.prio, p.seq))
-	}
+	tr.Set(q.idKey(p.id), q.idValue(p))
 	tr.Add(q.countKey(), 1)
 }
 
@@ -100,11 +95,11 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64) error {
 	}
 	// The entry carries the task's resources, so that a cell straddling a
 	// limit can be scanned without reading the items.
-	tr.Set(appendInts(q.key(tagCells, cell...), p.prio, p.seq, p.id), appendInts(nil, res...))
+	tr.Set(q.entryKey(tagCells, cell, p), appendInts(nil, res...))
 	if err := ensureDir(tr, q.key(tagShapeDir, res...)); err != nil {
 		return err
 	}
-	tr.Set(appendInts(q.key(tagShapes, res...), p.prio, p.seq, p.id), nil)
+	tr.Set(q.entryKey(tagShapes, res, p), nil)
 	return nil
 }
 
@@ -115,12 +110,12 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64) error {
 // serializably and make concurrent pops of one cell conflict.
 func (q *Queue) remove(tr kv.Transaction, p pos, res []int64) error {
 	tr.Clear(q.itemKey(p))
-	tr.Clear(q.key(tagIDs, p.id))
+	tr.Clear(q.idKey(p.id))
 	tr.Add(q.countKey(), -1)
 	if len(res) == 0 {
 		return nil
 	}
-	tr.Clear(appendInts(q.key(tagCells, cellsOf(res)...), p.prio, p.seq, p.id))
-	tr.Clear(appendInts(q.key(tagShapes, res...), p.prio, p.seq, p.id))
+	tr.Clear(q.entryKey(tagCells, cellsOf(res), p))
+	tr.Clear(q.entryKey(tagShapes, res, p))
 	return nil
 }

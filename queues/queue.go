@@ -70,7 +70,7 @@ type Queue struct {
 	prefix    []byte
 	kind      Kind
 	resources []string
-	sub       [11][]byte // prefix + tag, for each tag (see the package doc and idempotency.go)
+	sub       [numTags][]byte // P (tag), for each tag (see layout.go)
 }
 
 // New returns the queue stored under prefix (a packed tuple, so that the keys
