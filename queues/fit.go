@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
-	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
 // scanBudget is how many items a fit pop reads in queue order before it
@@ -98,103 +97,145 @@ func (q *Queue) findFit(tr kv.ReadTransaction, order Order, limits []int64) (Ite
 const straddleBudget = 64
 
 // bestFromIndex finds the best fitting task through the cell and shape
-// directories. Cells wholly inside the limits give their heads first; then
-// each cell straddling a limit is read in queue order, only as far as it can
-// still beat the best head found, and at most straddleBudget entries, past
-// which its fitting shapes are visited instead.
+// directories, in two stages: wholeCells offers the heads of the cells
+// wholly inside the limits, then straddlingCell resolves each cell that
+// straddles a limit.
 //
 // A listed cell or shape that turns out empty has its directory key cleared
 // when tr is writable (a pop); the read that found it empty was
 // serializable, so a concurrent push into it conflicts with the clear.
 func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64) (pos, bool, error) {
-	d := len(limits)
-	var best pos
-	found := false
-	offer := func(p pos) {
-		if !found || better(p, best, order) {
-			best, found = p, true
+	s := &indexSearch{q: q, tr: tr, order: order, limits: limits, res: make([]int64, len(limits))}
+	straddling, err := s.wholeCells()
+	if err != nil {
+		return pos{}, false, err
+	}
+	for _, cell := range straddling {
+		if err := s.straddlingCell(cell); err != nil {
+			return pos{}, false, err
 		}
 	}
-	wtr, writable := tr.(kv.Transaction)
-	// consider reads the head of a cell (or shape: entries under tag,
-	// listed under dirTag).
-	var buf []byte
-	consider := func(tag, dirTag int, coords []int64) error {
-		var cutoff *pos
-		if found {
-			cutoff = &best
-		}
-		buf = appendInts(append(buf[:0], q.sub[tag]...), coords...)
-		p, ok, err := q.head(tr, buf, order, cutoff)
-		if ok {
-			offer(p)
-		} else if err == nil && writable {
-			wtr.Clear(q.key(dirTag, coords...))
-		}
-		return err
+	return s.best, s.found, nil
+}
+
+// indexSearch is one search of the fit index for the best fitting entry.
+type indexSearch struct {
+	q      *Queue
+	tr     kv.ReadTransaction
+	order  Order
+	limits []int64
+
+	best  pos  // the best fitting entry offered so far,
+	found bool // if any
+
+	res []int64 // scratch: an entry's resources
+	buf []byte  // scratch: a cell's or shape's prefix
+}
+
+// offer makes p the best entry if it is better.
+func (s *indexSearch) offer(p pos) {
+	if !s.found || better(p, s.best, s.order) {
+		s.best, s.found = p, true
 	}
-	noMin := make([]int64, d)
+}
+
+// wholeCells is the first stage: it skip-scans the cell directory for the
+// cells whose lower corner fits, offers the head of each cell wholly inside
+// the limits, and returns the cells that straddle a limit.
+func (s *indexSearch) wholeCells() ([][]int64, error) {
+	noMin := make([]int64, len(s.limits))
 	for i := range noMin {
 		noMin[i] = math.MinInt64
 	}
 	var straddling [][]int64
-	err := skipScan(tr, q.sub[tagCellDir], noMin, limits, func(cell []int64) error {
-		for i, c := range cell {
-			if cellHigh(c) > limits[i] {
-				straddling = append(straddling, slices.Clone(cell))
-				return nil
-			}
+	err := skipScan(s.tr, s.q.sub[tagCellDir], noMin, s.limits, func(cell []int64) error {
+		if straddles(cell, s.limits) {
+			straddling = append(straddling, slices.Clone(cell))
+			return nil
 		}
-		return consider(tagCells, tagCellDir, cell)
+		return s.offerHead(tagCells, tagCellDir, cell)
 	})
-	if err != nil {
-		return pos{}, false, err
-	}
-	res := make([]int64, d)
-	for _, cell := range straddling {
-		prefix := q.key(tagCells, cell...)
-		n := 0
-		stopped, err := scanOrdered(tr, prefix, q.kind == Priority && order == Max,
-			func(k []byte) (pos, error) { return decodeEntry(prefix, k) },
-			func(p pos) []byte { return tuple.AppendInt(bytes.Clone(prefix), p.prio) },
-			func(e kv.KeyValue, p pos) (bool, error) {
-				if found && !better(p, best, order) {
-					return false, nil // nothing further in this cell can win
-				}
-				if n++; n > straddleBudget {
-					return false, nil
-				}
-				if err := decodeInts(e.Value, res); err != nil {
-					return false, err
-				}
-				if fits(res, limits) {
-					offer(p)
-					return false, nil
-				}
-				return true, nil
-			})
-		if err != nil {
-			return pos{}, false, err
-		}
-		if !stopped && n == 0 && writable {
-			wtr.Clear(q.key(tagCellDir, cell...)) // listed, but empty
-		}
-		if !stopped || n <= straddleBudget {
-			continue
-		}
-		// Over budget: the cell's fitting shapes, exactly.
-		lo, hi := make([]int64, d), make([]int64, d)
-		for i, c := range cell {
-			lo[i], hi[i] = c, min(cellHigh(c), limits[i])
-		}
-		err = skipScan(tr, q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
-			return consider(tagShapes, tagShapeDir, shape)
-		})
-		if err != nil {
-			return pos{}, false, err
+	return straddling, err
+}
+
+// straddles reports whether some of the cell's values exceed a limit.
+func straddles(cell, limits []int64) bool {
+	for i, c := range cell {
+		if cellHigh(c) > limits[i] {
+			return true
 		}
 	}
-	return best, found, nil
+	return false
+}
+
+// straddlingCell is the second stage, for one cell that straddles a limit:
+// it reads the cell in queue order, only as long as an entry can still beat
+// the best found and at most straddleBudget entries, and offers the first
+// entry that fits. Past the budget it offers the heads of the cell's
+// fitting shapes instead.
+func (s *indexSearch) straddlingCell(cell []int64) error {
+	n := 0
+	stopped, err := s.q.scanEntries(s.tr, s.q.key(tagCells, cell...), s.order, func(e kv.KeyValue, p pos) (bool, error) {
+		if s.found && !better(p, s.best, s.order) {
+			return false, nil // nothing further in this cell can win
+		}
+		if n++; n > straddleBudget {
+			return false, nil
+		}
+		if err := decodeInts(e.Value, s.res); err != nil {
+			return false, err
+		}
+		if fits(s.res, s.limits) {
+			s.offer(p)
+			return false, nil
+		}
+		return true, nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case !stopped && n == 0:
+		s.clearDir(tagCellDir, cell) // listed, but empty
+		return nil
+	case !stopped || n <= straddleBudget:
+		return nil
+	}
+	// Over budget: the cell's fitting shapes, exactly.
+	lo, hi := make([]int64, len(cell)), make([]int64, len(cell))
+	for i, c := range cell {
+		lo[i], hi[i] = c, min(cellHigh(c), s.limits[i])
+	}
+	return skipScan(s.tr, s.q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
+		return s.offerHead(tagShapes, tagShapeDir, shape)
+	})
+}
+
+// offerHead offers the head of a cell or shape (coords, with entries under
+// tag, listed under dirTag), or clears its directory key if it is empty.
+func (s *indexSearch) offerHead(tag, dirTag int, coords []int64) error {
+	var cutoff *pos
+	if s.found {
+		cutoff = &s.best
+	}
+	s.buf = appendInts(append(s.buf[:0], s.q.sub[tag]...), coords...)
+	p, ok, err := s.q.head(s.tr, s.buf, s.order, cutoff)
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		s.offer(p)
+	default:
+		s.clearDir(dirTag, coords)
+	}
+	return nil
+}
+
+// clearDir clears the directory key under dirTag of a cell or shape found
+// empty, when the search runs in a pop.
+func (s *indexSearch) clearDir(dirTag int, coords []int64) {
+	if wtr, ok := s.tr.(kv.Transaction); ok {
+		wtr.Clear(s.q.key(dirTag, coords...))
+	}
 }
 
 // head returns the best index entry under prefix (a cell or a shape). In
@@ -226,48 +267,4 @@ func (q *Queue) head(tr kv.ReadTransaction, prefix []byte, order Order, cutoff *
 	}
 	p, err := decodeEntry(prefix, e.Key)
 	return p, err == nil, err
-}
-
-// skipScan calls fn for every key base+(v_1, ..., v_d) with mins[i] <= v_i <=
-// maxs[i], reading one small range per distinct prefix instead of every key.
-func skipScan(tr kv.ReadTransaction, base []byte, mins, maxs []int64, fn func([]int64) error) error {
-	cur := make([]int64, 0, len(mins))
-	return skipScanDim(tr, base, 0, mins, maxs, cur, fn)
-}
-
-func skipScanDim(tr kv.ReadTransaction, base []byte, dim int, mins, maxs, cur []int64, fn func([]int64) error) error {
-	if mins[dim] > maxs[dim] {
-		return nil
-	}
-	from := tuple.AppendInt(bytes.Clone(base), mins[dim])
-	upTo := tuple.AppendInt(bytes.Clone(base), maxs[dim])
-	if dim == len(mins)-1 {
-		it := tr.GetRange(kv.Range{Begin: from, End: kv.KeyAfter(upTo)}, kv.RangeOptions{})
-		for it.Next() {
-			v, _, err := tuple.DecodeInt(it.KeyValue().Key[len(base):])
-			if err != nil {
-				return err
-			}
-			if err := fn(append(cur, v)); err != nil {
-				return err
-			}
-		}
-		return it.Err()
-	}
-	end := extending(upTo).End
-	for {
-		e, ok, err := kv.First(tr, kv.Range{Begin: from, End: end}, false)
-		if err != nil || !ok {
-			return err
-		}
-		v, _, err := tuple.DecodeInt(e.Key[len(base):])
-		if err != nil {
-			return err
-		}
-		next := tuple.AppendInt(bytes.Clone(base), v)
-		if err := skipScanDim(tr, next, dim+1, mins, maxs, append(cur, v), fn); err != nil {
-			return err
-		}
-		from = extending(next).End
-	}
 }

@@ -98,6 +98,16 @@ func (q *Queue) scan(tr kv.ReadTransaction, order Order, fn func(kv.KeyValue, po
 	}, fn)
 }
 
+// scanEntries is scan for the fit index entries under prefix (a cell's or a
+// shape's).
+func (q *Queue) scanEntries(tr kv.ReadTransaction, prefix []byte, order Order, fn func(kv.KeyValue, pos) (bool, error)) (stopped bool, err error) {
+	return scanOrdered(tr, prefix, q.kind == Priority && order == Max, func(k []byte) (pos, error) {
+		return decodeEntry(prefix, k)
+	}, func(p pos) []byte {
+		return tuple.AppendInt(bytes.Clone(prefix), p.prio)
+	}, fn)
+}
+
 // scanOrdered visits the keys under prefix in queue order: key order, or,
 // for maxFirst, priorities from the highest down, each in key order (oldest
 // first). decode gives a key's position; under gives the prefix of a
