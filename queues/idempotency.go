@@ -95,7 +95,7 @@ func (q *Queue) CountReceipt(tr kv.ReadTransaction, token int64) (int64, bool, e
 	if err != nil || v == nil {
 		return 0, false, err
 	}
-	if len(v) != 8 {
+	if len(v) != counterLen {
 		return 0, false, fmt.Errorf("%w: count receipt of %d bytes", ErrCorrupt, len(v))
 	}
 	return int64(binary.LittleEndian.Uint64(v)), true, nil

@@ -82,6 +82,10 @@ const (
 // tupleEnd is above every tuple type code: see extending.
 const tupleEnd = 0xff
 
+// counterLen is the size of the count's and a count receipt's value, a
+// little-endian int64 (FoundationDB's atomic ADD works on such values).
+const counterLen = 8
+
 // maxIntLen is the most bytes a packed int64 takes (a type code and eight
 // bytes), for sizing key buffers.
 const maxIntLen = 9

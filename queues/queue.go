@@ -133,7 +133,7 @@ func (q *Queue) Count(tr kv.ReadTransaction) (int64, error) {
 	if err != nil || v == nil {
 		return 0, err
 	}
-	if len(v) != 8 {
+	if len(v) != counterLen {
 		return 0, fmt.Errorf("%w: counter of %d bytes", ErrCorrupt, len(v))
 	}
 	return int64(binary.LittleEndian.Uint64(v)), nil
