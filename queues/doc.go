@@ -41,6 +41,12 @@
 //     directory, inside the cell, where every fitting shape contributes its
 //     head. The best head wins.
 //
+// PopFitN pops the first n fitting tasks in one pass, with the same answer
+// and the same conflicts as n calls to PopFit: step 1 once, then step 2 as
+// a merge, a cursor per fitting cell (or shape) and a heap of their heads
+// (see fitmany.go). n calls to PopFit would each search from the head
+// again, past the tasks the earlier ones removed.
+//
 // The cost of step 2 depends on the number of distinct cells (and, at the
 // limits' boundary, shapes) that may fit, never on the number of tasks: when
 // the only fitting task is the last of millions, a pop is a few dozen small

@@ -172,6 +172,31 @@ func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, st
 					m.take(bi)
 				}
 			}
+		case op < 8 && d > 0 && r.IntN(3) == 0: // multi-row fit pop
+			order, limits := orderOf(), randRes()
+			n := 1 + r.IntN(20)
+			if r.IntN(8) == 0 {
+				n = 1000
+			}
+			var items []queues.Item
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				var err error
+				items, err = q.PopFitN(tr, order, limits, n)
+				return err
+			}))
+			// The model's answer: n successive single pops.
+			var want, got []string
+			for len(want) < n {
+				bi := m.best(kind, order, limits)
+				if bi < 0 {
+					break
+				}
+				want = append(want, m.take(bi).val)
+			}
+			for _, it := range items {
+				got = append(got, string(it.Value))
+			}
+			require.Equal(t, want, got, "step %d order %v limits %v n %d", step, order, limits, n)
 		case op < 8 && d > 0: // fit pop or peek
 			order, peek := orderOf(), r.IntN(3) == 0
 			limits := randRes()
