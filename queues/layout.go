@@ -15,24 +15,24 @@ import (
 // followed by a packed tuple of integers, the first of which is the tag, so
 // FoundationDB's tuple layer in any language can read them:
 //
-//	key                                  value                                      written by
-//	P (0, seq, id)                       FIFO item: packed (resources..., value)     insert
-//	P (0, priority, seq, id)             priority item: the same                     insert
-//	P (1, id)                            id index: packed (seq) for FIFO,            insert
-//	                                     (priority, seq) for priority queues
-//	P (2)                                item count: little-endian int64, kept       insert, remove
-//	                                     with atomic ADD
-//	P (3, cell..., priority, seq, id)    fit index by cell: packed (resources...)    indexAdd
-//	P (4, cell...)                       cell directory: ""                          indexAdd (ensureDir)
-//	P (5, resources..., priority, seq, id) fit index by shape: ""                    indexAdd
-//	P (6, resources...)                  shape directory: ""                         indexAdd (ensureDir)
-//	P (7, id)                            push marker: expiry, unix nanoseconds,      markPushed
-//	                                     big-endian uint64
-//	P (8, expiry, id)                    the push marker by expiry: ""               markPushed
-//	P (9, token, n)                      pop receipt, the n-th item popped: packed   RecordReceipt
-//	                                     (id, priority, (resources...), value)
-//	P (9, token)                         count receipt: little-endian int64          RecordCount
-//	P (10, expiry, token)                the receipt by expiry: ""                   RecordReceipt, RecordCount
+//	key                                     value                                         written by
+//	P (0, seq, id)                          FIFO item: packed (resources..., value)       insert
+//	P (0, priority, seq, id)                priority item: the same                       insert
+//	P (1, id)                               id index: packed (seq) for FIFO,              insert
+//	                                        (priority, seq) for priority queues
+//	P (2)                                   item count: little-endian int64,              insert, remove
+//	                                        kept with atomic ADD
+//	P (3, cell..., priority, seq, id)       fit index by cell: packed (resources...)      indexAdd
+//	P (4, cell...)                          cell directory: ""                            indexAdd (ensureDir)
+//	P (5, resources..., priority, seq, id)  fit index by shape: ""                        indexAdd
+//	P (6, resources...)                     shape directory: ""                           indexAdd (ensureDir)
+//	P (7, id)                               push marker: expiry, unix nanoseconds,        markPushed
+//	                                        big-endian uint64
+//	P (8, expiry, id)                       the push marker by expiry: ""                 markPushed
+//	P (9, token, n)                         pop receipt, the n-th item popped:            RecordReceipt
+//	                                        packed (id, priority, (resources...), value)
+//	P (9, token)                            count receipt: little-endian int64            RecordCount
+//	P (10, expiry, token)                   the receipt by expiry: ""                     RecordReceipt, RecordCount
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so
