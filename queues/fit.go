@@ -48,48 +48,68 @@ func (q *Queue) findFit(tr kv.ReadTransaction, order Order, limits []int64) (Ite
 		return Item{}, pos{}, false, err
 	}
 	// Step 1: the first items in queue order.
-	var found Item
-	var foundPos pos
-	var ok bool
-	n := 0
-	res := make([]int64, len(limits))
-	stopped, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
-		// Only the resources, without allocating, for items that do not fit.
-		if err := decodeResources(e.Value, res, p.id); err != nil {
-			return false, err
-		}
-		if fits(res, limits) {
-			it, _, err := q.decodeItem(e.Key, e.Value)
-			found, foundPos, ok = it, p, err == nil
-			return false, err
-		}
-		n++
-		return n < scanBudget, nil
-	})
-	if err != nil || ok || !stopped {
-		// Found, failed, or the whole queue was read.
-		return found, foundPos, ok, err
+	items, poss, complete, err := q.scanFits(tr, order, limits, 1)
+	switch {
+	case err != nil:
+		return Item{}, pos{}, false, err
+	case len(items) > 0:
+		return items[0], poss[0], true, nil
+	case complete:
+		return Item{}, pos{}, false, nil // the whole queue was read
 	}
 	// Step 2: the index.
 	best, ok, err := q.bestFromIndex(tr, order, limits)
 	if err != nil || !ok {
 		return Item{}, pos{}, false, err
 	}
-	v, err := tr.Get(q.itemKey(best))
+	it, err := q.fittingItem(tr, best, limits)
+	return it, best, err == nil, err
+}
+
+// scanFits is step 1 of a fit pop: it reads items in queue order and
+// returns the first of them that fit, up to n, stopping once scanBudget
+// items did not fit. complete reports that it read the whole queue.
+func (q *Queue) scanFits(tr kv.ReadTransaction, order Order, limits []int64, n int) (items []Item, poss []pos, complete bool, err error) {
+	misses := 0
+	res := make([]int64, len(limits))
+	stopped, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
+		// Only the resources, without allocating, for items that do not fit.
+		if err := decodeResources(e.Value, res, p.id); err != nil {
+			return false, err
+		}
+		if !fits(res, limits) {
+			misses++
+			return misses < scanBudget, nil
+		}
+		it, _, err := q.decodeItem(e.Key, e.Value)
+		if err != nil {
+			return false, err
+		}
+		items, poss = append(items, it), append(poss, p)
+		return len(items) < n, nil
+	})
+	return items, poss, !stopped, err
+}
+
+// fittingItem reads the item the fit index names at p, and checks that it
+// is queued and fits.
+func (q *Queue) fittingItem(tr kv.ReadTransaction, p pos, limits []int64) (Item, error) {
+	k := q.itemKey(p)
+	v, err := tr.Get(k)
 	if err != nil {
-		return Item{}, pos{}, false, err
+		return Item{}, err
 	}
 	if v == nil {
-		return Item{}, pos{}, false, fmt.Errorf("%w: fit index names item %d, which is not queued", ErrCorrupt, best.id)
+		return Item{}, fmt.Errorf("%w: fit index names item %d, which is not queued", ErrCorrupt, p.id)
 	}
-	it, p, err := q.decodeItem(q.itemKey(best), v)
+	it, _, err := q.decodeItem(k, v)
 	if err != nil {
-		return Item{}, pos{}, false, err
+		return Item{}, err
 	}
 	if !fits(it.Resources, limits) {
-		return Item{}, pos{}, false, fmt.Errorf("%w: fit index files item %d under resources it does not have", ErrCorrupt, best.id)
+		return Item{}, fmt.Errorf("%w: fit index files item %d under resources it does not have", ErrCorrupt, p.id)
 	}
-	return it, p, true, nil
+	return it, nil
 }
 
 // straddleBudget is how many entries of a cell straddling a limit a fit pop

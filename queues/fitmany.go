@@ -3,7 +3,6 @@ package queues
 import (
 	"bytes"
 	"container/heap"
-	"fmt"
 	"math"
 	"slices"
 
@@ -60,52 +59,6 @@ func (q *Queue) PopFitN(tr kv.Transaction, order Order, limits []int64, n int) (
 		}
 	}
 	return items, nil
-}
-
-// scanFits is step 1 of a fit pop: it reads items in queue order and
-// returns the first of them that fit, up to n, stopping once scanBudget
-// items did not fit. complete reports that it read the whole queue.
-func (q *Queue) scanFits(tr kv.ReadTransaction, order Order, limits []int64, n int) (items []Item, poss []pos, complete bool, err error) {
-	misses := 0
-	res := make([]int64, len(limits))
-	stopped, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
-		// Only the resources, without allocating, for items that do not fit.
-		if err := decodeResources(e.Value, res, p.id); err != nil {
-			return false, err
-		}
-		if !fits(res, limits) {
-			misses++
-			return misses < scanBudget, nil
-		}
-		it, _, err := q.decodeItem(e.Key, e.Value)
-		if err != nil {
-			return false, err
-		}
-		items, poss = append(items, it), append(poss, p)
-		return len(items) < n, nil
-	})
-	return items, poss, !stopped, err
-}
-
-// fittingItem reads the item the fit index names at p, and checks that it
-// is queued and fits.
-func (q *Queue) fittingItem(tr kv.ReadTransaction, p pos, limits []int64) (Item, error) {
-	k := q.itemKey(p)
-	v, err := tr.Get(k)
-	if err != nil {
-		return Item{}, err
-	}
-	if v == nil {
-		return Item{}, fmt.Errorf("%w: fit index names item %d, which is not queued", ErrCorrupt, p.id)
-	}
-	it, _, err := q.decodeItem(k, v)
-	if err != nil {
-		return Item{}, err
-	}
-	if !fits(it.Resources, limits) {
-		return Item{}, fmt.Errorf("%w: fit index files item %d under resources it does not have", ErrCorrupt, p.id)
-	}
-	return it, nil
 }
 
 // fitMerge is step 2 of a multi-row fit pop: the best fitting index
