@@ -758,9 +758,14 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 		}
 		return []row{r}, nil
 	}
-	// Pops (and a single fit peek) take one item at a time from the queue.
+	// Pops (and a single fit peek) take one item at a time from the queue;
+	// multi-row pops (popN) take them in one ordered pass, not n passes
+	// from the head.
 	var next func() (queues.Item, bool, error)
-	if limits, ok := fitLimits(t, conds); ok && (pop || n == 1) {
+	var popN func(int) ([]queues.Item, error)
+	if limits, ok := fitLimits(t, conds); ok && pop && n != 1 {
+		popN = func(k int) ([]queues.Item, error) { return t.Queue.PopFitN(tr, order, limits, k) }
+	} else if ok && (pop || n == 1) {
 		next = func() (queues.Item, bool, error) {
 			switch {
 			case pop && spread > 0 && n == 1:
@@ -773,12 +778,14 @@ func (e *Executor) findOnce(tr kv.Transaction, t *Table, conds []cond, order que
 	} else if len(conds) == 0 && pop && spread > 0 && n == 1 {
 		next = func() (queues.Item, bool, error) { return t.Queue.PopSpread(tr, order, spread) }
 	} else if len(conds) == 0 && pop {
-		// Plain pops: one ordered pass, not n passes from the head.
+		popN = func(k int) ([]queues.Item, error) { return t.Queue.PopN(tr, order, k) }
+	}
+	if popN != nil {
 		limit := int(min(n, math.MaxInt32))
 		if n < 0 {
 			limit = math.MaxInt32
 		}
-		items, err := t.Queue.PopN(tr, order, limit)
+		items, err := popN(limit)
 		if err != nil {
 			return nil, err
 		}

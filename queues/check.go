@@ -38,9 +38,9 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 		n++
 		if len(item.Resources) > 0 {
 			cell := cellsOf(item.Resources)
-			expected[entryKey{tagCells, string(appendInts(q.key(tagCells, cell...), p.prio, p.seq, p.id))}] = string(appendInts(nil, item.Resources...))
+			expected[entryKey{tagCells, string(q.entryKey(tagCells, cell, p))}] = string(appendInts(nil, item.Resources...))
 			expected[entryKey{tagCellDir, string(q.key(tagCellDir, cell...))}] = ""
-			expected[entryKey{tagShapes, string(appendInts(q.key(tagShapes, item.Resources...), p.prio, p.seq, p.id))}] = ""
+			expected[entryKey{tagShapes, string(q.entryKey(tagShapes, item.Resources, p))}] = ""
 			expected[entryKey{tagShapeDir, string(q.key(tagShapeDir, item.Resources...))}] = ""
 		}
 	}
@@ -61,11 +61,7 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 		if !ok {
 			return fmt.Errorf("%w: id index names item %d, which is not queued", ErrCorrupt, id)
 		}
-		want := appendInts(nil, p.seq)
-		if q.kind == Priority {
-			want = appendInts(nil, p.prio, p.seq)
-		}
-		if !bytes.Equal(e.Value, want) {
+		if !bytes.Equal(e.Value, q.idValue(p)) {
 			return fmt.Errorf("%w: id index of item %d points elsewhere", ErrCorrupt, id)
 		}
 		seen++

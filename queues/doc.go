@@ -8,24 +8,10 @@
 //
 // # Key layout
 //
-// A queue lives under a key prefix P (a packed tuple). Every key below is P
-// followed by a packed tuple, so FoundationDB's tuple layer in any language
-// can read them:
-//
-//	P (0, seq, id)                  FIFO item -> (resources..., value)
-//	P (0, priority, seq, id)        priority item -> (resources..., value)
-//	P (1, id)                       id index -> (priority, seq) or (seq)
-//	P (2)                           item count, little-endian int64 (atomic ADD)
-//	P (3, cell..., priority, seq, id) fit index by cell -> ""
-//	P (4, cell...)                  cell directory -> "" (present while the cell holds tasks)
-//	P (5, shape..., priority, seq, id) fit index by exact resources -> ""
-//	P (6, shape...)                 shape directory -> ""
-//
-// seq is one more than the last seq in use (under the item's priority),
-// read with a snapshot read, so concurrent pushes never conflict; two pushes
-// that pick the same seq are told apart by their ids. The id is a random
-// positive int64 made outside the transaction (NewID), checked for
-// uniqueness inside it. FIFO tables use priority 0 in the fit index.
+// A queue lives under a key prefix (a packed tuple), and every key it writes
+// is that prefix followed by a packed tuple, so FoundationDB's tuple layer in
+// any language can read them. The keys, their values and the invariants the
+// code relies on are in one table, in layout.go.
 //
 // # Order
 //
@@ -39,17 +25,27 @@
 // PopFit(limits) returns the first task in queue order whose every resource
 // is at most its limit. It runs in two steps:
 //
-//  1. It reads the first 16 items in queue order. If one fits, it is the
-//     answer: when many tasks fit, this is all it takes.
-//  2. Otherwise it consults the index. Each task is filed under its cell, the
-//     vector of its resources quantised (exact below 16, then 8 buckets per
-//     power of two, so a cell spans at most 1/8 of its values), and under its
-//     exact resource vector (shape). Directories list the cells and shapes in
-//     use. A skip-scan of the cell directory visits only cells whose lower
-//     corner fits; a cell entirely inside the limits contributes its head
-//     (its best task in queue order, one read); a cell that straddles a
-//     limit is resolved through the shape directory, inside the cell, where
-//     every fitting shape contributes its head. The best head wins.
+//  1. It reads the first items in queue order, up to scanBudget (see
+//     fit.go) that do not fit. If one fits, it is the answer: when many
+//     tasks fit, this is all it takes.
+//  2. Otherwise it consults the index. Each task is filed under its cell,
+//     the vector of its resources quantised (see cellOf: exact below 16,
+//     then 8 cells per power of two, so a cell spans at most 1/8 of its
+//     values), and under its exact resource vector (shape). Directories list
+//     the cells and shapes in use. A skip-scan of the cell directory visits
+//     only cells whose lower corner fits; a cell entirely inside the limits
+//     contributes its head (its best task in queue order: one read, two in
+//     Max order). A cell that straddles a limit is read in queue order, up
+//     to straddleBudget entries and only while it can still beat the best
+//     head found; past that budget it is resolved through the shape
+//     directory, inside the cell, where every fitting shape contributes its
+//     head. The best head wins.
+//
+// PopFitN pops the first n fitting tasks in one pass, with the same answer
+// and the same conflicts as n calls to PopFit: step 1 once, then step 2 as
+// a merge, a cursor per fitting cell (or shape) and a heap of their heads
+// (see fitmany.go). n calls to PopFit would each search from the head
+// again, past the tasks the earlier ones removed.
 //
 // The cost of step 2 depends on the number of distinct cells (and, at the
 // limits' boundary, shapes) that may fit, never on the number of tasks: when

@@ -13,13 +13,9 @@ import (
 //
 // FoundationDB's retry loop runs a transaction again after 1021, although
 // the first attempt may have been applied. Two kinds of key make the queue
-// operations safe to run twice:
-//
-//	P (7, id)            push marker -> expiry (unix nanoseconds, big-endian)
-//	P (8, expiry, id)    the same marker, by expiry, for cleanup
-//	P (9, token, n)      pop receipt: the n-th item popped by the operation token
-//	P (9, token)         count receipt: how many items the operation removed
-//	P (10, expiry, token) the receipt, by expiry, for cleanup
+// operations safe to run twice: push markers, each also filed by expiry,
+// and pop and count receipts, filed by expiry too (their keys are in
+// layout.go's table, tags 7 to 10).
 //
 // A push writes its marker; a push that finds its own id's marker was
 // already applied and does nothing (ids are random 63-bit values made
@@ -35,13 +31,9 @@ import (
 // than any retry of the operation that wrote them.
 var MarkerTTL = 10 * time.Minute
 
-const (
-	tagMarks       = 7
-	tagMarkExpiry  = 8
-	tagReceipts    = 9
-	tagReceiptExpy = 10
-	cleanupPerOp   = 2
-)
+// cleanupPerOp is how many expired markers or receipts each push or
+// recorded pop clears.
+const cleanupPerOp = 2
 
 func expiry(now time.Time) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(now.Add(MarkerTTL).UnixNano()))
@@ -58,7 +50,7 @@ func (q *Queue) markPushed(tr kv.Transaction, id int64) (bool, error) {
 	now := time.Now()
 	exp := expiry(now)
 	tr.Set(mk, exp)
-	tr.Set(appendInts(q.key(tagMarkExpiry, int64(binary.BigEndian.Uint64(exp))), id), nil)
+	tr.Set(q.key(tagMarkExpiry, int64(binary.BigEndian.Uint64(exp)), id), nil)
 	return false, q.expire(tr, now, tagMarkExpiry, func(id int64) {
 		tr.Clear(q.key(tagMarks, id))
 	})
@@ -90,8 +82,8 @@ func (q *Queue) RecordCount(tr kv.Transaction, token, n int64) error {
 	now := time.Now()
 	exp := expiry(now)
 	tr.Set(q.key(tagReceipts, token), binary.LittleEndian.AppendUint64(nil, uint64(n)))
-	tr.Set(appendInts(q.key(tagReceiptExpy, int64(binary.BigEndian.Uint64(exp))), token), nil)
-	return q.expire(tr, now, tagReceiptExpy, func(token int64) {
+	tr.Set(q.key(tagReceiptExpiry, int64(binary.BigEndian.Uint64(exp)), token), nil)
+	return q.expire(tr, now, tagReceiptExpiry, func(token int64) {
 		tr.ClearRange(kv.PrefixRange(q.key(tagReceipts, token)))
 	})
 }
@@ -103,7 +95,7 @@ func (q *Queue) CountReceipt(tr kv.ReadTransaction, token int64) (int64, bool, e
 	if err != nil || v == nil {
 		return 0, false, err
 	}
-	if len(v) != 8 {
+	if len(v) != counterLen {
 		return 0, false, fmt.Errorf("%w: count receipt of %d bytes", ErrCorrupt, len(v))
 	}
 	return int64(binary.LittleEndian.Uint64(v)), true, nil
@@ -156,8 +148,8 @@ func (q *Queue) RecordReceipt(tr kv.Transaction, token int64, items []Item) erro
 		}
 		tr.Set(q.key(tagReceipts, token, int64(i)), v)
 	}
-	tr.Set(appendInts(q.key(tagReceiptExpy, int64(binary.BigEndian.Uint64(exp))), token), nil)
-	return q.expire(tr, now, tagReceiptExpy, func(token int64) {
+	tr.Set(q.key(tagReceiptExpiry, int64(binary.BigEndian.Uint64(exp)), token), nil)
+	return q.expire(tr, now, tagReceiptExpiry, func(token int64) {
 		tr.ClearRange(kv.PrefixRange(q.key(tagReceipts, token)))
 	})
 }

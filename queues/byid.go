@@ -1,0 +1,62 @@
+package queues
+
+import (
+	"fmt"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// Get returns the item with id.
+func (q *Queue) Get(tr kv.ReadTransaction, id int64) (Item, bool, error) {
+	p, ok, err := q.lookup(tr, id)
+	if err != nil || !ok {
+		return Item{}, false, err
+	}
+	k := q.itemKey(p)
+	v, err := tr.Get(k)
+	if err != nil {
+		return Item{}, false, err
+	}
+	if v == nil {
+		return Item{}, false, fmt.Errorf("%w: id index names item %d, which is not queued", ErrCorrupt, id)
+	}
+	it, _, err := q.decodeItem(k, v)
+	return it, err == nil, err
+}
+
+// lookup returns the position of the item with id.
+func (q *Queue) lookup(tr kv.ReadTransaction, id int64) (pos, bool, error) {
+	v, err := tr.Get(q.idKey(id))
+	if err != nil || v == nil {
+		return pos{}, false, err
+	}
+	p, err := q.decodeIDValue(id, v)
+	return p, true, err
+}
+
+// Remove deletes the item with id, and reports whether it was queued.
+func (q *Queue) Remove(tr kv.Transaction, id int64) (Item, bool, error) {
+	it, ok, err := q.Get(tr, id)
+	if err != nil || !ok {
+		return Item{}, false, err
+	}
+	p, _, err := q.lookup(tr, id)
+	if err != nil {
+		return Item{}, false, err
+	}
+	return it, true, q.remove(tr, p, it.Resources)
+}
+
+// Move re-prioritises the item with id: it keeps its id and value and goes
+// to the back of its new priority. It reports whether the item was queued.
+func (q *Queue) Move(tr kv.Transaction, id, priority int64) (bool, error) {
+	if q.kind != Priority {
+		return false, fmt.Errorf("%w: a %s queue has no priorities", ErrInvalidItem, q.kind)
+	}
+	it, ok, err := q.Remove(tr, id)
+	if err != nil || !ok {
+		return false, err
+	}
+	it.Priority = priority
+	return true, q.push(tr, it) // the same id again: no push marker
+}

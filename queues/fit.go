@@ -1,0 +1,290 @@
+package queues
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// scanBudget is how many items a fit pop reads in queue order before it
+// turns to the index. Reading an item inside a batched range read costs
+// about a tenth of an index head read, and a fit pop through the index reads
+// one head per fitting cell, so the scan pays while a fit is likely among
+// the first hundred or so items.
+const scanBudget = 128
+
+// fits reports whether every resource is within its limit.
+func fits(res, limits []int64) bool {
+	for i, r := range res {
+		if r > limits[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// PeekFit returns the first item in order whose every resource is at most
+// its limit, without removing it.
+func (q *Queue) PeekFit(tr kv.ReadTransaction, order Order, limits []int64) (Item, bool, error) {
+	it, _, ok, err := q.findFit(tr, order, limits)
+	return it, ok, err
+}
+
+// PopFit removes and returns the first item in order whose every resource is
+// at most its limit. limits are in the order of the queue's resources.
+func (q *Queue) PopFit(tr kv.Transaction, order Order, limits []int64) (Item, bool, error) {
+	it, p, ok, err := q.findFit(tr, order, limits)
+	if err != nil || !ok {
+		return Item{}, false, err
+	}
+	return it, true, q.remove(tr, p, it.Resources)
+}
+
+func (q *Queue) findFit(tr kv.ReadTransaction, order Order, limits []int64) (Item, pos, bool, error) {
+	if err := q.checkResources(limits, "limits"); err != nil {
+		return Item{}, pos{}, false, err
+	}
+	// Step 1: the first items in queue order.
+	items, poss, complete, err := q.scanFits(tr, order, limits, 1)
+	switch {
+	case err != nil:
+		return Item{}, pos{}, false, err
+	case len(items) > 0:
+		return items[0], poss[0], true, nil
+	case complete:
+		return Item{}, pos{}, false, nil // the whole queue was read
+	}
+	// Step 2: the index.
+	best, ok, err := q.bestFromIndex(tr, order, limits)
+	if err != nil || !ok {
+		return Item{}, pos{}, false, err
+	}
+	it, err := q.fittingItem(tr, best, limits)
+	return it, best, err == nil, err
+}
+
+// scanFits is step 1 of a fit pop: it reads items in queue order and
+// returns the first of them that fit, up to n, stopping once scanBudget
+// items did not fit. complete reports that it read the whole queue.
+func (q *Queue) scanFits(tr kv.ReadTransaction, order Order, limits []int64, n int) (items []Item, poss []pos, complete bool, err error) {
+	misses := 0
+	res := make([]int64, len(limits))
+	stopped, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
+		// Only the resources, without allocating, for items that do not fit.
+		if err := decodeResources(e.Value, res, p.id); err != nil {
+			return false, err
+		}
+		if !fits(res, limits) {
+			misses++
+			return misses < scanBudget, nil
+		}
+		it, _, err := q.decodeItem(e.Key, e.Value)
+		if err != nil {
+			return false, err
+		}
+		items, poss = append(items, it), append(poss, p)
+		return len(items) < n, nil
+	})
+	return items, poss, !stopped, err
+}
+
+// fittingItem reads the item the fit index names at p, and checks that it
+// is queued and fits.
+func (q *Queue) fittingItem(tr kv.ReadTransaction, p pos, limits []int64) (Item, error) {
+	k := q.itemKey(p)
+	v, err := tr.Get(k)
+	if err != nil {
+		return Item{}, err
+	}
+	if v == nil {
+		return Item{}, fmt.Errorf("%w: fit index names item %d, which is not queued", ErrCorrupt, p.id)
+	}
+	it, _, err := q.decodeItem(k, v)
+	if err != nil {
+		return Item{}, err
+	}
+	if !fits(it.Resources, limits) {
+		return Item{}, fmt.Errorf("%w: fit index files item %d under resources it does not have", ErrCorrupt, p.id)
+	}
+	return it, nil
+}
+
+// straddleBudget is how many entries of a cell straddling a limit a fit pop
+// reads in queue order before it resolves the cell through its exact shapes.
+const straddleBudget = 64
+
+// bestFromIndex finds the best fitting task through the cell and shape
+// directories, in two stages: wholeCells offers the heads of the cells
+// wholly inside the limits, then straddlingCell resolves each cell that
+// straddles a limit.
+//
+// A listed cell or shape that turns out empty has its directory key cleared
+// when tr is writable (a pop); the read that found it empty was
+// serializable, so a concurrent push into it conflicts with the clear.
+func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64) (pos, bool, error) {
+	s := &indexSearch{q: q, tr: tr, order: order, limits: limits, res: make([]int64, len(limits))}
+	straddling, err := s.wholeCells()
+	if err != nil {
+		return pos{}, false, err
+	}
+	for _, cell := range straddling {
+		if err := s.straddlingCell(cell); err != nil {
+			return pos{}, false, err
+		}
+	}
+	return s.best, s.found, nil
+}
+
+// indexSearch is one search of the fit index for the best fitting entry.
+type indexSearch struct {
+	q      *Queue
+	tr     kv.ReadTransaction
+	order  Order
+	limits []int64
+
+	best  pos  // the best fitting entry offered so far,
+	found bool // if any
+
+	res []int64 // scratch: an entry's resources
+	buf []byte  // scratch: a cell's or shape's prefix
+}
+
+// offer makes p the best entry if it is better.
+func (s *indexSearch) offer(p pos) {
+	if !s.found || better(p, s.best, s.order) {
+		s.best, s.found = p, true
+	}
+}
+
+// wholeCells is the first stage: it skip-scans the cell directory for the
+// cells whose lower corner fits, offers the head of each cell wholly inside
+// the limits, and returns the cells that straddle a limit.
+func (s *indexSearch) wholeCells() ([][]int64, error) {
+	noMin := make([]int64, len(s.limits))
+	for i := range noMin {
+		noMin[i] = math.MinInt64
+	}
+	var straddling [][]int64
+	err := skipScan(s.tr, s.q.sub[tagCellDir], noMin, s.limits, func(cell []int64) error {
+		if straddles(cell, s.limits) {
+			straddling = append(straddling, slices.Clone(cell))
+			return nil
+		}
+		return s.offerHead(tagCells, tagCellDir, cell)
+	})
+	return straddling, err
+}
+
+// straddles reports whether some of the cell's values exceed a limit.
+func straddles(cell, limits []int64) bool {
+	for i, c := range cell {
+		if cellHigh(c) > limits[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// straddlingCell is the second stage, for one cell that straddles a limit:
+// it reads the cell in queue order, only as long as an entry can still beat
+// the best found and at most straddleBudget entries, and offers the first
+// entry that fits. Past the budget it offers the heads of the cell's
+// fitting shapes instead.
+func (s *indexSearch) straddlingCell(cell []int64) error {
+	n := 0
+	stopped, err := s.q.scanEntries(s.tr, s.q.key(tagCells, cell...), s.order, func(e kv.KeyValue, p pos) (bool, error) {
+		if s.found && !better(p, s.best, s.order) {
+			return false, nil // nothing further in this cell can win
+		}
+		if n++; n > straddleBudget {
+			return false, nil
+		}
+		if err := decodeInts(e.Value, s.res); err != nil {
+			return false, err
+		}
+		if fits(s.res, s.limits) {
+			s.offer(p)
+			return false, nil
+		}
+		return true, nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case !stopped && n == 0:
+		s.clearDir(tagCellDir, cell) // listed, but empty
+		return nil
+	case !stopped || n <= straddleBudget:
+		return nil
+	}
+	// Over budget: the cell's fitting shapes, exactly.
+	lo, hi := make([]int64, len(cell)), make([]int64, len(cell))
+	for i, c := range cell {
+		lo[i], hi[i] = c, min(cellHigh(c), s.limits[i])
+	}
+	return skipScan(s.tr, s.q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
+		return s.offerHead(tagShapes, tagShapeDir, shape)
+	})
+}
+
+// offerHead offers the head of a cell or shape (coords, with entries under
+// tag, listed under dirTag), or clears its directory key if it is empty.
+func (s *indexSearch) offerHead(tag, dirTag int, coords []int64) error {
+	var cutoff *pos
+	if s.found {
+		cutoff = &s.best
+	}
+	s.buf = appendInts(append(s.buf[:0], s.q.sub[tag]...), coords...)
+	p, ok, err := s.q.head(s.tr, s.buf, s.order, cutoff)
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		s.offer(p)
+	default:
+		s.clearDir(dirTag, coords)
+	}
+	return nil
+}
+
+// clearDir clears the directory key under dirTag of a cell or shape found
+// empty, when the search runs in a pop.
+func (s *indexSearch) clearDir(dirTag int, coords []int64) {
+	if wtr, ok := s.tr.(kv.Transaction); ok {
+		wtr.Clear(s.q.key(dirTag, coords...))
+	}
+}
+
+// head returns the best index entry under prefix (a cell or a shape). In
+// Max order that takes two reads: the last entry gives the highest
+// priority, then the first entry of that priority is the oldest. When the
+// highest priority is below cutoff's, no entry can beat cutoff, and head
+// returns that last entry after one read: callers only compare it.
+func (q *Queue) head(tr kv.ReadTransaction, prefix []byte, order Order, cutoff *pos) (pos, bool, error) {
+	r := extending(prefix) // (the reads copy the range's keys they keep)
+	if order == Max && q.kind == Priority {
+		last, ok, err := kv.First(tr, r, true)
+		if err != nil || !ok {
+			return pos{}, false, err
+		}
+		lp, err := decodeEntry(prefix, last.Key)
+		if err != nil {
+			return pos{}, false, err
+		}
+		if cutoff != nil && lp.prio < cutoff.prio {
+			// The read covered the cell from this entry to its end, so a
+			// concurrent push of a higher priority conflicts.
+			return lp, true, nil
+		}
+		r = extending(appendInts(bytes.Clone(prefix), lp.prio))
+	}
+	e, ok, err := kv.First(tr, r, false)
+	if err != nil || !ok {
+		return pos{}, false, err
+	}
+	p, err := decodeEntry(prefix, e.Key)
+	return p, err == nil, err
+}

@@ -1,0 +1,270 @@
+package queues
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// The key layout: the one table of every key a queue writes. Other comments
+// and documents point here rather than repeat it.
+//
+// A queue lives under a key prefix P (a packed tuple). Every key is P
+// followed by a packed tuple of integers, the first of which is the tag, so
+// FoundationDB's tuple layer in any language can read them:
+//
+//	key                                     value                                         written by
+//	P (0, seq, id)                          FIFO item: packed (resources..., value)       insert
+//	P (0, priority, seq, id)                priority item: the same                       insert
+//	P (1, id)                               id index: packed (seq) for FIFO,              insert
+//	                                        (priority, seq) for priority queues
+//	P (2)                                   item count: little-endian int64,              insert, remove
+//	                                        kept with atomic ADD
+//	P (3, cell..., priority, seq, id)       fit index by cell: packed (resources...)      indexAdd
+//	P (4, cell...)                          cell directory: ""                            indexAdd (ensureDir)
+//	P (5, resources..., priority, seq, id)  fit index by shape: ""                        indexAdd
+//	P (6, resources...)                     shape directory: ""                           indexAdd (ensureDir)
+//	P (7, id)                               push marker: expiry, unix nanoseconds,        markPushed
+//	                                        big-endian uint64
+//	P (8, expiry, id)                       the push marker by expiry: ""                 markPushed
+//	P (9, token, n)                         pop receipt, the n-th item popped:            RecordReceipt
+//	                                        packed (id, priority, (resources...), value)
+//	P (9, token)                            count receipt: little-endian int64            RecordCount
+//	P (10, expiry, token)                   the receipt by expiry: ""                     RecordReceipt, RecordCount
+//
+// seq orders the items of one priority (of the queue, for FIFO): a push
+// takes one more than the last seq in use, read with a snapshot read, so
+// pushes never conflict over it, and two pushes that pick the same seq are
+// told apart by their ids. ids are positive (NewID). A cell is the vector of
+// a task's resources quantised by cellOf; a shape is the exact vector. FIFO
+// queues file their tasks under priority 0 in the fit index. Queues without
+// resources have no fit index (tags 3 to 6). The fit index itself is
+// explained in the package doc; markers and receipts in idempotency.go.
+//
+// Invariants the code relies on:
+//
+//   - Packed tuple integers sort like the integers, so key order is tag
+//     order, then numeric order of each element. Item keys therefore sort in
+//     Min order (priority, then seq, then id), and so do the entries of one
+//     cell or shape, which end with (priority, seq, id). Max order reads the
+//     priorities from the highest down, each oldest first (scanOrdered, head).
+//   - Items, their indexes and the count (tags below tagMarks) sort below the
+//     push markers and receipts (tagMarks and above): ClearItems empties a
+//     queue by clearing [P (0), P (7)) and keeps what retries need.
+//   - Every key extends P: Clear drops the queue by clearing P's range.
+//   - A packed tuple element starts with a type code below tupleEnd, so P
+//     (x...) + tupleEnd is past every key that extends P (x...): see
+//     extending.
+//   - A cell or shape directory key exists while the cell or shape holds an
+//     entry, and may outlive its last entry: fit pops clear the keys of
+//     directories they find empty (Check allows such keys).
+//   - P (9, token) is a prefix of P (9, token, n): an operation token has
+//     pop receipts or a count receipt, never both (exec gives each statement
+//     its own token), since Receipt reads every key under P (9, token).
+const (
+	tagItems         = 0
+	tagIDs           = 1
+	tagCount         = 2
+	tagCells         = 3
+	tagCellDir       = 4
+	tagShapes        = 5
+	tagShapeDir      = 6
+	tagMarks         = 7
+	tagMarkExpiry    = 8
+	tagReceipts      = 9
+	tagReceiptExpiry = 10
+
+	numTags = tagReceiptExpiry + 1
+)
+
+// tupleEnd is above every tuple type code: see extending.
+const tupleEnd = 0xff
+
+// counterLen is the size of the count's and a count receipt's value, a
+// little-endian int64 (FoundationDB's atomic ADD works on such values).
+const counterLen = 8
+
+// maxIntLen is the most bytes a packed int64 takes (a type code and eight
+// bytes), for sizing key buffers.
+const maxIntLen = 9
+
+// Cells: a resource value below cellExactBelow is its own cell; above, each
+// power of two is split into 1<<cellBucketBits cells, so a cell spans at
+// most 1/8 of its values.
+const (
+	cellBucketBits = 3
+	cellExactBelow = 1 << (cellBucketBits + 1)
+)
+
+func appendInts(dst []byte, vs ...int64) []byte {
+	for _, v := range vs {
+		dst = tuple.AppendInt(dst, v)
+	}
+	return dst
+}
+
+// key returns P (tag, vs...).
+func (q *Queue) key(tag int, vs ...int64) []byte {
+	return appendInts(append(make([]byte, 0, len(q.sub[tag])+maxIntLen*len(vs)+1), q.sub[tag]...), vs...)
+}
+
+// extending returns the range of the keys that extend prefix by tuple
+// elements.
+func extending(prefix []byte) kv.Range {
+	return kv.Range{Begin: prefix, End: append(prefix[:len(prefix):len(prefix)], tupleEnd)}
+}
+
+func (q *Queue) itemKey(p pos) []byte {
+	if q.kind == FIFO {
+		return q.key(tagItems, p.seq, p.id)
+	}
+	return q.key(tagItems, p.prio, p.seq, p.id)
+}
+
+func (q *Queue) idKey(id int64) []byte { return q.key(tagIDs, id) }
+
+// idValue is the id index's value for the item at p.
+func (q *Queue) idValue(p pos) []byte {
+	if q.kind == FIFO {
+		return appendInts(nil, p.seq)
+	}
+	return appendInts(nil, p.prio, p.seq)
+}
+
+// decodeIDValue returns the position that the id index's value v gives
+// the item id.
+func (q *Queue) decodeIDValue(id int64, v []byte) (pos, error) {
+	p := pos{id: id}
+	if q.kind == FIFO {
+		var s [1]int64
+		err := decodeInts(v, s[:])
+		p.seq = s[0]
+		return p, err
+	}
+	var s [2]int64
+	err := decodeInts(v, s[:])
+	p.prio, p.seq = s[0], s[1]
+	return p, err
+}
+
+func (q *Queue) countKey() []byte { return q.sub[tagCount] }
+
+// entryKey returns the fit index entry of the item at p under tag
+// (tagCells or tagShapes) and coords (its cell or its shape).
+func (q *Queue) entryKey(tag int, coords []int64, p pos) []byte {
+	return appendInts(q.key(tag, coords...), p.prio, p.seq, p.id)
+}
+
+// decodeEntry returns the position of a fit index entry under prefix (a
+// cell's or a shape's).
+func decodeEntry(prefix, key []byte) (pos, error) {
+	var v [3]int64
+	err := decodeInts(key[len(prefix):], v[:])
+	return pos{prio: v[0], seq: v[1], id: v[2]}, err
+}
+
+// decodeInts decodes n packed integers from b.
+func decodeInts(b []byte, out []int64) error {
+	for i := range out {
+		v, rest, err := tuple.DecodeInt(b)
+		if err != nil {
+			return err
+		}
+		out[i] = v
+		b = rest
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes in key", ErrCorrupt, len(b))
+	}
+	return nil
+}
+
+// decodeItemKey returns the position of an item key.
+func (q *Queue) decodeItemKey(k []byte) (pos, error) {
+	rest := k[len(q.sub[tagItems]):]
+	if q.kind == FIFO {
+		var v [2]int64
+		err := decodeInts(rest, v[:])
+		return pos{seq: v[0], id: v[1]}, err
+	}
+	var v [3]int64
+	err := decodeInts(rest, v[:])
+	return pos{prio: v[0], seq: v[1], id: v[2]}, err
+}
+
+// encodeValue packs an item's resources and value as a tuple.
+func encodeValue(res []int64, value []byte) []byte {
+	b := appendInts(make([]byte, 0, maxIntLen*len(res)+len(value)+2), res...)
+	b, _ = tuple.Tuple{value}.AppendPack(b)
+	return b
+}
+
+func (q *Queue) decodeItem(k, v []byte) (Item, pos, error) {
+	p, err := q.decodeItemKey(k)
+	if err != nil {
+		return Item{}, p, err
+	}
+	t, err := tuple.Unpack(v)
+	if err != nil || len(t) != len(q.resources)+1 {
+		return Item{}, p, fmt.Errorf("%w: item %d has a malformed value", ErrCorrupt, p.id)
+	}
+	it := Item{ID: p.id, Priority: p.prio}
+	if len(q.resources) > 0 {
+		it.Resources = make([]int64, len(q.resources))
+		for i := range q.resources {
+			r, ok := t[i].(int64)
+			if !ok {
+				return Item{}, p, fmt.Errorf("%w: item %d has a malformed resource", ErrCorrupt, p.id)
+			}
+			it.Resources[i] = r
+		}
+	}
+	val, ok := t[len(q.resources)].([]byte)
+	if !ok {
+		return Item{}, p, fmt.Errorf("%w: item %d has a malformed value", ErrCorrupt, p.id)
+	}
+	it.Value = val
+	return it, p, nil
+}
+
+// decodeResources decodes an item value's leading resources into res
+// without allocating.
+func decodeResources(value []byte, res []int64, id int64) error {
+	for i := range res {
+		v, rest, err := tuple.DecodeInt(value)
+		if err != nil {
+			return fmt.Errorf("%w: item %d has a malformed resource", ErrCorrupt, id)
+		}
+		res[i], value = v, rest
+	}
+	return nil
+}
+
+// cellOf quantises a resource value (see cellExactBelow). It returns the
+// cell's lower bound, which names it.
+func cellOf(v int64) int64 {
+	if v < cellExactBelow {
+		return v
+	}
+	shift := bits.Len64(uint64(v)) - (cellBucketBits + 1)
+	return v >> shift << shift
+}
+
+// cellHigh returns the largest value in the cell whose lower bound is lo.
+func cellHigh(lo int64) int64 {
+	if lo < cellExactBelow {
+		return lo
+	}
+	shift := bits.Len64(uint64(lo)) - (cellBucketBits + 1)
+	return lo + (1<<shift - 1)
+}
+
+func cellsOf(res []int64) []int64 {
+	c := make([]int64, len(res))
+	for i, v := range res {
+		c[i] = cellOf(v)
+	}
+	return c
+}

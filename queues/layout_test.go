@@ -1,0 +1,111 @@
+package queues_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/queues"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// TestKeyLayout reads back every key a queue wrote and checks it against the
+// table in layout.go, row by row: the layout is a storage format that other
+// tools (fdbcli, the tuple layers) read, so a change to it must be a change
+// to this test and to that table.
+func TestKeyLayout(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []queues.Kind{queues.FIFO, queues.Priority} {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			db, q := setup(t, kind, "cpu", "mem")
+			prefix := tuple.Tuple{"q", t.Name()}.Pack()
+			const id, prio = 42, 5
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				return q.Push(tr, queues.Item{ID: id, Priority: prio, Resources: []int64{3, 1000}, Value: []byte("v")})
+			}))
+			popToken, countToken := int64(7), int64(8)
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				it, _, err := q.Get(tr, id)
+				if err != nil {
+					return err
+				}
+				if err := q.RecordReceipt(tr, popToken, []queues.Item{it}); err != nil {
+					return err
+				}
+				return q.RecordCount(tr, countToken, 3)
+			}))
+
+			var keys []tuple.Tuple
+			values := map[string][]byte{}
+			require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
+				it := tr.GetRange(q.Range(), kv.RangeOptions{})
+				for it.Next() {
+					e := it.KeyValue()
+					k, err := tuple.Unpack(e.Key[len(prefix):])
+					if err != nil {
+						return err
+					}
+					keys = append(keys, k)
+					values[fmt.Sprint(k)] = e.Value
+				}
+				return it.Err()
+			}))
+			value := func(k ...any) []byte {
+				v, ok := values[fmt.Sprint(tuple.Tuple(k))]
+				require.True(t, ok, "no key %v in %v", k, keys)
+				return v
+			}
+			packInts := func(vs ...int64) []byte {
+				var b []byte
+				for _, v := range vs {
+					b = tuple.AppendInt(b, v)
+				}
+				return b
+			}
+
+			// The item and its id index: FIFO keys leave the priority out,
+			// and FIFO tasks go under priority 0 in the fit index.
+			p := int64(prio)
+			itemKey := []any{int64(0), p, int64(1), int64(id)}
+			idValue := packInts(p, 1)
+			if kind == queues.FIFO {
+				p = 0
+				itemKey = []any{int64(0), int64(1), int64(id)}
+				idValue = packInts(1)
+			}
+			require.Equal(t, tuple.Tuple{int64(3), int64(1000), []byte("v")}.Pack(), value(itemKey...))
+			require.Equal(t, idValue, value(int64(1), int64(id)))
+			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 1), value(int64(2)))
+			// cell (3, 960): 3 is exact; 1000 falls in [960, 1023].
+			require.Equal(t, packInts(3, 1000), value(int64(3), int64(3), int64(960), p, int64(1), int64(id)))
+			require.Empty(t, value(int64(4), int64(3), int64(960)))
+			require.Empty(t, value(int64(5), int64(3), int64(1000), p, int64(1), int64(id)))
+			require.Empty(t, value(int64(6), int64(3), int64(1000)))
+			// The push marker, and the same by expiry.
+			exp := value(int64(7), int64(id))
+			require.Len(t, exp, 8)
+			require.Empty(t, value(int64(8), int64(binary.BigEndian.Uint64(exp)), int64(id)))
+			// The receipts, and the same by expiry.
+			wantPrio := int64(prio)
+			if kind == queues.FIFO {
+				wantPrio = 0
+			}
+			require.Equal(t, tuple.Tuple{int64(id), wantPrio, tuple.Tuple{int64(3), int64(1000)}, []byte("v")}.Pack(),
+				value(int64(9), popToken, int64(0)))
+			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 3), value(int64(9), countToken))
+			var byExpiry []int64
+			for _, k := range keys {
+				if k[0] == int64(10) {
+					require.Len(t, k, 3)
+					byExpiry = append(byExpiry, k[2].(int64))
+				}
+			}
+			require.ElementsMatch(t, []int64{popToken, countToken}, byExpiry)
+			require.Len(t, keys, 13, "one key per row of the table: %v", keys)
+		})
+	}
+}

@@ -1,0 +1,121 @@
+package queues
+
+import (
+	"fmt"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// Push adds it to the queue. it.ID must be positive and unique in the queue
+// (see NewID); ErrDuplicateID is returned otherwise. Push is idempotent: a
+// retry of a push that was applied (after commit_unknown_result) finds the
+// push's marker and does nothing, so make the id outside the transaction.
+func (q *Queue) Push(tr kv.Transaction, it Item) error {
+	if err := q.checkItem(it); err != nil {
+		return err
+	}
+	done, err := q.markPushed(tr, it.ID)
+	if err != nil || done {
+		return err
+	}
+	return q.push(tr, it)
+}
+
+func (q *Queue) checkItem(it Item) error {
+	if it.ID <= 0 {
+		return fmt.Errorf("%w: id %d is not positive", ErrInvalidItem, it.ID)
+	}
+	return q.checkResources(it.Resources, "resources")
+}
+
+// push adds it without a push marker.
+func (q *Queue) push(tr kv.Transaction, it Item) error {
+	p := pos{id: it.ID}
+	if q.kind == Priority {
+		p.prio = it.Priority
+	}
+	// The seq is one more than the last in use, read with a snapshot read:
+	// pushes never conflict with each other over it.
+	var tail kv.Range
+	if q.kind == FIFO {
+		tail = kv.PrefixRange(q.sub[tagItems])
+	} else {
+		tail = kv.PrefixRange(q.key(tagItems, p.prio))
+	}
+	last, ok, err := kv.First(tr.Snapshot(), tail, true)
+	if err != nil {
+		return err
+	}
+	p.seq = 1
+	if ok {
+		lp, err := q.decodeItemKey(last.Key)
+		if err != nil {
+			return err
+		}
+		p.seq = lp.seq + 1
+	}
+	if v, err := tr.Get(q.idKey(it.ID)); err != nil {
+		return err
+	} else if v != nil {
+		return fmt.Errorf("%w: id %d", ErrDuplicateID, it.ID)
+	}
+	q.insert(tr, p, it)
+	return q.indexAdd(tr, p, it.Resources)
+}
+
+// insert writes an item, its id index entry and its count.
+func (q *Queue) insert(tr kv.Transaction, p pos, it Item) {
+	tr.Set(q.itemKey(p), encodeValue(it.Resources, it.Value))
+	tr.Set(q.idKey(p.id), q.idValue(p))
+	tr.Add(q.countKey(), 1)
+}
+
+// ensureDir makes sure the directory key exists. It reads the key
+// serializably, so that a pop removing it concurrently conflicts with us, and
+// writes it only when absent, so that pushes into a live cell do not conflict
+// with pops reading the directory.
+func ensureDir(tr kv.Transaction, key []byte) error {
+	v, err := tr.Get(key)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		tr.Set(key, nil)
+	}
+	return nil
+}
+
+func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64) error {
+	if len(res) == 0 {
+		return nil
+	}
+	cell := cellsOf(res)
+	if err := ensureDir(tr, q.key(tagCellDir, cell...)); err != nil {
+		return err
+	}
+	// The entry carries the task's resources, so that a cell straddling a
+	// limit can be scanned without reading the items.
+	tr.Set(q.entryKey(tagCells, cell, p), appendInts(nil, res...))
+	if err := ensureDir(tr, q.key(tagShapeDir, res...)); err != nil {
+		return err
+	}
+	tr.Set(q.entryKey(tagShapes, res, p), nil)
+	return nil
+}
+
+// remove deletes the item at p (whose resources are res). It leaves the
+// directory keys of the item's cell and shape even if they are now empty: a
+// fit pop that finds a listed cell empty clears its key (see
+// bestFromIndex). Checking for emptiness here would read the cell
+// serializably and make concurrent pops of one cell conflict.
+func (q *Queue) remove(tr kv.Transaction, p pos, res []int64) error {
+	tr.Clear(q.itemKey(p))
+	tr.Clear(q.idKey(p.id))
+	tr.Add(q.countKey(), -1)
+	if len(res) == 0 {
+		return nil
+	}
+	tr.Clear(q.entryKey(tagCells, cellsOf(res), p))
+	tr.Clear(q.entryKey(tagShapes, res, p))
+	return nil
+}
