@@ -25,6 +25,13 @@ type Executor struct {
 	// spreads holds, per table name, the spread width recent single-row
 	// pops needed (*atomic.Int64): 0 while pops do not conflict.
 	spreads sync.Map
+	// newID makes row ids and newToken statement tokens: queues.NewID, or
+	// in tests deterministic sources (see export_test.go), so that the
+	// keys a statement writes can be pinned in testdata.
+	newID, newToken func() int64
+	// now is the clock of DDL token expiry: time.Now, or in tests a fixed
+	// one, for the same reason.
+	now func() time.Time
 }
 
 // maxSpread bounds how many head items a spread pop chooses among.
@@ -33,7 +40,13 @@ const maxSpread = 64
 // New returns an executor for db, keeping all of fdbqueue's data under the
 // key prefix root.
 func New(db kv.Database, root []byte) *Executor {
-	return &Executor{db: db, cat: &catalog{root: bytes.Clone(root), byRaw: map[string]*Table{}}}
+	return &Executor{
+		db:       db,
+		cat:      &catalog{root: bytes.Clone(root), byRaw: map[string]*Table{}},
+		newID:    queues.NewID,
+		newToken: queues.NewID,
+		now:      time.Now,
+	}
 }
 
 // DB returns the executor's database.
@@ -90,7 +103,7 @@ func (e *Executor) prepare(p *parser.Parsed, args Args) (*prepared, error) {
 		// same rows with the same ids.
 		pr.ids = make([]int64, len(ins.Rows))
 		for i := range pr.ids {
-			pr.ids[i] = queues.NewID()
+			pr.ids[i] = e.newID()
 		}
 	}
 	return pr, nil
@@ -138,14 +151,14 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	hint := e.spreadHint(p.Stmt)
 	switch p.Stmt.(type) {
 	case *parser.CreateTable, *parser.DropTable:
-		pr.token = queues.NewID() // see ddlDone
+		pr.token = e.newToken() // see ddlDone
 	case *parser.Delete:
-		pr.token = queues.NewID() // see deleteRows
+		pr.token = e.newToken() // see deleteRows
 	}
 	if hint != nil {
 		// Pops leave a receipt under this token, made once: a retry after
 		// commit_unknown_result returns what the committed attempt popped.
-		pr.token = queues.NewID()
+		pr.token = e.newToken()
 	}
 	var res *Result
 	attempt := 0
@@ -270,7 +283,7 @@ func (e *Executor) ddlDone(tr kv.Transaction, token int64) (bool, error) {
 	if err != nil || v != nil {
 		return v != nil, err
 	}
-	now := time.Now()
+	now := e.now()
 	tr.Set(k, nil)
 	tr.Set(e.ddlExpiryKey(now.Add(queues.MarkerTTL).UnixNano(), token), nil)
 	prefix, _ := tuple.Tuple{"ddl-expiry"}.AppendPack(bytes.Clone(e.cat.root))
