@@ -212,6 +212,6 @@ func (x recTx) AddWriteConflictKey(key []byte) error {
 	return x.tr.AddWriteConflictKey(key)
 }
 
-func (x recTx) Commit() error            { return x.tr.Commit() }
-func (x recTx) Cancel()                  { x.tr.Cancel() }
+func (x recTx) Commit() error           { return x.tr.Commit() }
+func (x recTx) Cancel()                 { x.tr.Cancel() }
 func (x recTx) OnError(err error) error { return x.tr.OnError(err) }

@@ -1,0 +1,290 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/queues"
+)
+
+// Executor runs statements against one database.
+type Executor struct {
+	db  kv.Database
+	cat *catalog
+	// spreads holds, per table name, the spread width recent single-row
+	// pops needed (*atomic.Int64): 0 while pops do not conflict.
+	spreads sync.Map
+	// newID makes row ids and newToken statement tokens: queues.NewID, or
+	// in tests deterministic sources (see export_test.go), so that the
+	// keys a statement writes can be pinned in testdata.
+	newID, newToken func() int64
+	// now is the clock of DDL token expiry: time.Now, or in tests a fixed
+	// one, for the same reason.
+	now func() time.Time
+}
+
+// maxSpread bounds how many head items a spread pop chooses among.
+const maxSpread = 64
+
+// New returns an executor for db, keeping all of fdbqueue's data under the
+// key prefix root.
+func New(db kv.Database, root []byte) *Executor {
+	return &Executor{
+		db:       db,
+		cat:      &catalog{root: bytes.Clone(root), byRaw: map[string]*Table{}},
+		newID:    queues.NewID,
+		newToken: queues.NewID,
+		now:      time.Now,
+	}
+}
+
+// DB returns the executor's database.
+func (e *Executor) DB() kv.Database { return e.db }
+
+// Args are a statement's arguments, already in the driver's value types
+// (int64, float64, bool, []byte, string, time.Time, nil).
+type Args struct {
+	Positional []any
+	Named      map[string]any
+}
+
+// Result is what a statement returns.
+type Result struct {
+	// Columns and Types describe the rows of a query (HasRows).
+	HasRows bool
+	Columns []string
+	Types   []parser.Type
+	// Nullable and Lengths describe each column: whether it may hold
+	// NULL, and its declared length (VARCHAR(n), VARBINARY(n)) or 0.
+	Nullable []bool
+	Lengths  []int
+	Rows     [][]any
+	// RowsAffected and LastInsertID describe a write.
+	RowsAffected int64
+	LastInsertID int64
+}
+
+// prepared is a statement bound to its arguments, with what must stay the
+// same across retries (the ids of inserted rows).
+type prepared struct {
+	p    *parser.Parsed
+	args Args
+	ids  []int64
+	// spread, when positive, makes single-row pops take one of the first
+	// spread items of the best priority: set on retries after conflicts.
+	spread int
+	// token names the statement's pops across retries (0: no receipts):
+	// see queues.Receipt.
+	token int64
+	// idsOnly is set for a statement that needs no column values, only
+	// ids: a DELETE whose WHERE names no column but id, a SELECT id. Its
+	// rows are not decoded (see decodeRow).
+	idsOnly bool
+}
+
+func (e *Executor) prepare(p *parser.Parsed, args Args) (*prepared, error) {
+	if err := checkArgs(p, args); err != nil {
+		return nil, err
+	}
+	pr := &prepared{p: p, args: args}
+	if ins, ok := p.Stmt.(*parser.Insert); ok {
+		// Ids are made once, outside the retry loop: a retry pushes the
+		// same rows with the same ids.
+		pr.ids = make([]int64, len(ins.Rows))
+		for i := range pr.ids {
+			pr.ids[i] = e.newID()
+		}
+	}
+	return pr, nil
+}
+
+func checkArgs(p *parser.Parsed, args Args) error {
+	if p.NumInput >= 0 {
+		if len(args.Named) > 0 {
+			return fmt.Errorf("%w: the statement uses ? placeholders; got named arguments", ErrArgs)
+		}
+		if len(args.Positional) != p.NumInput {
+			return fmt.Errorf("%w: the statement has %d placeholders; got %d arguments", ErrArgs, p.NumInput, len(args.Positional))
+		}
+		return nil
+	}
+	for _, n := range p.Names {
+		if _, ok := args.Named[n]; !ok {
+			return fmt.Errorf("%w: no argument for :%s (pass sql.Named(%q, v))", ErrArgs, n, n)
+		}
+	}
+	if len(args.Named) != len(p.Names) || len(args.Positional) > 0 {
+		return fmt.Errorf("%w: the statement has %d named placeholders %v; got %d named and %d positional arguments", ErrArgs, len(p.Names), p.Names, len(args.Named), len(args.Positional))
+	}
+	return nil
+}
+
+// IsReadOnly reports whether the statement writes nothing.
+func IsReadOnly(st parser.Statement) bool {
+	s, ok := st.(*parser.Select)
+	return ok && !s.ForPop
+}
+
+// Auto runs one statement in its own transaction, retrying conflicts.
+func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Result, error) {
+	pr, err := e.prepare(p, args)
+	if err != nil {
+		return nil, err
+	}
+	// Read-only statements commit too: committing a transaction that
+	// wrote nothing is free on every engine.
+	// Pops that conflict (consumers taking the same head item) turn into
+	// spread pops (queues.PopSpread): a retry doubles the width, and the
+	// table remembers it, so that its next pops start there. Once pops stop
+	// conflicting the width decays back to exact order.
+	hint := e.spreadHint(p.Stmt)
+	switch p.Stmt.(type) {
+	case *parser.CreateTable, *parser.DropTable:
+		pr.token = e.newToken() // see ddlDone
+	case *parser.Delete:
+		pr.token = e.newToken() // see deleteRows
+	}
+	if hint != nil {
+		// Pops leave a receipt under this token, made once: a retry after
+		// commit_unknown_result returns what the committed attempt popped.
+		pr.token = e.newToken()
+	}
+	var res *Result
+	attempt := 0
+	err = e.db.Transact(ctx, func(tr kv.Transaction) error {
+		attempt++
+		if hint != nil {
+			pr.spread = int(hint.Load())
+			if attempt > 1 {
+				pr.spread = min(maxSpread, max(4, 2*pr.spread))
+			}
+		}
+		var err error
+		res, err = e.run(tr, pr)
+		return err
+	})
+	if hint != nil && err == nil {
+		if attempt > 1 {
+			hint.Store(int64(pr.spread))
+		} else if h := hint.Load(); h > 0 {
+			hint.CompareAndSwap(h, h-1)
+		}
+	}
+	return res, tooLarge(p.Stmt, err)
+}
+
+// tooLarge adds to a transaction_too_large error (2101) of an autocommit
+// statement what to do instead.
+//
+// A DELETE with WHERE or LIMIT removes its rows one by one, in one
+// transaction, which FoundationDB bounds at 10 MB of writes and conflict
+// ranges (tens of thousands of rows) and 5 seconds. It is not split into several
+// transactions behind the user's back: the DELETE would no longer be
+// atomic (a failure half-way would leave half of it applied, and rows
+// inserted meanwhile would be deleted or not by chance), and its count
+// could no longer be reported exactly once. The user's loop of
+// DELETE ... LIMIT n is each time atomic and exactly-once. DELETE FROM t
+// without WHERE or LIMIT clears the table's key range: one small
+// transaction whatever the table holds.
+func tooLarge(st parser.Statement, err error) error {
+	if kv.Code(err) != kv.ErrTransactionTooLarge.Code {
+		return err
+	}
+	switch s := st.(type) {
+	case *parser.Delete:
+		return fmt.Errorf("%w; a DELETE with WHERE or LIMIT removes its rows in one transaction: delete in batches with DELETE FROM %s [WHERE ...] LIMIT n (1000, say, or fewer if that is still too large), repeated until it deletes 0 rows (DELETE FROM %s with neither removes every row in one small transaction)", err, s.Table, s.Table)
+	case *parser.Select:
+		return fmt.Errorf("%w; pop fewer rows per statement (a smaller LIMIT)", err)
+	case *parser.Insert:
+		return fmt.Errorf("%w; insert fewer rows per statement", err)
+	}
+	return err
+}
+
+// spreadHint returns the spread width of the table a single-row pop
+// statement pops from, or nil for other statements.
+func (e *Executor) spreadHint(st parser.Statement) *atomic.Int64 {
+	var table string
+	switch s := st.(type) {
+	case *parser.Select:
+		if !s.ForPop {
+			return nil
+		}
+		table = s.Table
+	case *parser.Delete:
+		if s.Limit == nil {
+			return nil
+		}
+		table = s.Table
+	default:
+		return nil
+	}
+	h, _ := e.spreads.LoadOrStore(strings.ToLower(table), new(atomic.Int64))
+	return h.(*atomic.Int64)
+}
+
+// Exec runs one statement in the caller's transaction.
+func (e *Executor) Exec(tr kv.Transaction, p *parser.Parsed, args Args) (*Result, error) {
+	pr, err := e.prepare(p, args)
+	if err != nil {
+		return nil, err
+	}
+	return e.run(tr, pr)
+}
+
+func (e *Executor) run(tr kv.Transaction, pr *prepared) (*Result, error) {
+	switch st := pr.p.Stmt.(type) {
+	case *parser.CreateTable, *parser.DropTable:
+		if done, err := e.ddlDone(tr, pr.token); err != nil || done {
+			return &Result{}, err
+		}
+		if _, ok := st.(*parser.CreateTable); ok {
+			return e.createTable(tr, st.(*parser.CreateTable))
+		}
+		return e.dropTable(tr, st.(*parser.DropTable))
+	case *parser.Insert:
+		return e.insert(tr, st, pr)
+	case *parser.Select:
+		return e.selectRows(tr, st, pr)
+	case *parser.Delete:
+		return e.deleteRows(tr, st, pr)
+	case *parser.Update:
+		return e.update(tr, st, pr)
+	}
+	return nil, fmt.Errorf("%w: %T is not a statement to execute", ErrStatement, pr.p.Stmt)
+}
+
+// bind returns the value of a literal or placeholder.
+func (pr *prepared) bind(v parser.Value) any {
+	if v.Kind != parser.ValueArg {
+		return literal(v)
+	}
+	if v.Name != "" {
+		return pr.args.Named[v.Name]
+	}
+	return pr.args.Positional[v.Ordinal-1]
+}
+
+// Tables lists the tables, for tools such as the shell.
+func (e *Executor) Tables(ctx context.Context) ([]*Table, error) {
+	var out []*Table
+	err := e.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		var err error
+		out, err = e.TablesIn(tr)
+		return err
+	})
+	return out, err
+}
+
+// TablesIn lists the tables as tr sees them (its own CREATE and DROP
+// TABLE included), by name.
+func (e *Executor) TablesIn(tr kv.ReadTransaction) ([]*Table, error) {
+	return e.cat.tables(tr)
+}
