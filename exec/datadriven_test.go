@@ -25,6 +25,9 @@ import (
 //	            line a row), or a write's affected count and last id.
 //	trace       runs one statement as exec does, then prints every key
 //	            read and write it made (see recorder).
+//	plan        prints the plan (access path) of each input line, a
+//	            SELECT, DELETE or UPDATE, without running it; spread=N
+//	            plans it as an attempt after conflicts would (see Auto).
 //
 // Regenerate the expected output with go test ./exec/ -rewrite, and
 // review the diff.
@@ -43,13 +46,23 @@ func TestDataDriven(t *testing.T) {
 					}
 				}
 				return out.String()
+			case "plan":
+				spread := 0
+				d.MaybeScanArgs(t, "spread", &spread)
+				var out strings.Builder
+				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+					if line = strings.TrimSpace(line); line != "" {
+						out.WriteString(h.plan(t, line, spread) + "\n")
+					}
+				}
+				return out.String()
 			case "trace":
 				h.rec.on, h.rec.log = true, nil
 				res := h.exec(t, strings.TrimSpace(d.Input))
 				h.rec.on = false
 				return res + strings.Join(h.rec.log, "\n") + "\n"
 			}
-			d.Fatalf(t, "unknown command %s (accepted: exec, trace)", d.Cmd)
+			d.Fatalf(t, "unknown command %s (accepted: exec, plan, trace)", d.Cmd)
 			return ""
 		})
 	})
@@ -102,7 +115,7 @@ func (h *harness) exec(t *testing.T, sql string) string {
 		for _, r := range res.Rows {
 			vals := make([]string, len(r))
 			for i, v := range r {
-				vals[i] = render(v)
+				vals[i] = exec.SQLLiteral(v)
 			}
 			b.WriteString(strings.Join(vals, " | ") + "\n")
 		}
@@ -118,17 +131,16 @@ func (h *harness) exec(t *testing.T, sql string) string {
 	return b.String() + "\n"
 }
 
-// render prints a value as an SQL literal.
-func render(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "NULL"
-	case string:
-		return "'" + strings.ReplaceAll(x, "'", "''") + "'"
-	case []byte:
-		return fmt.Sprintf("x'%x'", x)
-	case time.Time:
-		return "'" + x.Format(time.RFC3339Nano) + "'"
+// plan returns the plan of one statement, or its error.
+func (h *harness) plan(t *testing.T, sql string, spread int) string {
+	t.Helper()
+	p, err := parser.Parse(sql)
+	if err != nil {
+		return fmt.Sprintf("parse error: %v", err)
 	}
-	return fmt.Sprint(v)
+	s, err := h.e.Plan(bg, p, exec.Args{}, spread)
+	if err != nil {
+		return fmt.Sprintf("error: %v", err)
+	}
+	return s
 }

@@ -25,13 +25,27 @@
 // priority queue; INDEX (cols) names the resource columns of the fit index.
 // The implicit id column is the item's id.
 //
+// # Statements
+//
+// A statement is bound to its arguments once (bound, in stmt.go: with
+// what stays the same across the retries of an autocommit statement, such
+// as the ids of the rows it inserts), then run in a transaction, possibly
+// several times; each run reads its table's schema (stmtCtx). A statement
+// that reads or removes rows chooses its access path from its table,
+// WHERE, ORDER BY, LIMIT and goal in one function, choosePlan (plan.go):
+// a plan is a value (byID, fitPop, popN, scan, ...) that shows its
+// parameters and runs itself. The plan cases of testdata/* pin which plan
+// each statement takes, and the trace cases the keys it reads and writes.
+//
 // # Files
 //
-//	executor.go  Executor, Auto (autocommit with retries and spread pops) and Exec
+//	executor.go  Executor, Auto (autocommit: retries, tokens, spread pops) and Exec
+//	stmt.go      a statement bound to its arguments, and one run of it
 //	ddl.go       CREATE and DROP TABLE, and their retry tokens
 //	insert.go    INSERT
-//	plan.go      WHERE binding, the choice of access path, finding rows
-//	read.go      SELECT and row decoding
+//	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
+//	plan.go      the access paths (plans), choosePlan, and how each runs
+//	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding
 //	write.go     DELETE and UPDATE
 //	catalog.go   table schemas and their cache
 //	keys.go      every key exec builds under the root

@@ -71,61 +71,6 @@ type Result struct {
 	LastInsertID int64
 }
 
-// prepared is a statement bound to its arguments, with what must stay the
-// same across retries (the ids of inserted rows).
-type prepared struct {
-	p    *parser.Parsed
-	args Args
-	ids  []int64
-	// spread, when positive, makes single-row pops take one of the first
-	// spread items of the best priority: set on retries after conflicts.
-	spread int
-	// token names the statement's pops across retries (0: no receipts):
-	// see queues.Receipt.
-	token int64
-	// idsOnly is set for a statement that needs no column values, only
-	// ids: a DELETE whose WHERE names no column but id, a SELECT id. Its
-	// rows are not decoded (see decodeRow).
-	idsOnly bool
-}
-
-func (e *Executor) prepare(p *parser.Parsed, args Args) (*prepared, error) {
-	if err := checkArgs(p, args); err != nil {
-		return nil, err
-	}
-	pr := &prepared{p: p, args: args}
-	if ins, ok := p.Stmt.(*parser.Insert); ok {
-		// Ids are made once, outside the retry loop: a retry pushes the
-		// same rows with the same ids.
-		pr.ids = make([]int64, len(ins.Rows))
-		for i := range pr.ids {
-			pr.ids[i] = e.newID()
-		}
-	}
-	return pr, nil
-}
-
-func checkArgs(p *parser.Parsed, args Args) error {
-	if p.NumInput >= 0 {
-		if len(args.Named) > 0 {
-			return fmt.Errorf("%w: the statement uses ? placeholders; got named arguments", ErrArgs)
-		}
-		if len(args.Positional) != p.NumInput {
-			return fmt.Errorf("%w: the statement has %d placeholders; got %d arguments", ErrArgs, p.NumInput, len(args.Positional))
-		}
-		return nil
-	}
-	for _, n := range p.Names {
-		if _, ok := args.Named[n]; !ok {
-			return fmt.Errorf("%w: no argument for :%s (pass sql.Named(%q, v))", ErrArgs, n, n)
-		}
-	}
-	if len(args.Named) != len(p.Names) || len(args.Positional) > 0 {
-		return fmt.Errorf("%w: the statement has %d named placeholders %v; got %d named and %d positional arguments", ErrArgs, len(p.Names), p.Names, len(args.Named), len(args.Positional))
-	}
-	return nil
-}
-
 // IsReadOnly reports whether the statement writes nothing.
 func IsReadOnly(st parser.Statement) bool {
 	s, ok := st.(*parser.Select)
@@ -134,50 +79,64 @@ func IsReadOnly(st parser.Statement) bool {
 
 // Auto runs one statement in its own transaction, retrying conflicts.
 func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Result, error) {
-	pr, err := e.prepare(p, args)
+	b, err := e.bind(p, args)
 	if err != nil {
 		return nil, err
 	}
 	// Read-only statements commit too: committing a transaction that
 	// wrote nothing is free on every engine.
-	// Pops that conflict (consumers taking the same head item) turn into
-	// spread pops (queues.PopSpread): a retry doubles the width, and the
-	// table remembers it, so that its next pops start there. Once pops stop
-	// conflicting the width decays back to exact order.
 	hint := e.spreadHint(p.Stmt)
 	switch p.Stmt.(type) {
 	case *parser.CreateTable, *parser.DropTable:
-		pr.token = e.newToken() // see ddlDone
+		b.token = e.newToken() // see ddlDone
 	case *parser.Delete:
-		pr.token = e.newToken() // see deleteRows
+		b.token = e.newToken() // see deleteRows
 	}
 	if hint != nil {
 		// Pops leave a receipt under this token, made once: a retry after
 		// commit_unknown_result returns what the committed attempt popped.
-		pr.token = e.newToken()
+		b.token = e.newToken()
 	}
 	var res *Result
 	attempt := 0
 	err = e.db.Transact(ctx, func(tr kv.Transaction) error {
 		attempt++
 		if hint != nil {
-			pr.spread = int(hint.Load())
-			if attempt > 1 {
-				pr.spread = min(maxSpread, max(4, 2*pr.spread))
-			}
+			b.spread = spreadOf(hint, attempt)
 		}
 		var err error
-		res, err = e.run(tr, pr)
+		res, err = e.run(tr, b)
 		return err
 	})
 	if hint != nil && err == nil {
-		if attempt > 1 {
-			hint.Store(int64(pr.spread))
-		} else if h := hint.Load(); h > 0 {
-			hint.CompareAndSwap(h, h-1)
-		}
+		learnSpread(hint, attempt, b.spread)
 	}
 	return res, tooLarge(p.Stmt, err)
+}
+
+// Pops that conflict (consumers taking the same head item) turn into
+// spread pops (queues.PopSpread): a retry doubles the width, and the table
+// remembers it, so that its next pops start there. Once pops stop
+// conflicting the width decays back to exact order.
+//
+// spreadOf returns the spread width of an attempt of a pop: the table's
+// hint, doubled (at least 4, at most maxSpread) on a retry.
+func spreadOf(hint *atomic.Int64, attempt int) int {
+	spread := int(hint.Load())
+	if attempt > 1 {
+		spread = min(maxSpread, max(4, 2*spread))
+	}
+	return spread
+}
+
+// learnSpread updates the table's hint after a pop committed: the width
+// that worked if it needed retries, else one less than the hint.
+func learnSpread(hint *atomic.Int64, attempt, spread int) {
+	if attempt > 1 {
+		hint.Store(int64(spread))
+	} else if h := hint.Load(); h > 0 {
+		hint.CompareAndSwap(h, h-1)
+	}
 }
 
 // tooLarge adds to a transaction_too_large error (2101) of an autocommit
@@ -232,17 +191,18 @@ func (e *Executor) spreadHint(st parser.Statement) *atomic.Int64 {
 
 // Exec runs one statement in the caller's transaction.
 func (e *Executor) Exec(tr kv.Transaction, p *parser.Parsed, args Args) (*Result, error) {
-	pr, err := e.prepare(p, args)
+	b, err := e.bind(p, args)
 	if err != nil {
 		return nil, err
 	}
-	return e.run(tr, pr)
+	return e.run(tr, b)
 }
 
-func (e *Executor) run(tr kv.Transaction, pr *prepared) (*Result, error) {
-	switch st := pr.p.Stmt.(type) {
+// run runs a bound statement in tr: once in Exec, once an attempt in Auto.
+func (e *Executor) run(tr kv.Transaction, b *bound) (*Result, error) {
+	switch st := b.p.Stmt.(type) {
 	case *parser.CreateTable, *parser.DropTable:
-		if done, err := e.ddlDone(tr, pr.token); err != nil || done {
+		if done, err := e.ddlDone(tr, b.token); err != nil || done {
 			return &Result{}, err
 		}
 		if _, ok := st.(*parser.CreateTable); ok {
@@ -250,26 +210,15 @@ func (e *Executor) run(tr kv.Transaction, pr *prepared) (*Result, error) {
 		}
 		return e.dropTable(tr, st.(*parser.DropTable))
 	case *parser.Insert:
-		return e.insert(tr, st, pr)
+		return e.insert(tr, st, b)
 	case *parser.Select:
-		return e.selectRows(tr, st, pr)
+		return e.selectRows(tr, st, b)
 	case *parser.Delete:
-		return e.deleteRows(tr, st, pr)
+		return e.deleteRows(tr, st, b)
 	case *parser.Update:
-		return e.update(tr, st, pr)
+		return e.update(tr, st, b)
 	}
-	return nil, fmt.Errorf("%w: %T is not a statement to execute", ErrStatement, pr.p.Stmt)
-}
-
-// bind returns the value of a literal or placeholder.
-func (pr *prepared) bind(v parser.Value) any {
-	if v.Kind != parser.ValueArg {
-		return literal(v)
-	}
-	if v.Name != "" {
-		return pr.args.Named[v.Name]
-	}
-	return pr.args.Positional[v.Ordinal-1]
+	return nil, fmt.Errorf("%w: %T is not a statement to execute", ErrStatement, b.p.Stmt)
 }
 
 // Tables lists the tables, for tools such as the shell.

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
@@ -9,11 +10,17 @@ import (
 	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
-func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*Result, error) {
-	t, err := e.cat.table(tr, st.Table)
+// MaxRowSize is the largest row (all columns packed) a table stores: a
+// FoundationDB value.
+const MaxRowSize = 100_000
+
+// insert pushes an INSERT's rows, all of them checked first.
+func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Result, error) {
+	s, err := e.stmt(tr, st.Table, b)
 	if err != nil {
 		return nil, err
 	}
+	t := s.t
 	targets := make([]int, 0, len(t.Columns))
 	if st.Columns == nil {
 		for i := range t.Columns {
@@ -47,20 +54,20 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*
 		full := make([]any, len(t.Columns))
 		set := make([]bool, len(t.Columns))
 		for j, i := range targets {
-			v, err := convert(&t.Columns[i], pr.bind(vals[j]))
+			v, err := convert(&t.Columns[i], b.value(vals[j]))
 			if err != nil {
 				return nil, &RowError{r + 1, err}
 			}
 			full[i], set[i] = v, true
 		}
-		item := queues.Item{ID: pr.ids[r]}
+		item := queues.Item{ID: b.ids[r]}
 		tup := make(tuple.Tuple, len(t.Columns))
 		for i := range t.Columns {
 			c := &t.Columns[i]
 			if !set[i] {
 				full[i] = c.Default
 			}
-			if full[i] == nil && (c.NotNull || i == t.Priority || slicesContains(t.Resources, i)) {
+			if full[i] == nil && (c.NotNull || i == t.Priority || slices.Contains(t.Resources, i)) {
 				return nil, &RowError{r + 1, fmt.Errorf("%w: column %s cannot be NULL", ErrValue, c.Name)}
 			}
 			tup[i] = encodeValue(full[i])
@@ -91,16 +98,3 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, pr *prepared) (*
 	}
 	return res, nil
 }
-
-func slicesContains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-// MaxRowSize is the largest row (all columns packed) a table stores: a
-// FoundationDB value.
-const MaxRowSize = 100_000

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
@@ -20,7 +21,7 @@ type row struct {
 // ErrUnreadableRow naming it and how to remove it; statements that need no
 // column values (a DELETE by id, say) do not decode rows, so they still
 // work on it.
-func (e *Executor) decodeRow(t *Table, it queues.Item) (row, error) {
+func decodeRow(t *Table, it queues.Item) (row, error) {
 	unreadable := func(why string) error {
 		return fmt.Errorf("%w: row %d of %s %s (DELETE FROM %s WHERE id = %d removes it)", ErrUnreadableRow, it.ID, t.Name, why, t.Name, it.ID)
 	}
@@ -43,54 +44,77 @@ func (e *Executor) decodeRow(t *Table, it queues.Item) (row, error) {
 	return row{item: it, vals: vals}, nil
 }
 
-// decoder returns how the statement decodes rows: not at all when it needs
-// ids only.
-func (e *Executor) decoder(pr *prepared) func(*Table, queues.Item) (row, error) {
-	if pr != nil && pr.idsOnly {
-		return func(_ *Table, it queues.Item) (row, error) { return row{item: it}, nil }
+// decode decodes a row the statement found: not at all when it needs ids
+// only.
+func (s *stmtCtx) decode(it queues.Item) (row, error) {
+	if s.idsOnly {
+		return row{item: it}, nil
 	}
-	return e.decodeRow
+	return decodeRow(s.t, it)
 }
 
-func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared) (*Result, error) {
-	t, err := e.cat.table(tr, st.Table)
-	if err != nil {
-		return nil, err
+func (s *stmtCtx) decodeAll(items []queues.Item) ([]row, error) {
+	out := make([]row, 0, len(items))
+	for _, it := range items {
+		r, err := s.decode(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
 	}
-	conds, err := e.bindWhere(t, st.Where, pr)
+	return out, nil
+}
+
+// idsOnly reports whether a statement projecting proj (column indexes, -1
+// for id) with conds reads no column values.
+func idsOnly(proj []int, conds []cond) bool {
+	for _, i := range proj {
+		if i >= 0 {
+			return false
+		}
+	}
+	for _, c := range conds {
+		if c.col >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// query is a SELECT bound to its table: the columns it returns and the
+// plan that finds its rows.
+type query struct {
+	res  *Result // columns only
+	proj []int   // column indexes, -1 for id; nil for COUNT(*)
+	plan plan
+}
+
+// planSelect binds a SELECT and chooses its plan.
+func (s *stmtCtx) planSelect(st *parser.Select) (*query, error) {
+	t := s.t
+	conds, err := s.where(st.Where)
 	if err != nil {
 		return nil, err
 	}
 	if st.Count {
-		res := &Result{HasRows: true, Columns: []string{"COUNT(*)"}, Types: []parser.Type{parser.TypeInt}, Nullable: []bool{false}, Lengths: []int{0}}
-		var n int64
-		if len(conds) == 0 {
-			n, err = t.Queue.Count(tr)
-		} else {
-			var rows []row
-			rows, err = e.find(tr, t, conds, queues.Min, -1, false, nil)
-			n = int64(len(rows))
-		}
-		if err != nil {
-			return nil, err
-		}
-		res.Rows = [][]any{{n}}
-		return res, nil
+		return &query{
+			res:  &Result{HasRows: true, Columns: []string{"COUNT(*)"}, Types: []parser.Type{parser.TypeInt}, Nullable: []bool{false}, Lengths: []int{0}},
+			plan: choosePlan(t, conds, queues.Min, -1, goalCount, s.b.spread),
+		}, nil
 	}
 	// The projection: * is the declared columns; id is selectable.
-	var proj []int
-	res := &Result{HasRows: true}
+	q := &query{res: &Result{HasRows: true}}
 	add := func(i int) {
-		proj = append(proj, i)
+		q.proj = append(q.proj, i)
 		c := &idColumn
 		if i >= 0 {
 			c = &t.Columns[i]
 		}
-		nullable := !c.NotNull && i >= 0 && i != t.Priority && !slicesContains(t.Resources, i)
-		res.Columns = append(res.Columns, c.Name)
-		res.Types = append(res.Types, c.Type)
-		res.Nullable = append(res.Nullable, nullable)
-		res.Lengths = append(res.Lengths, c.Length)
+		nullable := !c.NotNull && i >= 0 && i != t.Priority && !slices.Contains(t.Resources, i)
+		q.res.Columns = append(q.res.Columns, c.Name)
+		q.res.Types = append(q.res.Types, c.Type)
+		q.res.Nullable = append(q.res.Nullable, nullable)
+		q.res.Lengths = append(q.res.Lengths, c.Length)
 	}
 	if st.Star {
 		for i := range t.Columns {
@@ -104,23 +128,50 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 		}
 		add(i)
 	}
-	order, err := e.order(t, st.OrderBy)
+	order, n, err := s.orderLimit(st.OrderBy, st.Limit)
 	if err != nil {
 		return nil, err
 	}
-	n, err := e.limit(st.Limit, pr)
+	s.idsOnly = idsOnly(q.proj, conds)
+	g := goalRead
+	if st.ForPop {
+		g = goalPop
+	}
+	q.plan = choosePlan(t, conds, order, n, g, s.b.spread)
+	return q, nil
+}
+
+func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, b *bound) (*Result, error) {
+	s, err := e.stmt(tr, st.Table, b)
 	if err != nil {
 		return nil, err
 	}
-	pr.idsOnly = idsOnly(proj, conds)
-	rows, err := e.find(tr, t, conds, order, n, st.ForPop, pr)
+	q, err := s.planSelect(st)
+	if err != nil {
+		return nil, err
+	}
+	res := q.res
+	if st.Count {
+		_, n, err := q.plan.run(s)
+		if err != nil {
+			return nil, err
+		}
+		res.Rows = [][]any{{n}}
+		return res, nil
+	}
+	var rows []row
+	if st.ForPop && b.token != 0 {
+		rows, err = s.popOnce(q.plan)
+	} else {
+		rows, _, err = q.plan.run(s)
+	}
 	if err != nil {
 		return nil, err
 	}
 	res.Rows = make([][]any, len(rows))
 	for k, r := range rows {
-		out := make([]any, len(proj))
-		for j, i := range proj {
+		out := make([]any, len(q.proj))
+		for j, i := range q.proj {
 			if i < 0 {
 				out[j] = r.item.ID
 			} else {
@@ -133,4 +184,27 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, pr *prepared
 		res.RowsAffected = int64(len(rows))
 	}
 	return res, nil
+}
+
+// popOnce runs a pop's plan with a receipt under the statement's token: a
+// retry after commit_unknown_result whose first attempt committed returns
+// what that attempt popped instead of popping again.
+func (s *stmtCtx) popOnce(p plan) ([]row, error) {
+	items, ok, err := s.t.Queue.Receipt(s.tr, s.b.token)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		// An earlier attempt of this statement committed its pops.
+		return s.decodeAll(items)
+	}
+	rows, _, err := p.run(s)
+	if err != nil {
+		return nil, err
+	}
+	items = make([]queues.Item, len(rows))
+	for i, r := range rows {
+		items[i] = r.item
+	}
+	return rows, s.t.Queue.RecordReceipt(s.tr, s.b.token, items)
 }
