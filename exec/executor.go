@@ -85,18 +85,18 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	}
 	// Read-only statements commit too: committing a transaction that
 	// wrote nothing is free on every engine.
-	hint := e.spreadHint(p.Stmt)
-	switch p.Stmt.(type) {
-	case *parser.CreateTable, *parser.DropTable:
-		b.token = e.newToken() // see ddlDone
-	case *parser.Delete:
-		b.token = e.newToken() // see deleteRows
-	}
-	if hint != nil {
-		// Pops leave a receipt under this token, made once: a retry after
-		// commit_unknown_result returns what the committed attempt popped.
+	// The statement's token, made once: a retry after
+	// commit_unknown_result finds under it what the committed attempt did
+	// (see ddlDone, deleteRows, popOnce).
+	switch st := p.Stmt.(type) {
+	case *parser.CreateTable, *parser.DropTable, *parser.Delete:
 		b.token = e.newToken()
+	case *parser.Select:
+		if st.ForPop {
+			b.token = e.newToken()
+		}
 	}
+	hint := e.spreadHint(p.Stmt)
 	var res *Result
 	attempt := 0
 	err = e.db.Transact(ctx, func(tr kv.Transaction) error {
