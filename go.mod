@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/apple/foundationdb/bindings/go v0.0.0-20260629183922-51e1c42eb9a8
+	github.com/cockroachdb/datadriven v1.0.3
 	github.com/creack/pty v1.1.24
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jmoiron/sqlx v1.4.0

@@ -1,30 +1,6 @@
-// Package exec runs fdbqueue's SQL statements, each (or each sql.Tx's
-// statements together) as one kv transaction over the queue recipes.
-//
-// # Catalog
-//
-// Table schemas live in the key space, so every client of a database sees
-// the same tables:
-//
-//	root ("catalog", name)   -> schema (a packed tuple)
-//	root ("next_table_id")   -> the last table id handed out
-//	root ("t", table id ...) -> the table's queue (see package queues)
-//
-// Every statement reads its table's catalog key inside its own
-// transaction, so a concurrent DROP TABLE conflicts with it instead of
-// racing it. Each CREATE TABLE takes a fresh table id, so a table dropped and
-// created again never sees the old rows.
-//
-// # Rows
-//
-// A row is stored as the queue item's value: a packed tuple of every
-// declared column, in order. A column named priority makes the table a
-// priority queue; INDEX (cols) names the resource columns of the fit index.
-// The implicit id column is the item's id.
 package exec
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"sync"
@@ -154,16 +130,6 @@ func decodeTable(root []byte, b []byte) (*Table, error) {
 	return t, nil
 }
 
-func catalogKey(root []byte, name string) []byte {
-	k, _ := tuple.Tuple{"catalog", strings.ToLower(name)}.AppendPack(bytes.Clone(root))
-	return k
-}
-
-func tableKey(root []byte, id int64) []byte {
-	k, _ := tuple.Tuple{"t", id}.AppendPack(bytes.Clone(root))
-	return k
-}
-
 // catalog caches decoded schemas by their packed bytes: a statement still
 // reads the catalog key in its transaction, but does not decode it again.
 type catalog struct {
@@ -207,7 +173,7 @@ func (c *catalog) table(tr kv.ReadTransaction, name string) (*Table, error) {
 
 // Tables lists the tables in tr, by name.
 func (c *catalog) tables(tr kv.ReadTransaction) ([]*Table, error) {
-	prefix, _ := tuple.Tuple{"catalog"}.AppendPack(bytes.Clone(c.root))
+	prefix := catalogPrefix(c.root)
 	b, e := tuple.PrefixRange(prefix)
 	it := tr.GetRange(kv.Range{Begin: b, End: e}, kv.RangeOptions{})
 	var out []*Table

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,58 +11,6 @@ import (
 
 	"github.com/fdbqueue/fdbqueue/parser"
 )
-
-// Errors of statement execution. Each is wrapped with what was wrong and
-// what is accepted.
-var (
-	// ErrNoTable is returned for a table that does not exist.
-	ErrNoTable = errors.New("fdbqueue: no such table")
-	// ErrTableExists is returned by CREATE TABLE for an existing table.
-	ErrTableExists = errors.New("fdbqueue: table already exists")
-	// ErrUnknownColumn is returned for a column the table does not have.
-	ErrUnknownColumn = errors.New("fdbqueue: unknown column")
-	// ErrSchema is returned for a CREATE TABLE the dialect cannot serve.
-	ErrSchema = errors.New("fdbqueue: invalid table definition")
-	// ErrValue is returned for a value that does not fit its column: the
-	// wrong type, NULL in a NOT NULL column, too long.
-	ErrValue = errors.New("fdbqueue: invalid value")
-	// ErrArgs is returned for placeholders and arguments that do not match.
-	ErrArgs = errors.New("fdbqueue: wrong arguments")
-	// ErrStatement is returned for a statement the table cannot serve
-	// (ORDER BY a column other than priority, say).
-	ErrStatement = errors.New("fdbqueue: statement not supported on this table")
-	// ErrCatalog is returned when a stored schema cannot be read.
-	ErrCatalog = errors.New("fdbqueue: catalog corrupt")
-	// ErrUnreadableRow is returned when a stored row cannot be decoded as
-	// its table's columns: one not written by INSERT (by an older version,
-	// or another program). The error names the row's id; statements that
-	// need no column values, such as DELETE FROM t WHERE id = ?, still
-	// work on it.
-	ErrUnreadableRow = errors.New("fdbqueue: stored row unreadable")
-)
-
-// RowError is a bad row of an INSERT: its position among the statement's
-// VALUES rows, and what is wrong with it (an ErrValue). Nothing of the
-// statement was written. Bulk loaders use errors.As to find the row, set it
-// aside and run the statement again without it.
-type RowError struct {
-	Row int // 1-based
-	Err error
-}
-
-func (e *RowError) Error() string {
-	msg := e.Err.Error()
-	if rest, ok := strings.CutPrefix(msg, ErrValue.Error()+": "); ok {
-		return fmt.Sprintf("%v: row %d: %s", ErrValue, e.Row, rest)
-	}
-	return fmt.Sprintf("row %d: %s", e.Row, msg)
-}
-
-func (e *RowError) Unwrap() error { return e.Err }
-
-// MaxRowSize is the largest row (all columns packed) a table stores: a
-// FoundationDB value.
-const MaxRowSize = 100_000
 
 func typeName(v any) string {
 	switch v.(type) {

@@ -1,0 +1,144 @@
+package exec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/queues"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// ddlDone makes CREATE and DROP TABLE safe to retry after
+// commit_unknown_result: the statement's token is written with its change,
+// so a retry whose first attempt was applied finds it and succeeds instead
+// of failing with "already exists" (or "no such table"). Tokens expire
+// after queues.MarkerTTL, like push markers: each DDL clears up to two
+// expired ones, with a snapshot read and blind clears.
+//
+//	root ("ddl", token)                   -> ""
+//	root ("ddl-expiry", expiry, token)    -> ""
+func (e *Executor) ddlDone(tr kv.Transaction, token int64) (bool, error) {
+	if token == 0 {
+		return false, nil
+	}
+	k := ddlKey(e.cat.root, token)
+	v, err := tr.Get(k)
+	if err != nil || v != nil {
+		return v != nil, err
+	}
+	now := e.now()
+	tr.Set(k, nil)
+	tr.Set(ddlExpiryKey(e.cat.root, now.Add(queues.MarkerTTL).UnixNano(), token), nil)
+	prefix := ddlExpiryPrefix(e.cat.root)
+	it := tr.Snapshot().GetRange(kv.PrefixRange(prefix), kv.RangeOptions{Limit: 2})
+	for it.Next() {
+		key := it.KeyValue().Key
+		t, err := tuple.Unpack(key[len(prefix):])
+		if err != nil || len(t) != 2 {
+			return false, fmt.Errorf("%w: unreadable DDL token expiry %q", ErrCatalog, key)
+		}
+		exp, _ := t[0].(int64)
+		old, _ := t[1].(int64)
+		if exp > now.UnixNano() {
+			break
+		}
+		tr.Clear(key)
+		tr.Clear(ddlKey(e.cat.root, old))
+	}
+	return false, it.Err()
+}
+
+func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Result, error) {
+	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName}
+	seen := map[string]bool{}
+	for _, pc := range st.Columns {
+		lower := strings.ToLower(pc.Name)
+		if lower == "id" {
+			return nil, fmt.Errorf("%w: column id is implicit (every row has one, assigned at insert)", ErrSchema)
+		}
+		if seen[lower] {
+			return nil, fmt.Errorf("%w: column %s is declared twice", ErrSchema, pc.Name)
+		}
+		seen[lower] = true
+		c := Column{Name: pc.Name, Type: pc.Type, Length: pc.Length, NotNull: pc.NotNull}
+		if pc.Default != nil {
+			v, err := convert(&c, literal(*pc.Default))
+			if err != nil {
+				return nil, fmt.Errorf("%w: DEFAULT of column %s: %v", ErrSchema, pc.Name, err)
+			}
+			if v == nil && c.NotNull {
+				return nil, fmt.Errorf("%w: column %s is NOT NULL with DEFAULT NULL", ErrSchema, pc.Name)
+			}
+			c.Default = v
+		}
+		if lower == "priority" {
+			if c.Type != parser.TypeInt {
+				return nil, fmt.Errorf("%w: column priority orders the queue and must be an integer; it is %s", ErrSchema, c.Type)
+			}
+			t.Priority = len(t.Columns)
+		}
+		t.Columns = append(t.Columns, c)
+	}
+	var names []string
+	for _, name := range st.Index {
+		i, err := t.column(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: INDEX names %s, which is not a column", ErrSchema, name)
+		}
+		if i < 0 || t.Columns[i].Type != parser.TypeInt {
+			return nil, fmt.Errorf("%w: INDEX column %s must be an integer resource column", ErrSchema, name)
+		}
+		for _, r := range t.Resources {
+			if r == i {
+				return nil, fmt.Errorf("%w: INDEX names %s twice", ErrSchema, name)
+			}
+		}
+		t.Resources = append(t.Resources, i)
+		names = append(names, t.Columns[i].Name)
+	}
+	if len(t.Columns) == 0 {
+		return nil, fmt.Errorf("%w: a table needs at least one column", ErrSchema)
+	}
+
+	ck := catalogKey(e.cat.root, st.Name)
+	existing, err := tr.Get(ck)
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil {
+		if st.IfNotExists {
+			return &Result{}, nil
+		}
+		return nil, fmt.Errorf("%w: %s (use CREATE TABLE IF NOT EXISTS, or DROP TABLE first)", ErrTableExists, st.Name)
+	}
+	idKey := nextTableIDKey(e.cat.root)
+	raw, err := tr.Get(idKey)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) == 8 {
+		t.ID = int64(binary.LittleEndian.Uint64(raw))
+	}
+	t.ID++
+	tr.Set(idKey, binary.LittleEndian.AppendUint64(nil, uint64(t.ID)))
+	t.Queue = queues.New(tableKey(e.cat.root, t.ID), t.Kind(), names...)
+	tr.Set(ck, t.encode())
+	return &Result{}, nil
+}
+
+func (e *Executor) dropTable(tr kv.Transaction, st *parser.DropTable) (*Result, error) {
+	t, err := e.cat.table(tr, st.Name)
+	if errors.Is(err, ErrNoTable) && st.IfExists {
+		return &Result{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.Queue.Clear(tr)
+	tr.Clear(catalogKey(e.cat.root, st.Name))
+	return &Result{}, nil
+}

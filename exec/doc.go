@@ -1,0 +1,54 @@
+// Package exec runs fdbqueue's SQL statements, each (or each sql.Tx's
+// statements together) as one kv transaction over the queue recipes.
+//
+// # Catalog
+//
+// Table schemas live in the key space, so every client of a database sees
+// the same tables. Every key is the root followed by a packed tuple (see
+// keys.go):
+//
+//	root ("catalog", name)              -> schema (a packed tuple; name lower-cased)
+//	root ("next_table_id")              -> the last table id handed out (little-endian int64)
+//	root ("t", table id, ...)           -> the table's queue (see package queues)
+//	root ("ddl", token)                 -> "": a CREATE or DROP TABLE was applied (see ddlDone)
+//	root ("ddl-expiry", expiry, token)  -> "": when that token may go (unix nanoseconds)
+//
+// Every statement reads its table's catalog key inside its own
+// transaction, so a concurrent DROP TABLE conflicts with it instead of
+// racing it. Each CREATE TABLE takes a fresh table id, so a table dropped and
+// created again never sees the old rows.
+//
+// # Rows
+//
+// A row is stored as the queue item's value: a packed tuple of every
+// declared column, in order. A column named priority makes the table a
+// priority queue; INDEX (cols) names the resource columns of the fit index.
+// The implicit id column is the item's id.
+//
+// # Statements
+//
+// A statement is bound to its arguments once (bound, in stmt.go: with
+// what stays the same across the retries of an autocommit statement, such
+// as the ids of the rows it inserts), then run in a transaction, possibly
+// several times; each run reads its table's schema (stmtCtx). A statement
+// that reads or removes rows chooses its access path from its table,
+// WHERE, ORDER BY, LIMIT and goal in one function, choosePlan (plan.go):
+// a plan is a value (byID, fitPop, popN, scan, ...) that shows its
+// parameters and runs itself. The plan cases of testdata/* pin which plan
+// each statement takes, and the trace cases the keys it reads and writes.
+//
+// # Files
+//
+//	executor.go  Executor, Auto (autocommit: retries, tokens, spread pops) and Exec
+//	stmt.go      a statement bound to its arguments, and one run of it
+//	ddl.go       CREATE and DROP TABLE, and their retry tokens
+//	insert.go    INSERT
+//	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
+//	plan.go      the access paths (plans), choosePlan, and how each runs
+//	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding
+//	write.go     DELETE and UPDATE
+//	catalog.go   table schemas and their cache
+//	keys.go      every key exec builds under the root
+//	convert.go   value conversion, encoding and comparison
+//	errors.go    the errors exec returns
+package exec

@@ -1,0 +1,77 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Every error exec returns wraps one of these values (or is a *RowError),
+// with what was wrong and what is accepted; the driver exports the same
+// values for programs to match with errors.Is.
+
+// Errors of the schema: CREATE and DROP TABLE, and the stored catalog.
+var (
+	// ErrNoTable is returned when a statement names a table that does not
+	// exist (DROP TABLE IF EXISTS excepted).
+	ErrNoTable = errors.New("fdbqueue: no such table")
+	// ErrTableExists is returned when CREATE TABLE (without IF NOT
+	// EXISTS) names a table that exists.
+	ErrTableExists = errors.New("fdbqueue: table already exists")
+	// ErrSchema is returned when a CREATE TABLE declares what the dialect
+	// cannot serve: a column named id, one declared twice, a priority
+	// column that is not an integer, a bad INDEX or DEFAULT.
+	ErrSchema = errors.New("fdbqueue: invalid table definition")
+	// ErrCatalog is returned when a stored schema (or DDL token) cannot be
+	// read: written by another version, or damaged.
+	ErrCatalog = errors.New("fdbqueue: catalog corrupt")
+)
+
+// Errors of binding a statement to its table and arguments.
+var (
+	// ErrArgs is returned when a statement's placeholders and its
+	// arguments do not match (count, or positional against named), or
+	// when LIMIT is not a count.
+	ErrArgs = errors.New("fdbqueue: wrong arguments")
+	// ErrUnknownColumn is returned when a statement names a column its
+	// table does not have.
+	ErrUnknownColumn = errors.New("fdbqueue: unknown column")
+	// ErrStatement is returned when a statement asks what its table
+	// cannot serve: ORDER BY a column other than priority, an UPDATE
+	// other than of priority by id, say.
+	ErrStatement = errors.New("fdbqueue: statement not supported on this table")
+)
+
+// Errors of values: those coming in, and the rows stored.
+var (
+	// ErrValue is returned when a value does not fit its column: the
+	// wrong type, NULL in a NOT NULL column, too long, a row too large.
+	// INSERT returns it inside a *RowError naming the row.
+	ErrValue = errors.New("fdbqueue: invalid value")
+	// ErrUnreadableRow is returned when a stored row cannot be decoded as
+	// its table's columns: one not written by INSERT (by an older version,
+	// or another program). The error names the row's id; statements that
+	// need no column values, such as DELETE FROM t WHERE id = ?, still
+	// work on it.
+	ErrUnreadableRow = errors.New("fdbqueue: stored row unreadable")
+)
+
+// RowError is returned when a row of an INSERT is bad: it holds the row's
+// position among the statement's VALUES rows, and what is wrong with it
+// (an ErrValue, or a row that does not pack). Nothing of the statement was
+// written. Bulk loaders use errors.As to find the row, set it
+// aside and run the statement again without it.
+type RowError struct {
+	Row int // 1-based
+	Err error
+}
+
+func (e *RowError) Error() string {
+	msg := e.Err.Error()
+	if rest, ok := strings.CutPrefix(msg, ErrValue.Error()+": "); ok {
+		return fmt.Sprintf("%v: row %d: %s", ErrValue, e.Row, rest)
+	}
+	return fmt.Sprintf("row %d: %s", e.Row, msg)
+}
+
+func (e *RowError) Unwrap() error { return e.Err }

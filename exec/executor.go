@@ -1,0 +1,239 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/queues"
+)
+
+// Executor runs statements against one database.
+type Executor struct {
+	db  kv.Database
+	cat *catalog
+	// spreads holds, per table name, the spread width recent single-row
+	// pops needed (*atomic.Int64): 0 while pops do not conflict.
+	spreads sync.Map
+	// newID makes row ids and newToken statement tokens: queues.NewID, or
+	// in tests deterministic sources (see export_test.go), so that the
+	// keys a statement writes can be pinned in testdata.
+	newID, newToken func() int64
+	// now is the clock of DDL token expiry: time.Now, or in tests a fixed
+	// one, for the same reason.
+	now func() time.Time
+}
+
+// maxSpread bounds how many head items a spread pop chooses among.
+const maxSpread = 64
+
+// New returns an executor for db, keeping all of fdbqueue's data under the
+// key prefix root.
+func New(db kv.Database, root []byte) *Executor {
+	return &Executor{
+		db:       db,
+		cat:      &catalog{root: bytes.Clone(root), byRaw: map[string]*Table{}},
+		newID:    queues.NewID,
+		newToken: queues.NewID,
+		now:      time.Now,
+	}
+}
+
+// DB returns the executor's database.
+func (e *Executor) DB() kv.Database { return e.db }
+
+// Args are a statement's arguments, already in the driver's value types
+// (int64, float64, bool, []byte, string, time.Time, nil).
+type Args struct {
+	Positional []any
+	Named      map[string]any
+}
+
+// Result is what a statement returns.
+type Result struct {
+	// Columns and Types describe the rows of a query (HasRows).
+	HasRows bool
+	Columns []string
+	Types   []parser.Type
+	// Nullable and Lengths describe each column: whether it may hold
+	// NULL, and its declared length (VARCHAR(n), VARBINARY(n)) or 0.
+	Nullable []bool
+	Lengths  []int
+	Rows     [][]any
+	// RowsAffected and LastInsertID describe a write.
+	RowsAffected int64
+	LastInsertID int64
+}
+
+// IsReadOnly reports whether the statement writes nothing.
+func IsReadOnly(st parser.Statement) bool {
+	s, ok := st.(*parser.Select)
+	return ok && !s.ForPop
+}
+
+// Auto runs one statement in its own transaction, retrying conflicts.
+func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Result, error) {
+	b, err := e.bind(p, args)
+	if err != nil {
+		return nil, err
+	}
+	// Read-only statements commit too: committing a transaction that
+	// wrote nothing is free on every engine.
+	// The statement's token, made once: a retry after
+	// commit_unknown_result finds under it what the committed attempt did
+	// (see ddlDone, deleteRows, popOnce).
+	switch st := p.Stmt.(type) {
+	case *parser.CreateTable, *parser.DropTable, *parser.Delete:
+		b.token = e.newToken()
+	case *parser.Select:
+		if st.ForPop {
+			b.token = e.newToken()
+		}
+	}
+	hint := e.spreadHint(p.Stmt)
+	var res *Result
+	attempt := 0
+	err = e.db.Transact(ctx, func(tr kv.Transaction) error {
+		attempt++
+		if hint != nil {
+			b.spread = spreadOf(hint, attempt)
+		}
+		var err error
+		res, err = e.run(tr, b)
+		return err
+	})
+	if hint != nil && err == nil {
+		learnSpread(hint, attempt, b.spread)
+	}
+	return res, tooLarge(p.Stmt, err)
+}
+
+// Pops that conflict (consumers taking the same head item) turn into
+// spread pops (queues.PopSpread): a retry doubles the width, and the table
+// remembers it, so that its next pops start there. Once pops stop
+// conflicting the width decays back to exact order.
+//
+// spreadOf returns the spread width of an attempt of a pop: the table's
+// hint, doubled (at least 4, at most maxSpread) on a retry.
+func spreadOf(hint *atomic.Int64, attempt int) int {
+	spread := int(hint.Load())
+	if attempt > 1 {
+		spread = min(maxSpread, max(4, 2*spread))
+	}
+	return spread
+}
+
+// learnSpread updates the table's hint after a pop committed: the width
+// that worked if it needed retries, else one less than the hint.
+func learnSpread(hint *atomic.Int64, attempt, spread int) {
+	if attempt > 1 {
+		hint.Store(int64(spread))
+	} else if h := hint.Load(); h > 0 {
+		hint.CompareAndSwap(h, h-1)
+	}
+}
+
+// tooLarge adds to a transaction_too_large error (2101) of an autocommit
+// statement what to do instead.
+//
+// A DELETE with WHERE or LIMIT removes its rows one by one, in one
+// transaction, which FoundationDB bounds at 10 MB of writes and conflict
+// ranges (tens of thousands of rows) and 5 seconds. It is not split into several
+// transactions behind the user's back: the DELETE would no longer be
+// atomic (a failure half-way would leave half of it applied, and rows
+// inserted meanwhile would be deleted or not by chance), and its count
+// could no longer be reported exactly once. The user's loop of
+// DELETE ... LIMIT n is each time atomic and exactly-once. DELETE FROM t
+// without WHERE or LIMIT clears the table's key range: one small
+// transaction whatever the table holds.
+func tooLarge(st parser.Statement, err error) error {
+	if kv.Code(err) != kv.ErrTransactionTooLarge.Code {
+		return err
+	}
+	switch s := st.(type) {
+	case *parser.Delete:
+		return fmt.Errorf("%w; a DELETE with WHERE or LIMIT removes its rows in one transaction: delete in batches with DELETE FROM %s [WHERE ...] LIMIT n (1000, say, or fewer if that is still too large), repeated until it deletes 0 rows (DELETE FROM %s with neither removes every row in one small transaction)", err, s.Table, s.Table)
+	case *parser.Select:
+		return fmt.Errorf("%w; pop fewer rows per statement (a smaller LIMIT)", err)
+	case *parser.Insert:
+		return fmt.Errorf("%w; insert fewer rows per statement", err)
+	}
+	return err
+}
+
+// spreadHint returns the spread width of the table a single-row pop
+// statement pops from, or nil for other statements.
+func (e *Executor) spreadHint(st parser.Statement) *atomic.Int64 {
+	var table string
+	switch s := st.(type) {
+	case *parser.Select:
+		if !s.ForPop {
+			return nil
+		}
+		table = s.Table
+	case *parser.Delete:
+		if s.Limit == nil {
+			return nil
+		}
+		table = s.Table
+	default:
+		return nil
+	}
+	h, _ := e.spreads.LoadOrStore(strings.ToLower(table), new(atomic.Int64))
+	return h.(*atomic.Int64)
+}
+
+// Exec runs one statement in the caller's transaction.
+func (e *Executor) Exec(tr kv.Transaction, p *parser.Parsed, args Args) (*Result, error) {
+	b, err := e.bind(p, args)
+	if err != nil {
+		return nil, err
+	}
+	return e.run(tr, b)
+}
+
+// run runs a bound statement in tr: once in Exec, once an attempt in Auto.
+func (e *Executor) run(tr kv.Transaction, b *bound) (*Result, error) {
+	switch st := b.p.Stmt.(type) {
+	case *parser.CreateTable, *parser.DropTable:
+		if done, err := e.ddlDone(tr, b.token); err != nil || done {
+			return &Result{}, err
+		}
+		if _, ok := st.(*parser.CreateTable); ok {
+			return e.createTable(tr, st.(*parser.CreateTable))
+		}
+		return e.dropTable(tr, st.(*parser.DropTable))
+	case *parser.Insert:
+		return e.insert(tr, st, b)
+	case *parser.Select:
+		return e.selectRows(tr, st, b)
+	case *parser.Delete:
+		return e.deleteRows(tr, st, b)
+	case *parser.Update:
+		return e.update(tr, st, b)
+	}
+	return nil, fmt.Errorf("%w: %T is not a statement to execute", ErrStatement, b.p.Stmt)
+}
+
+// Tables lists the tables, for tools such as the shell.
+func (e *Executor) Tables(ctx context.Context) ([]*Table, error) {
+	var out []*Table
+	err := e.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		var err error
+		out, err = e.TablesIn(tr)
+		return err
+	})
+	return out, err
+}
+
+// TablesIn lists the tables as tr sees them (its own CREATE and DROP
+// TABLE included), by name.
+func (e *Executor) TablesIn(tr kv.ReadTransaction) ([]*Table, error) {
+	return e.cat.tables(tr)
+}

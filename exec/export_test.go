@@ -1,0 +1,72 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/parser"
+)
+
+// Deterministic makes e number the rows it inserts 1, 2, 3, ... and its
+// statement tokens (DDL tokens, pop and DELETE receipts) 1001, 1002, ...,
+// and stops its clock at at, so that a test can pin the keys statements
+// read and write (testdata/*). Production ids and tokens are random (see
+// queues.NewID), which a test cannot pin. It is for tests only: call it
+// before e runs any statement.
+func (e *Executor) Deterministic(at time.Time) {
+	var ids, tokens atomic.Int64
+	tokens.Store(1000)
+	e.newID = func() int64 { return ids.Add(1) }
+	e.newToken = func() int64 { return tokens.Add(1) }
+	e.now = func() time.Time { return at }
+}
+
+// SQLLiteral shows a value as SQL writes it, as plans show values.
+var SQLLiteral = sqlLiteral
+
+// Plan returns the plan a SELECT, DELETE or UPDATE would take now, in an
+// attempt whose spread width is spread (see Auto), without running it.
+func (e *Executor) Plan(ctx context.Context, p *parser.Parsed, args Args, spread int) (string, error) {
+	b, err := e.bind(p, args)
+	if err != nil {
+		return "", err
+	}
+	b.spread = spread
+	var chosen plan
+	err = e.db.Transact(ctx, func(tr kv.Transaction) error {
+		var table string
+		switch st := p.Stmt.(type) {
+		case *parser.Select:
+			table = st.Table
+		case *parser.Delete:
+			table = st.Table
+		case *parser.Update:
+			table = st.Table
+		default:
+			return fmt.Errorf("a %T has no plan (SELECT, DELETE and UPDATE have)", st)
+		}
+		s, err := e.stmt(tr, table, b)
+		if err != nil {
+			return err
+		}
+		switch st := p.Stmt.(type) {
+		case *parser.Select:
+			var q *query
+			if q, err = s.planSelect(st); q != nil {
+				chosen = q.plan
+			}
+		case *parser.Delete:
+			chosen, err = s.planDelete(st)
+		case *parser.Update:
+			chosen, err = s.planUpdate(st)
+		}
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return chosen.String(), nil
+}

@@ -1,0 +1,100 @@
+package exec
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/queues"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// MaxRowSize is the largest row (all columns packed) a table stores: a
+// FoundationDB value.
+const MaxRowSize = 100_000
+
+// insert pushes an INSERT's rows, all of them checked first.
+func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Result, error) {
+	s, err := e.stmt(tr, st.Table, b)
+	if err != nil {
+		return nil, err
+	}
+	t := s.t
+	targets := make([]int, 0, len(t.Columns))
+	if st.Columns == nil {
+		for i := range t.Columns {
+			targets = append(targets, i)
+		}
+	} else {
+		given := map[int]bool{}
+		for _, name := range st.Columns {
+			i, err := t.column(name)
+			if err != nil {
+				return nil, err
+			}
+			if i < 0 {
+				return nil, fmt.Errorf("%w: id is assigned by fdbqueue at insert; LastInsertId returns it", ErrValue)
+			}
+			if given[i] {
+				return nil, fmt.Errorf("%w: column %s is given twice", ErrValue, name)
+			}
+			given[i] = true
+			targets = append(targets, i)
+		}
+	}
+	// Every row is converted and checked before any is written, so that a
+	// bad row leaves nothing of the statement behind, also inside an
+	// explicit transaction.
+	items := make([]queues.Item, 0, len(st.Rows))
+	for r, vals := range st.Rows {
+		if len(vals) != len(targets) {
+			return nil, &RowError{r + 1, fmt.Errorf("%w: %d values for %d columns", ErrValue, len(vals), len(targets))}
+		}
+		full := make([]any, len(t.Columns))
+		set := make([]bool, len(t.Columns))
+		for j, i := range targets {
+			v, err := convert(&t.Columns[i], b.value(vals[j]))
+			if err != nil {
+				return nil, &RowError{r + 1, err}
+			}
+			full[i], set[i] = v, true
+		}
+		item := queues.Item{ID: b.ids[r]}
+		tup := make(tuple.Tuple, len(t.Columns))
+		for i := range t.Columns {
+			c := &t.Columns[i]
+			if !set[i] {
+				full[i] = c.Default
+			}
+			if full[i] == nil && (c.NotNull || i == t.Priority || slices.Contains(t.Resources, i)) {
+				return nil, &RowError{r + 1, fmt.Errorf("%w: column %s cannot be NULL", ErrValue, c.Name)}
+			}
+			tup[i] = encodeValue(full[i])
+		}
+		if t.Priority >= 0 {
+			item.Priority = full[t.Priority].(int64)
+		}
+		for _, i := range t.Resources {
+			item.Resources = append(item.Resources, full[i].(int64))
+		}
+		var err error
+		item.Value, err = tup.PackWithError()
+		if err != nil {
+			return nil, &RowError{r + 1, err}
+		}
+		if len(item.Value) > MaxRowSize {
+			return nil, &RowError{r + 1, fmt.Errorf("%w: %d bytes packed; a row holds at most %d", ErrValue, len(item.Value), MaxRowSize)}
+		}
+		items = append(items, item)
+	}
+	res := &Result{}
+	for _, item := range items {
+		if err := t.Queue.Push(tr, item); err != nil {
+			return nil, err
+		}
+		res.RowsAffected++
+		res.LastInsertID = item.ID
+	}
+	return res, nil
+}

@@ -1,0 +1,53 @@
+package exec
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// The first element of every key exec builds under the root: the package
+// doc lists the layout. Tags are never renamed (stored data would be
+// lost), and a table id is never reused, so a table dropped and created
+// again never sees the old rows.
+const (
+	tagCatalog     = "catalog"
+	tagNextTableID = "next_table_id"
+	tagTable       = "t"
+	tagDDL         = "ddl"
+	tagDDLExpiry   = "ddl-expiry"
+)
+
+// rootKey returns root followed by the packed elems (strings and int64s,
+// which always pack).
+func rootKey(root []byte, elems ...any) []byte {
+	k, _ := tuple.Tuple(elems).AppendPack(bytes.Clone(root))
+	return k
+}
+
+// catalogKey is the key of a table's schema. Names are matched without
+// regard to case.
+func catalogKey(root []byte, name string) []byte {
+	return rootKey(root, tagCatalog, strings.ToLower(name))
+}
+
+// catalogPrefix is the prefix of every schema.
+func catalogPrefix(root []byte) []byte { return rootKey(root, tagCatalog) }
+
+// nextTableIDKey holds the last table id handed out.
+func nextTableIDKey(root []byte) []byte { return rootKey(root, tagNextTableID) }
+
+// tableKey is the prefix of a table's queue.
+func tableKey(root []byte, id int64) []byte { return rootKey(root, tagTable, id) }
+
+// ddlKey marks the DDL statement token as applied.
+func ddlKey(root []byte, token int64) []byte { return rootKey(root, tagDDL, token) }
+
+// ddlExpiryKey lists the DDL token by when it expires.
+func ddlExpiryKey(root []byte, exp, token int64) []byte {
+	return rootKey(root, tagDDLExpiry, exp, token)
+}
+
+// ddlExpiryPrefix is the prefix of every ddlExpiryKey.
+func ddlExpiryPrefix(root []byte) []byte { return rootKey(root, tagDDLExpiry) }

@@ -1,0 +1,427 @@
+package exec
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/queues"
+)
+
+// A plan is the access path a statement takes to its rows: which queue
+// operation finds them, with its parameters. choosePlan picks it (UPDATE
+// builds its one plan itself); run runs it on one run of the statement.
+// String shows it with its parameters, as testdata/* pins it, so that a
+// statement that silently takes another path (a full scan, say) fails a
+// test.
+type plan interface {
+	// run returns the rows the plan found (and removed, if it removes)
+	// and how many it found or removed: len(rows), but for the plans that
+	// only count (countAll, clearAll, moveByID).
+	run(s *stmtCtx) ([]row, int64, error)
+	String() string
+}
+
+// goal is what a statement wants of the rows its WHERE, ORDER BY and
+// LIMIT select.
+type goal uint8
+
+const (
+	goalRead   goal = iota // return them (SELECT)
+	goalPop                // return and remove them (SELECT ... FOR POP)
+	goalCount              // count them (SELECT COUNT(*))
+	goalDelete             // remove them and count them (DELETE)
+)
+
+// choosePlan returns the access path to the rows of t that match conds, in
+// order, n of them at the most (n < 0: all), for goal; spread is the
+// attempt's spread width (see Auto).
+func choosePlan(t *Table, conds []cond, order queues.Order, n int64, g goal, spread int) plan {
+	remove := g == goalPop || g == goalDelete
+	id, byIDOK := idLookup(conds)
+	f, fitOK := fitLimits(t, conds)
+	switch {
+	case g == goalCount && len(conds) == 0:
+		return countAll{}
+	case g == goalDelete && len(conds) == 0 && n < 0:
+		return clearAll{}
+	case n == 0:
+		return limitZero{}
+	case byIDOK:
+		return byID{id: id, conds: conds, remove: remove}
+	case fitOK && remove && spread > 0 && n == 1:
+		return fitSpreadPop{fit: f, order: order, spread: spread}
+	case fitOK && remove:
+		return fitPop{fit: f, order: order, n: n}
+	case fitOK && n == 1:
+		return fitPeek{fit: f, order: order}
+	case len(conds) == 0 && remove && spread > 0 && n == 1:
+		return spreadPop{order: order, spread: spread}
+	case len(conds) == 0 && remove:
+		return popN{order: order, n: n}
+	}
+	return scan{conds: conds, order: order, n: n, remove: remove}
+}
+
+// idLookup returns the id of an id = v condition.
+func idLookup(conds []cond) (int64, bool) {
+	for _, c := range conds {
+		if c.col < 0 && c.op == parser.OpEq {
+			id, ok := c.val.(int64)
+			return id, ok
+		}
+	}
+	return 0, false
+}
+
+// fit is a WHERE the fit index serves: each resource column at most its
+// limit (math.MaxInt64: not bounded), in the index's order.
+type fit struct {
+	names  []string
+	limits []int64
+}
+
+// fitLimits returns the fit-index limits when every condition bounds a
+// resource column from above (col <= v or col < v).
+func fitLimits(t *Table, conds []cond) (fit, bool) {
+	if len(t.Resources) == 0 || len(conds) == 0 {
+		return fit{}, false
+	}
+	f := fit{names: make([]string, len(t.Resources)), limits: make([]int64, len(t.Resources))}
+	for i, r := range t.Resources {
+		f.names[i] = t.Columns[r].Name
+		f.limits[i] = math.MaxInt64
+	}
+	for _, c := range conds {
+		k := -1
+		for j, r := range t.Resources {
+			if c.col == r {
+				k = j
+			}
+		}
+		v, isInt := c.val.(int64)
+		if k < 0 || !isInt || (c.op != parser.OpLe && c.op != parser.OpLt) {
+			return fit{}, false
+		}
+		if c.op == parser.OpLt {
+			if v == math.MinInt64 {
+				return fit{}, false
+			}
+			v--
+		}
+		f.limits[k] = min(f.limits[k], v)
+	}
+	return f, true
+}
+
+// String shows the bounded resources: cpu<=4, mem<=8.
+func (f fit) String() string {
+	var parts []string
+	for i, l := range f.limits {
+		if l != math.MaxInt64 {
+			parts = append(parts, fmt.Sprintf("%s<=%d", f.names[i], l))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// The plans. Each finds rows through one kind of queue operation.
+type (
+	// countAll counts a table's rows from its counter, reading none:
+	// SELECT COUNT(*) without WHERE.
+	countAll struct{}
+	// clearAll removes every row at once (one range clear, whatever the
+	// table holds) and counts them from the counter: DELETE without WHERE
+	// or LIMIT.
+	clearAll struct{}
+	// limitZero reads nothing: LIMIT 0.
+	limitZero struct{}
+	// byID reads the row with id, keeps it if it matches every condition,
+	// and removes it if remove: a WHERE with id = v.
+	byID struct {
+		id     int64
+		conds  []cond
+		remove bool
+	}
+	// fitPop pops the best row that fits, up to n times (n < 0: until
+	// none fits): resource limits a pop or DELETE.
+	fitPop struct {
+		fit   fit
+		order queues.Order
+		n     int64
+	}
+	// fitSpreadPop pops one of the first spread rows that fit and share
+	// the best fitting priority: a single-row fit pop retried after
+	// conflicts.
+	fitSpreadPop struct {
+		fit    fit
+		order  queues.Order
+		spread int
+	}
+	// fitPeek reads the best row that fits: resource limits and LIMIT 1.
+	fitPeek struct {
+		fit   fit
+		order queues.Order
+	}
+	// spreadPop pops one of the first spread rows of the best priority: a
+	// single-row pop without WHERE retried after conflicts.
+	spreadPop struct {
+		order  queues.Order
+		spread int
+	}
+	// popN pops the first n rows (n < 0: all) in one ordered pass: a pop
+	// or DELETE ... LIMIT n without WHERE.
+	popN struct {
+		order queues.Order
+		n     int64
+	}
+	// scan reads the rows in order, keeps those that match every
+	// condition, stops after n (n < 0: reads all), and removes those it
+	// keeps if remove: any other WHERE.
+	scan struct {
+		conds  []cond
+		order  queues.Order
+		n      int64
+		remove bool
+	}
+	// moveByID moves the row with id to another priority, without
+	// reading or rewriting its values: UPDATE t SET priority = v WHERE
+	// id = v.
+	moveByID struct {
+		id, priority int64
+	}
+)
+
+func (countAll) run(s *stmtCtx) ([]row, int64, error) {
+	n, err := s.t.Queue.Count(s.tr)
+	return nil, n, err
+}
+
+func (clearAll) run(s *stmtCtx) ([]row, int64, error) {
+	n, err := s.t.Queue.Count(s.tr)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.t.Queue.ClearItems(s.tr)
+	return nil, n, nil
+}
+
+func (limitZero) run(*stmtCtx) ([]row, int64, error) { return nil, 0, nil }
+
+func (p byID) run(s *stmtCtx) ([]row, int64, error) {
+	it, found, err := s.t.Queue.Get(s.tr, p.id)
+	if err != nil || !found {
+		return nil, 0, err
+	}
+	r, err := s.decode(it)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !matchAll(p.conds, r) {
+		return nil, 0, nil
+	}
+	if p.remove {
+		if _, _, err := s.t.Queue.Remove(s.tr, p.id); err != nil {
+			return nil, 0, err
+		}
+	}
+	return []row{r}, 1, nil
+}
+
+func (p fitPop) run(s *stmtCtx) ([]row, int64, error) {
+	if p.n == 1 {
+		return counted(s.take(1, func() (queues.Item, bool, error) {
+			return s.t.Queue.PopFit(s.tr, p.order, p.fit.limits)
+		}))
+	}
+	// Several rows: one ordered pass (PopFitN), not n passes from the
+	// head, which would walk past the rows this statement already removed.
+	items, err := s.t.Queue.PopFitN(s.tr, p.order, p.fit.limits, clampLimit(p.n))
+	if err != nil {
+		return nil, 0, err
+	}
+	return counted(s.decodeAll(items))
+}
+
+func (p fitSpreadPop) run(s *stmtCtx) ([]row, int64, error) {
+	return counted(s.take(1, func() (queues.Item, bool, error) {
+		return s.t.Queue.PopFitSpread(s.tr, p.order, p.fit.limits, p.spread)
+	}))
+}
+
+func (p fitPeek) run(s *stmtCtx) ([]row, int64, error) {
+	return counted(s.take(1, func() (queues.Item, bool, error) {
+		return s.t.Queue.PeekFit(s.tr, p.order, p.fit.limits)
+	}))
+}
+
+func (p spreadPop) run(s *stmtCtx) ([]row, int64, error) {
+	return counted(s.take(1, func() (queues.Item, bool, error) {
+		return s.t.Queue.PopSpread(s.tr, p.order, p.spread)
+	}))
+}
+
+func (p popN) run(s *stmtCtx) ([]row, int64, error) {
+	items, err := s.t.Queue.PopN(s.tr, p.order, clampLimit(p.n))
+	if err != nil {
+		return nil, 0, err
+	}
+	return counted(s.decodeAll(items))
+}
+
+func (p scan) run(s *stmtCtx) ([]row, int64, error) {
+	var out []row
+	err := s.t.Queue.Scan(s.tr, p.order, func(it queues.Item) (bool, error) {
+		r, err := s.decode(it)
+		if err != nil {
+			return false, err
+		}
+		if matchAll(p.conds, r) {
+			out = append(out, r)
+		}
+		return p.n < 0 || int64(len(out)) < p.n, nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if p.remove {
+		for _, r := range out {
+			if _, _, err := s.t.Queue.Remove(s.tr, r.item.ID); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	return counted(out, nil)
+}
+
+func (p moveByID) run(s *stmtCtx) ([]row, int64, error) {
+	moved, err := s.t.Queue.Move(s.tr, p.id, p.priority)
+	if err != nil || !moved {
+		return nil, 0, err
+	}
+	return nil, 1, nil
+}
+
+// clampLimit turns a statement's row bound (n < 0: none) into a queue
+// call's count.
+func clampLimit(n int64) int {
+	if n < 0 {
+		return math.MaxInt32
+	}
+	return int(min(n, math.MaxInt32))
+}
+
+// take calls next until it finds nothing or has found n rows (n < 0: no
+// bound).
+func (s *stmtCtx) take(n int64, next func() (queues.Item, bool, error)) ([]row, error) {
+	var out []row
+	for n < 0 || int64(len(out)) < n {
+		it, found, err := next()
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			break
+		}
+		r, err := s.decode(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// counted returns rows with their count, for a plan's run.
+func counted(rows []row, err error) ([]row, int64, error) {
+	if err != nil {
+		return nil, 0, err
+	}
+	return rows, int64(len(rows)), nil
+}
+
+func matchAll(conds []cond, r row) bool {
+	for _, c := range conds {
+		if !c.match(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func (countAll) String() string  { return "countAll" }
+func (clearAll) String() string  { return "clearAll" }
+func (limitZero) String() string { return "limitZero" }
+
+func (p byID) String() string {
+	args := []string{fmt.Sprintf("id=%d", p.id)}
+	var others []string
+	for _, c := range p.conds {
+		if !(c.col < 0 && c.op == parser.OpEq && c.val == any(p.id)) {
+			others = append(others, c.String())
+		}
+	}
+	if len(others) > 0 {
+		args = append(args, "where "+strings.Join(others, " AND "))
+	}
+	if p.remove {
+		args = append(args, "remove")
+	}
+	return "byID(" + strings.Join(args, ", ") + ")"
+}
+
+func (p fitPop) String() string {
+	return fmt.Sprintf("fitPop(%v, order=%s, n=%s)", p.fit, orderName(p.order), count(p.n))
+}
+
+func (p fitSpreadPop) String() string {
+	return fmt.Sprintf("fitSpreadPop(%v, order=%s, spread=%d)", p.fit, orderName(p.order), p.spread)
+}
+
+func (p fitPeek) String() string {
+	return fmt.Sprintf("fitPeek(%v, order=%s)", p.fit, orderName(p.order))
+}
+
+func (p spreadPop) String() string {
+	return fmt.Sprintf("spreadPop(order=%s, spread=%d)", orderName(p.order), p.spread)
+}
+
+func (p popN) String() string {
+	return fmt.Sprintf("popN(order=%s, n=%s)", orderName(p.order), count(p.n))
+}
+
+func (p scan) String() string {
+	var args []string
+	if len(p.conds) > 0 {
+		where := make([]string, len(p.conds))
+		for i, c := range p.conds {
+			where[i] = c.String()
+		}
+		args = append(args, "where "+strings.Join(where, " AND "))
+	}
+	args = append(args, "order="+orderName(p.order), "n="+count(p.n))
+	if p.remove {
+		args = append(args, "remove")
+	}
+	return "scan(" + strings.Join(args, ", ") + ")"
+}
+
+func (p moveByID) String() string {
+	return fmt.Sprintf("moveByID(id=%d, priority=%d)", p.id, p.priority)
+}
+
+func orderName(o queues.Order) string {
+	if o == queues.Max {
+		return "max"
+	}
+	return "min"
+}
+
+// count shows a row count: n < 0 is all.
+func count(n int64) string {
+	if n < 0 {
+		return "all"
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,98 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/parser"
+)
+
+// bound is a statement bound to its arguments, made once per Auto or Exec
+// call, with what must stay the same across the retries of Auto (the ids
+// of inserted rows, the statement's token) and what Auto's retry policy
+// sets for each attempt (the spread).
+type bound struct {
+	p    *parser.Parsed
+	args Args
+	ids  []int64
+	// spread, when positive, makes single-row pops take one of the first
+	// spread items of the best priority: set on retries after conflicts.
+	spread int
+	// token names the statement across retries (0: none): a DDL token
+	// (see ddlDone), a pop's receipt (see queues.Receipt), a DELETE's
+	// count receipt (see queues.CountReceipt).
+	token int64
+}
+
+// bind checks args against p's placeholders and makes the ids of the rows
+// an INSERT pushes.
+func (e *Executor) bind(p *parser.Parsed, args Args) (*bound, error) {
+	if err := checkArgs(p, args); err != nil {
+		return nil, err
+	}
+	b := &bound{p: p, args: args}
+	if ins, ok := p.Stmt.(*parser.Insert); ok {
+		// Ids are made once, outside the retry loop: a retry pushes the
+		// same rows with the same ids.
+		b.ids = make([]int64, len(ins.Rows))
+		for i := range b.ids {
+			b.ids[i] = e.newID()
+		}
+	}
+	return b, nil
+}
+
+func checkArgs(p *parser.Parsed, args Args) error {
+	if p.NumInput >= 0 {
+		if len(args.Named) > 0 {
+			return fmt.Errorf("%w: the statement uses ? placeholders; got named arguments", ErrArgs)
+		}
+		if len(args.Positional) != p.NumInput {
+			return fmt.Errorf("%w: the statement has %d placeholders; got %d arguments", ErrArgs, p.NumInput, len(args.Positional))
+		}
+		return nil
+	}
+	for _, n := range p.Names {
+		if _, ok := args.Named[n]; !ok {
+			return fmt.Errorf("%w: no argument for :%s (pass sql.Named(%q, v))", ErrArgs, n, n)
+		}
+	}
+	if len(args.Named) != len(p.Names) || len(args.Positional) > 0 {
+		return fmt.Errorf("%w: the statement has %d named placeholders %v; got %d named and %d positional arguments", ErrArgs, len(p.Names), p.Names, len(args.Named), len(args.Positional))
+	}
+	return nil
+}
+
+// value returns the value of a literal or placeholder.
+func (b *bound) value(v parser.Value) any {
+	if v.Kind != parser.ValueArg {
+		return literal(v)
+	}
+	if v.Name != "" {
+		return b.args.Named[v.Name]
+	}
+	return b.args.Positional[v.Ordinal-1]
+}
+
+// stmtCtx is one run of a statement on a table (one attempt, in Auto): its
+// transaction, its table as the transaction sees it, and its bound
+// arguments. Plans run on it.
+type stmtCtx struct {
+	tr kv.Transaction
+	t  *Table
+	b  *bound
+	// idsOnly is set for a statement that needs no column values, only
+	// ids: a DELETE whose WHERE names no column but id, a SELECT id. Its
+	// rows are not decoded (see decode).
+	idsOnly bool
+}
+
+// stmt starts a run of b on table in tr: it reads the table's schema,
+// which makes a concurrent DROP TABLE conflict with the statement.
+func (e *Executor) stmt(tr kv.Transaction, table string, b *bound) (*stmtCtx, error) {
+	t, err := e.cat.table(tr, table)
+	if err != nil {
+		return nil, err
+	}
+	return &stmtCtx{tr: tr, t: t, b: b}, nil
+}

@@ -1,0 +1,222 @@
+package exec_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// recorder is a kv.Database that, while on, logs every read and write its
+// transactions make, with keys in readable form (see recorder.key). The
+// datadriven trace command uses it to pin the keys a statement touches.
+type recorder struct {
+	kv.Database
+	root []byte
+	on   bool
+	log  []string
+}
+
+func (r *recorder) printf(format string, args ...any) {
+	if r.on {
+		r.log = append(r.log, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *recorder) Transact(ctx context.Context, fn func(kv.Transaction) error) error {
+	return r.Database.Transact(ctx, func(tr kv.Transaction) error { return fn(r.wrap(tr)) })
+}
+
+func (r *recorder) ReadTransact(ctx context.Context, fn func(kv.ReadTransaction) error) error {
+	return r.Database.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		return fn(recRead{r: tr, rec: r})
+	})
+}
+
+func (r *recorder) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
+	tr, err := r.Database.CreateTransaction(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.wrap(tr), nil
+}
+
+func (r *recorder) wrap(tr kv.Transaction) kv.Transaction {
+	return recTx{recRead: recRead{r: tr, rec: r}, tr: tr}
+}
+
+// queueTags names the tags under a queue's prefix (see package queues'
+// doc and idempotency.go).
+var queueTags = []string{"item", "id", "count", "cell", "celldir", "shape", "shapedir", "mark", "markexp", "receipt", "receiptexp"}
+
+// key renders a key as /elem/elem/... : the tuple after the root, with a
+// queue's tags by name (t/<table id>/item/...). The expiry times in
+// queues' marker and receipt indexes come from queues' own clock, which a
+// test cannot stop: they print as <expiry>.
+func (r *recorder) key(k []byte) string {
+	rest, ok := bytes.CutPrefix(k, r.root)
+	if !ok {
+		return fmt.Sprintf("%q (outside the root)", k)
+	}
+	t, err := tuple.Unpack(rest)
+	if err != nil {
+		return fmt.Sprintf("%q (not a tuple)", k)
+	}
+	var b strings.Builder
+	for i, el := range t {
+		b.WriteByte('/')
+		switch {
+		case i == 2 && t[0] == "t":
+			if tag, ok := el.(int64); ok && tag >= 0 && int(tag) < len(queueTags) {
+				b.WriteString(queueTags[tag])
+				continue
+			}
+		case i == 3 && t[0] == "t" && (t[2] == int64(8) || t[2] == int64(10)):
+			b.WriteString("<expiry>")
+			continue
+		}
+		switch x := el.(type) {
+		case []byte:
+			fmt.Fprintf(&b, "%q", x)
+		case nil:
+			b.WriteString("nil")
+		default:
+			fmt.Fprint(&b, x)
+		}
+	}
+	if b.Len() == 0 {
+		return "/"
+	}
+	return b.String()
+}
+
+// span renders a range: /prefix/* for every key under a prefix, else
+// [begin, end).
+func (r *recorder) span(rg kv.Range) string {
+	if len(rg.Begin) > 0 && bytes.Equal(rg.End, kv.Strinc(rg.Begin)) {
+		return r.key(rg.Begin) + "/*"
+	}
+	return "[" + r.bound(rg.Begin) + ", " + r.bound(rg.End) + ")"
+}
+
+// bound renders a range's end: a key, or the first key after every key
+// under a prefix, as /prefix/*+.
+func (r *recorder) bound(k []byte) string {
+	if _, err := tuple.Unpack(bytes.TrimPrefix(k, r.root)); err == nil || len(k) == 0 || k[len(k)-1] == 0 {
+		return r.key(k)
+	}
+	prev := bytes.Clone(k)
+	prev[len(prev)-1]--
+	if bytes.Equal(kv.Strinc(prev), k) {
+		if _, err := tuple.Unpack(bytes.TrimPrefix(prev, r.root)); err == nil {
+			return r.key(prev) + "/*+"
+		}
+	}
+	return r.key(k)
+}
+
+// recRead records the reads of a transaction, or of its snapshot view.
+type recRead struct {
+	r    kv.ReadTransaction
+	rec  *recorder
+	snap bool
+}
+
+func (x recRead) suffix() string {
+	if x.snap {
+		return " snapshot"
+	}
+	return ""
+}
+
+func (x recRead) Get(key []byte) ([]byte, error) {
+	x.rec.printf("get %s%s", x.rec.key(key), x.suffix())
+	return x.r.Get(key)
+}
+
+func (x recRead) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
+	x.rec.printf("range %s%s%s", x.rec.span(r), rangeOpts(opts.Limit, opts.Reverse), x.suffix())
+	return x.r.GetRange(r, opts)
+}
+
+// First keeps the engine's fast path for a range read of one key (see
+// kv.First), and records it as the range read it stands for.
+func (x recRead) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error) {
+	x.rec.printf("range %s%s%s", x.rec.span(r), rangeOpts(1, reverse), x.suffix())
+	return kv.First(x.r, r, reverse)
+}
+
+func rangeOpts(limit int, reverse bool) string {
+	s := ""
+	if limit > 0 {
+		s += fmt.Sprintf(" limit=%d", limit)
+	}
+	if reverse {
+		s += " reverse"
+	}
+	return s
+}
+
+func (x recRead) GetReadVersion() (int64, error) { return x.r.GetReadVersion() }
+func (x recRead) Context() context.Context       { return x.r.Context() }
+func (x recRead) Snapshot() kv.ReadTransaction {
+	return recRead{r: x.r.Snapshot(), rec: x.rec, snap: true}
+}
+
+// recTx records a transaction's reads and writes.
+type recTx struct {
+	recRead
+	tr kv.Transaction
+}
+
+func (x recTx) Set(key, value []byte) {
+	x.rec.printf("set %s", x.rec.key(key))
+	x.tr.Set(key, value)
+}
+
+func (x recTx) Clear(key []byte) {
+	x.rec.printf("clear %s", x.rec.key(key))
+	x.tr.Clear(key)
+}
+
+func (x recTx) ClearRange(r kv.Range) {
+	x.rec.printf("clear %s", x.rec.span(r))
+	x.tr.ClearRange(r)
+}
+
+func (x recTx) Add(key []byte, delta int64) {
+	x.rec.printf("add %s %+d", x.rec.key(key), delta)
+	x.tr.Add(key, delta)
+}
+
+func (x recTx) CompareAndClear(key, value []byte) {
+	x.rec.printf("compare-and-clear %s", x.rec.key(key))
+	x.tr.CompareAndClear(key, value)
+}
+
+func (x recTx) AddReadConflictKey(key []byte) error {
+	x.rec.printf("read-conflict %s", x.rec.key(key))
+	return x.tr.AddReadConflictKey(key)
+}
+
+func (x recTx) AddReadConflictRange(r kv.Range) error {
+	x.rec.printf("read-conflict %s", x.rec.span(r))
+	return x.tr.AddReadConflictRange(r)
+}
+
+func (x recTx) AddWriteConflictKey(key []byte) error {
+	x.rec.printf("write-conflict %s", x.rec.key(key))
+	return x.tr.AddWriteConflictKey(key)
+}
+
+func (x recTx) Watch(key []byte) kv.Watch {
+	x.rec.printf("watch %s", x.rec.key(key))
+	return x.tr.Watch(key)
+}
+
+func (x recTx) Commit() error           { return x.tr.Commit() }
+func (x recTx) Cancel()                 { x.tr.Cancel() }
+func (x recTx) OnError(err error) error { return x.tr.OnError(err) }

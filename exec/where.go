@@ -1,0 +1,145 @@
+package exec
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/queues"
+)
+
+// cond is a bound WHERE comparison.
+type cond struct {
+	col  int    // -1: id
+	name string // the column as declared, for plans
+	op   parser.Op
+	val  any // nil: compares with NULL, never true
+}
+
+// String renders c as a plan shows it: name, operator, value as SQL.
+func (c cond) String() string {
+	return c.name + c.op.String() + sqlLiteral(c.val)
+}
+
+// sqlLiteral shows a bound value as SQL writes it.
+func sqlLiteral(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return "'" + strings.ReplaceAll(x, "'", "''") + "'"
+	case []byte:
+		return fmt.Sprintf("x'%x'", x)
+	case time.Time:
+		return "'" + x.Format(time.RFC3339Nano) + "'"
+	}
+	return fmt.Sprint(v)
+}
+
+// match reports whether r satisfies c.
+func (c cond) match(r row) bool {
+	var v any
+	if c.col < 0 {
+		v = r.item.ID
+	} else {
+		v = r.vals[c.col]
+	}
+	if v == nil || c.val == nil {
+		return false
+	}
+	if x, ok := v.(float64); ok && (math.IsNaN(x) || math.IsNaN(c.val.(float64))) {
+		// IEEE 754: NaN is unordered; only != holds. DOUBLE columns refuse
+		// NaN (see convert), but a row written before they did may hold one.
+		return c.op == parser.OpNe
+	}
+	n := compare(v, c.val)
+	switch c.op {
+	case parser.OpEq:
+		return n == 0
+	case parser.OpNe:
+		return n != 0
+	case parser.OpLt:
+		return n < 0
+	case parser.OpLe:
+		return n <= 0
+	case parser.OpGt:
+		return n > 0
+	case parser.OpGe:
+		return n >= 0
+	}
+	return false
+}
+
+var idColumn = Column{Name: "id", Type: parser.TypeInt}
+
+// where binds a WHERE to the statement's table and arguments: each value
+// converted to its column's type.
+func (s *stmtCtx) where(where []parser.Cond) ([]cond, error) {
+	t := s.t
+	out := make([]cond, 0, len(where))
+	for _, w := range where {
+		i, err := t.column(w.Column)
+		if err != nil {
+			return nil, err
+		}
+		col := &idColumn
+		if i >= 0 {
+			col = &t.Columns[i]
+		}
+		v, err := convert(col, s.b.value(w.Value))
+		if err != nil {
+			return nil, fmt.Errorf("WHERE %s %s: %w", w.Column, w.Op, err)
+		}
+		out = append(out, cond{col: i, name: col.Name, op: w.Op, val: v})
+	}
+	return out, nil
+}
+
+// orderLimit binds an ORDER BY and a LIMIT: the queue order (the lowest
+// priority first without ORDER BY), and the row count (-1 without LIMIT).
+func (s *stmtCtx) orderLimit(ob *parser.OrderBy, l *parser.Value) (queues.Order, int64, error) {
+	order, err := s.order(ob)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err := s.limit(l)
+	return order, n, err
+}
+
+func (s *stmtCtx) order(ob *parser.OrderBy) (queues.Order, error) {
+	t := s.t
+	if ob == nil {
+		return queues.Min, nil
+	}
+	if t.Priority < 0 {
+		return 0, fmt.Errorf("%w: ORDER BY %s on %s, a FIFO table (it has no priority column; rows come in insertion order)", ErrStatement, ob.Column, t.Name)
+	}
+	i, err := t.column(ob.Column)
+	if err != nil {
+		return 0, err
+	}
+	if i < 0 || i != t.Priority {
+		return 0, fmt.Errorf("%w: ORDER BY %s; a queue is ordered by priority", ErrStatement, ob.Column)
+	}
+	if ob.Desc {
+		return queues.Max, nil
+	}
+	return queues.Min, nil
+}
+
+func (s *stmtCtx) limit(l *parser.Value) (int64, error) {
+	if l == nil {
+		return -1, nil
+	}
+	v, err := convert(&Column{Name: "LIMIT", Type: parser.TypeInt, NotNull: true}, s.b.value(*l))
+	if err != nil {
+		return 0, err
+	}
+	n, _ := v.(int64)
+	if v == nil || n < 0 {
+		return 0, fmt.Errorf("%w: LIMIT must be a count, 0 or more; got %v", ErrArgs, v)
+	}
+	return n, nil
+}
