@@ -57,8 +57,8 @@ func TestBenchTable(t *testing.T) {
 		row("pop", "consumers", "prefill", "pops", "pops/s", "p50 ms", "p99 ms", "empty", "stop") +
 			row("random", "1", "40", "20", n, ms, ms, n, "count") +
 			row("random", "3", "40", "20", n, ms, ms, n, "count") +
-			row("any", "1", "40", "20", n, ms, ms, "0", "count") +
-			row("any", "3", "40", "20", n, ms, ms, "0", "count"),
+			row("any", "1", "40", "20", n, ms, ms, n, "count") +
+			row("any", "3", "40", "20", n, ms, ms, n, "count"),
 		row("get_task", "size", "reps", "found", "median ms", "mean ms", "min ms", "max ms", "fill s") +
 			row("random", "1", "3", `[01]`, ms, ms, ms, ms, `\d+\.\d`) + // one task: a random consumer may not fit it
 			row("worst", "1", "3", "3", ms, ms, ms, ms, `\d+\.\d`) +
@@ -306,6 +306,29 @@ func TestBenchBadFlags(t *testing.T) {
 	}
 	_, errs, _ = shellRun(t, "", "--help")
 	require.Contains(t, errs, "fdbqueue bench [flags] DSN", "the shell's help points to the bench")
+}
+
+// TestBenchRowBudget: a client that finds too few rows left takes none, so
+// that rows an empty pop gives back are still there for the others, and a
+// run stopped by the count handled exactly --limit-ops rows.
+func TestBenchRowBudget(t *testing.T) {
+	t.Parallel()
+	b := newRowBudget(1)
+	require.True(t, b.take(1), "client A takes the last row")
+	require.False(t, b.take(1), "client B finds none and stops")
+	b.giveBack(1) // A's pop was empty
+	require.True(t, b.take(1), "A takes the row again")
+	require.False(t, b.take(1))
+
+	b = newRowBudget(150)
+	require.True(t, b.take(100))
+	require.False(t, b.take(100), "a batch that does not fit is not pushed")
+	require.True(t, b.take(50))
+
+	b = newRowBudget(0)
+	for range 1000 {
+		require.True(t, b.take(1000), "0: no limit")
+	}
 }
 
 func TestBenchPercentiles(t *testing.T) {

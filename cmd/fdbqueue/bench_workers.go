@@ -51,12 +51,8 @@ func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (
 			return runResult{}, err
 		}
 	}
-	budget := int64(math.MaxInt64 / 2)
-	if b.o.lim.ops > 0 {
-		budget = int64(b.o.lim.ops)
-	}
-	var left, rows, stmts, empty atomic.Int64
-	left.Store(budget)
+	budget := newRowBudget(b.o.lim.ops)
+	var rows, stmts, empty atomic.Int64
 	var timedOut atomic.Bool
 	lats := make([][]time.Duration, clients)
 	ctx, fail := context.WithCancelCause(b.ctx)
@@ -81,7 +77,7 @@ func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (
 					}
 					return
 				}
-				if left.Add(-int64(perOp)) < 0 {
+				if !budget.take(perOp) {
 					return
 				}
 				t0 := time.Now()
@@ -95,7 +91,7 @@ func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (
 				stmts.Add(1)
 				if n == 0 {
 					empty.Add(1)
-					left.Add(int64(perOp)) // an empty pop took nothing
+					budget.giveBack(perOp) // an empty pop took nothing
 				}
 				rows.Add(int64(n))
 			}
@@ -114,6 +110,36 @@ func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (
 	}
 	return res, nil
 }
+
+// rowBudget is what is left of a run's --limit-ops, shared by its clients.
+type rowBudget struct{ left atomic.Int64 }
+
+func newRowBudget(ops int) *rowBudget {
+	b := &rowBudget{}
+	if ops == 0 {
+		ops = math.MaxInt64 / 2 // no limit
+	}
+	b.left.Store(int64(ops))
+	return b
+}
+
+// take reserves n rows, or reports that fewer are left and takes nothing:
+// rows that an empty pop gives back then serve the clients still running,
+// so a run that stops on the count has popped exactly --limit-ops rows.
+func (b *rowBudget) take(n int) bool {
+	for {
+		left := b.left.Load()
+		if left < int64(n) {
+			return false
+		}
+		if b.left.CompareAndSwap(left, left-int64(n)) {
+			return true
+		}
+	}
+}
+
+// giveBack returns n rows taken and not used.
+func (b *rowBudget) giveBack(n int) { b.left.Add(int64(n)) }
 
 // pct is the p-th percentile of lat, in ms (the nearest-rank method).
 func pct(lat []time.Duration, p float64) float64 {
