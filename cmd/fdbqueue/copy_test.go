@@ -247,9 +247,9 @@ func TestQuotedIdentifiers(t *testing.T) {
 		"from,BLOB,\"\",\"\"\n"+
 		"naïve,DOUBLE,\"\",\"\"\n"+
 		"b`q,BOOLEAN,\"\",\"\"\n"+
-		"fifo queue, 2 rows\n"+
 		"table,kind,columns,index\n"+
 		"my order,fifo,5,\"\"\n", out.String())
+	require.Contains(t, msg.String(), "fifo queue, 2 rows\n", "in csv, \\d's summary goes with the messages")
 
 	for cmd, want := range map[string]string{
 		"\\d `my order":                "unterminated ` quote",

@@ -337,11 +337,18 @@ func (sh *shell) describe(name string) error {
 		if err := sh.conn.QueryRowContext(sh.ctx, "SELECT COUNT(*) FROM "+quoteIdent(t.Name)).Scan(&n); err != nil {
 			return err
 		}
-		fmt.Fprintf(sh.out, "%s queue, %d rows", t.Kind, n)
-		if len(t.Index) > 0 {
-			fmt.Fprintf(sh.out, ", fit index %s (%s)", t.IndexName, strings.Join(t.Index, ", "))
+		// The summary is prose: it follows the table on the results, but
+		// goes with the messages in csv and json, whose output must stay
+		// one machine-readable document.
+		w := sh.out
+		if sh.format.format != "table" && sh.format.format != "" {
+			w = sh.msg
 		}
-		fmt.Fprintln(sh.out)
+		fmt.Fprintf(w, "%s queue, %d rows", t.Kind, n)
+		if len(t.Index) > 0 {
+			fmt.Fprintf(w, ", fit index %s (%s)", t.IndexName, strings.Join(t.Index, ", "))
+		}
+		fmt.Fprintln(w)
 		return nil
 	}
 	return fmt.Errorf("no table %s; \\dt lists them", name)

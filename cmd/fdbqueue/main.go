@@ -27,6 +27,7 @@ import (
 const usage = `fdbqueue: the SQL shell for fdbqueue
 
 usage: fdbqueue [flags] [DSN]
+       fdbqueue bench [flags] DSN   (measure a database: fdbqueue bench --help)
 
 The DSN defaults to $FDBQUEUE_DSN, else memory:. DSNs:
   memory:                 a private in-memory database
@@ -155,6 +156,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 
 // run is the shell; it returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "bench" {
+		return runBench(ctx, args[1:], stdout, stderr)
+	}
 	o, status := parseFlags(args, stderr)
 	if o == nil {
 		return status

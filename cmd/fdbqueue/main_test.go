@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,6 +135,43 @@ func TestBadInvocations(t *testing.T) {
 		"-json-ints MODE", `"NaN", "Infinity", "-Infinity"`, `\copy TABLE TO`, "up to a line \\."} {
 		require.Contains(t, errs, want)
 	}
+}
+
+// TestDescribeMachineReadable: in csv and json, \d's summary line (kind,
+// rows, index) goes to the messages, so that the results stay one
+// machine-readable stream; the table format keeps it under the table.
+func TestDescribeMachineReadable(t *testing.T) {
+	t.Parallel()
+	const create = "CREATE TABLE q (priority INT NOT NULL, cpu INT NOT NULL, INDEX fit (cpu)); INSERT INTO q VALUES (1, 2)"
+	const summary = "priority queue, 1 rows, fit index fit (cpu)\n"
+	for _, format := range []string{"csv", "json", "jsonl"} {
+		out, errs, code := shellRun(t, "", "--format", format, "-c", create, "-c", `\d q`)
+		require.Equal(t, 0, code, errs)
+		require.NotContains(t, out, "queue,", format)
+		require.Contains(t, errs, summary, format)
+		if format == "csv" {
+			recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+			require.NoError(t, err)
+			require.Equal(t, []string{"column", "type", "null", "role"}, recs[0])
+			require.Len(t, recs, 4, "a header and three columns, nothing else")
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(out))
+		n := 0
+		for {
+			var v any
+			err := dec.Decode(&v)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err, "%s output:\n%s", format, out)
+			n++
+		}
+		require.NotZero(t, n)
+	}
+	out, errs, code := shellRun(t, "", "-c", create, "-c", `\d q`)
+	require.Equal(t, 0, code, errs)
+	require.True(t, strings.HasSuffix(out, "(3 rows)\n\n"+summary), "the table format prints it after the table:\n%s", out)
 }
 
 func TestScriptMetaCommands(t *testing.T) {

@@ -1,0 +1,370 @@
+package main
+
+// fdbqueue bench: its flags, and the run that owns the benchmark table.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
+)
+
+const benchUsage = `fdbqueue bench: measure fdbqueue on a database, as pgbench measures PostgreSQL
+
+usage: fdbqueue bench [flags] DSN
+
+The DSN is required (memory:, file:DIR[?sync=full|none], fdb:...; $FDBQUEUE_DSN
+is not used): the bench writes hundreds of thousands of rows to it. It works
+in one table, --table (default fdbqueue_bench), which it drops and recreates
+before every run and drops at the end, also after a failure or Ctrl-C. If
+that table exists when the bench starts, the bench refuses to run, unless
+--force: it is not the bench's to drop.
+
+Workloads (--bench), on CREATE TABLE t (priority INT NOT NULL, cpu INT NOT
+NULL, mem INT NOT NULL, payload BLOB, INDEX fit (cpu, mem)), tasks of
+priority 0..9, cpu 1..8, mem 1..32 and a 64-byte payload:
+  push     INSERT of one row and of --batch rows, by --clients clients
+  pop      SELECT id, cpu, mem, payload FROM t WHERE cpu <= ? AND mem <= ?
+           ORDER BY priority LIMIT 1 FOR POP, by --consumers consumers, on
+           --prefill tasks; consumer resources random (cpu 1..8, mem 1..32 a
+           pop) or any (cpu 8, mem 32: every task fits)
+  latency  get_task: fill --sizes tasks, then time --reps single pops. random:
+           random tasks and consumers; worst: the consumer has cpu 4, mem 16
+           and only the last task pushed, at the lowest priority, fits it
+  fsync    (file: only) append and fsync a small file in DIR, --fsync-reps
+           times: what one durable commit costs at least
+Each push and pop run stops at --limit-ops rows or --limit-s seconds,
+whichever comes first (0: no such limit). Every run checks its result and
+fails the bench if it is wrong: rows pushed = rows in the table; rows popped
+= rows filled - rows left; no task popped twice; every popped task fits its
+consumer and carries its payload intact.
+
+Output: a table on standard output, or with --json one JSON object a run
+(bench, mode, clients, consumers, rows, rows_per_s, p50_ms, p99_ms, stop,
+median_ms, ...: the fields of the project's PostgreSQL comparison). Exit
+status: 0; 1 when a run fails (an error, a failed check, the table exists,
+Ctrl-C); 2 for bad flags.
+
+flags:
+`
+
+const benchExamples = `
+examples:
+  fdbqueue bench memory:
+  fdbqueue bench file:/tmp/benchdb
+  fdbqueue bench --bench latency --sizes 10000,100000,1000000 file:/tmp/benchdb
+  fdbqueue bench --bench pop --consumers 1,64 --limit-s 10 --json memory: > pop.jsonl
+`
+
+// The benchmarks, in the order they run.
+var benchNames = []string{"fsync", "push", "pop", "latency"}
+
+// Consumer resources of the pop runs.
+var resourceModes = []string{"random", "any"}
+
+// Bounds of the list flags: a client is a connection, a batch one statement.
+const (
+	maxClients = 1000
+	maxBatch   = 1000
+)
+
+// benchIdentRE is a table name the bench accepts: a plain identifier.
+var benchIdentRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// limits bound a push or pop run: rows, and time. Zero is no limit.
+type limits struct {
+	ops int
+	dur time.Duration
+}
+
+// benchOptions are the parsed flags of fdbqueue bench.
+type benchOptions struct {
+	benches   []string // a subset of benchNames, in their order
+	clients   []int
+	batches   []int
+	consumers []int
+	resources []string
+	lim       limits
+	prefill   int
+	sizes     []int
+	reps      int
+	fsyncReps int
+	json      bool
+	table     string
+	force     bool
+	dsn       string
+	cfg       *fdbqueue.Config
+	// config labels the engine configuration in the results: memory,
+	// file-full, file-none or fdb.
+	config string
+}
+
+func (o *benchOptions) runs(name string) bool { return slices.Contains(o.benches, name) }
+
+// usageError is a bad flag or argument: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string {
+	return "fdbqueue: bench: " + strings.TrimPrefix(e.msg, "fdbqueue: ")
+}
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// parseBenchFlags parses fdbqueue bench's arguments. Flags may come before
+// or after the DSN. It returns nil options and the exit status when there
+// is nothing to run (help, or an error it reported on stderr).
+func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
+	o := &benchOptions{}
+	fs := flag.NewFlagSet("fdbqueue bench", flag.ContinueOnError)
+	// The flag package's own messages are replaced by ours: a mistyped
+	// flag gets one line, not the whole help.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	benches := fs.String("bench", "push,pop,latency,fsync", "the benchmarks to run: `LIST` of push, pop, latency, fsync (fsync runs on file: DSNs only; by default it is skipped elsewhere)")
+	clients := fs.String("clients", "1,8", "push: numbers of concurrent clients, a `LIST`")
+	batches := fs.String("batch", "1,100", "push: rows per INSERT, a `LIST`")
+	consumers := fs.String("consumers", "1,8,32", "pop: numbers of concurrent consumers, a `LIST`")
+	resources := fs.String("consumer-resources", "random,any", "pop: what consumers offer, a `LIST` of random (cpu 1..8, mem 1..32 a pop) and any (cpu 8, mem 32)")
+	fs.IntVar(&o.lim.ops, "limit-ops", 20000, "push and pop: stop a run after `N` rows (0: no limit)")
+	limitS := fs.Float64("limit-s", 5, "push and pop: stop a run after `SECONDS` (0: no limit)")
+	fs.IntVar(&o.prefill, "prefill", 100000, "pop: tasks in the queue when a run starts")
+	sizes := fs.String("sizes", "10000,100000", "latency: queue sizes, a `LIST` (the full-size comparison adds 1000000)")
+	fs.IntVar(&o.reps, "reps", 10, "latency: timed pops per workload and size")
+	fs.IntVar(&o.fsyncReps, "fsync-reps", 200, "fsync: timed fsyncs")
+	fs.BoolVar(&o.json, "json", false, "print JSON lines, one object a run, instead of the table")
+	fs.StringVar(&o.table, "table", "fdbqueue_bench", "the `NAME` of the table the bench drops, creates and fills")
+	fs.BoolVar(&o.force, "force", false, "drop --table even if it exists before the bench starts")
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stderr, benchUsage)
+				fs.SetOutput(stderr)
+				fs.PrintDefaults()
+				fmt.Fprint(stderr, benchExamples)
+				return nil, 0
+			}
+			fmt.Fprintf(stderr, "fdbqueue: bench: %v (fdbqueue bench --help lists the flags)\n", err)
+			return nil, 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	err := o.check(rest, set, *benches, *clients, *batches, *consumers, *resources, *sizes, *limitS)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, 2
+	}
+	return o, -1
+}
+
+// check fills in and checks the options; set holds the flags given.
+func (o *benchOptions) check(rest []string, set map[string]bool, benches, clients, batches, consumers, resources, sizes string, limitS float64) error {
+	switch len(rest) {
+	case 0:
+		return usagef("give the DSN to measure, as in fdbqueue bench memory: or fdbqueue bench file:/tmp/benchdb (the bench writes to it; $FDBQUEUE_DSN is not used)")
+	case 1:
+	default:
+		return usagef("one DSN; got %q", rest)
+	}
+	o.dsn = rest[0]
+	cfg, err := fdbqueue.ParseDSN(o.dsn)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	o.cfg = cfg
+	switch cfg.Engine {
+	case fdbqueue.EngineFile:
+		if cfg.Params["mode"] == "ro" {
+			return usagef("%s opens the database read-only; the bench writes (drop mode=ro)", o.dsn)
+		}
+		sync := cfg.Params["sync"]
+		if sync == "" {
+			sync = "full"
+		}
+		o.config = "file-" + sync
+	default:
+		o.config = string(cfg.Engine)
+	}
+
+	names, err := parseWords("--bench", benches, benchNames)
+	if err != nil {
+		return err
+	}
+	for _, n := range benchNames {
+		if !slices.Contains(names, n) {
+			continue
+		}
+		if n == "fsync" && cfg.Engine != fdbqueue.EngineFile {
+			if set["bench"] {
+				return usagef("--bench fsync measures the disk under a file: DSN; %s has none", o.dsn)
+			}
+			continue
+		}
+		o.benches = append(o.benches, n)
+	}
+	if o.clients, err = parseInts("--clients", clients, 1, maxClients); err != nil {
+		return err
+	}
+	if o.batches, err = parseInts("--batch", batches, 1, maxBatch); err != nil {
+		return err
+	}
+	if o.consumers, err = parseInts("--consumers", consumers, 1, maxClients); err != nil {
+		return err
+	}
+	if o.resources, err = parseWords("--consumer-resources", resources, resourceModes); err != nil {
+		return err
+	}
+	if o.sizes, err = parseInts("--sizes", sizes, 1, math.MaxInt32); err != nil {
+		return err
+	}
+	switch {
+	case o.lim.ops < 0:
+		return usagef("--limit-ops %d: a number of rows, or 0 for no limit", o.lim.ops)
+	case limitS < 0 || math.IsNaN(limitS) || math.IsInf(limitS, 0) || limitS > 1e6:
+		return usagef("--limit-s %v: seconds (up to 1e6), or 0 for no limit", limitS)
+	case o.lim.ops == 0 && limitS == 0 && (o.runs("push") || o.runs("pop")):
+		return usagef("--limit-ops 0 and --limit-s 0 would let a push or pop run go on forever; bound one of them")
+	case limitS == 0 && o.runs("pop") && (o.lim.ops == 0 || o.lim.ops > o.prefill):
+		return usagef("--limit-s 0 with --limit-ops %d and --prefill %d: a pop run would go on popping an empty queue; give --limit-ops up to --prefill, or a time limit", o.lim.ops, o.prefill)
+	case o.prefill < 1:
+		return usagef("--prefill %d: the pop runs need at least 1 task", o.prefill)
+	case o.reps < 1:
+		return usagef("--reps %d: at least 1 timed pop", o.reps)
+	case o.fsyncReps < 1:
+		return usagef("--fsync-reps %d: at least 1 fsync", o.fsyncReps)
+	case !benchIdentRE.MatchString(o.table):
+		return usagef("--table %q: a name of letters, digits and _, not starting with a digit, up to 64 characters", o.table)
+	}
+	o.lim.dur = time.Duration(limitS * float64(time.Second))
+	return nil
+}
+
+// parseInts reads a comma-separated list of integers from lo to hi.
+func parseInts(flagName, s string, lo, hi int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < lo || n > hi {
+			return nil, usagef("%s %q: a comma-separated list of integers from %d to %d, as in %s 1,8", flagName, s, lo, hi, flagName)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// parseWords reads a comma-separated list of words from allowed.
+func parseWords(flagName, s string, allowed []string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		w := strings.ToLower(strings.TrimSpace(f))
+		if !slices.Contains(allowed, w) {
+			return nil, usagef("%s %q: %q is not one of %s", flagName, s, f, strings.Join(allowed, ", "))
+		}
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// runBench is fdbqueue bench; it returns the exit status.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, status := parseBenchFlags(args, stderr)
+	if o == nil {
+		return status
+	}
+	// Ctrl-C stops the runs, and the bench drops its table; a second
+	// Ctrl-C, with the default handling back, kills it.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	if err := benchMain(ctx, o, stdout, stderr, benchFaults{}); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "fdbqueue: bench: interrupted")
+			return 1
+		}
+		fmt.Fprintln(stderr, prefixed(err))
+		return 1
+	}
+	return 0
+}
+
+// ErrBenchTableExists is returned when the bench's table exists before it
+// starts and --force was not given.
+var ErrBenchTableExists = errors.New("fdbqueue: bench: its table exists")
+
+// benchMain opens the database, checks that the bench's table is its own to
+// drop, runs the benchmarks and drops the table.
+func benchMain(ctx context.Context, o *benchOptions, stdout, stderr io.Writer, faults benchFaults) (err error) {
+	db, err := sql.Open("fdbqueue", o.dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	// Every client holds a connection for a whole run.
+	conns := max(64, slices.Max(o.clients)+1, slices.Max(o.consumers)+1)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	if err := checkBenchTable(ctx, db, o); err != nil {
+		return err
+	}
+	defer func() {
+		// Whatever happened, the table goes: the bench leaves the
+		// database as it found it.
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, derr := db.ExecContext(dctx, "DROP TABLE IF EXISTS "+quoteIdent(o.table))
+		switch {
+		case derr == nil:
+		case err == nil:
+			err = fmt.Errorf("bench: dropping table %s at the end: %w", o.table, derr)
+		default: // say it beside the error that stopped the bench
+			fmt.Fprintf(stderr, "fdbqueue: bench: dropping table %s at the end: %v\n", o.table, derr)
+		}
+	}()
+	b := newBencher(ctx, db, o, stdout, stderr, faults)
+	return b.run()
+}
+
+// checkBenchTable refuses to go on if the bench's table exists and --force
+// was not given.
+func checkBenchTable(ctx context.Context, db *sql.DB, o *benchOptions) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	tables, err := fdbqueue.Tables(ctx, conn)
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if strings.EqualFold(t.Name, o.table) && !o.force {
+			return fmt.Errorf("%w: %s in %s; the bench would drop it and it was not created by this bench: give --table NAME for another name, or --force to let the bench drop this table", ErrBenchTableExists, t.Name, o.dsn)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package main
+
+// fdbqueue bench's self-checks, and the faults that show each can fail.
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// benchFaults break a run on purpose, so that the tests can show that each
+// self-check fails when its invariant does not hold. All nil in a real run.
+type benchFaults struct {
+	// afterRun runs after a push or pop run's clients stop, before its
+	// checks count the table.
+	afterRun func(ctx context.Context, db *sql.DB, table string) error
+	// afterFill runs after a latency fill (workload random or worst),
+	// before the timed pops.
+	afterFill func(ctx context.Context, db *sql.DB, table, workload string) error
+	// popped may alter a popped task before it is checked.
+	popped func(t *poppedTask)
+}
+
+// poppedTask is what a pop returns.
+type poppedTask struct {
+	id       int64
+	cpu, mem int64
+	payload  []byte
+}
+
+func (b *bencher) afterRun() error {
+	if b.faults.afterRun == nil {
+		return nil
+	}
+	return b.faults.afterRun(b.ctx, b.db, b.o.table)
+}
+
+// checkPushed: every row a client pushed is in the table, and no other.
+func checkPushed(pushed, counted int64) error {
+	if pushed != counted {
+		return fmt.Errorf("self-check failed: %d rows pushed, %d in the table", pushed, counted)
+	}
+	return nil
+}
+
+// checkPopped: the rows popped are the rows that left the table.
+func checkPopped(filled, popped, left int64) error {
+	if filled-popped != left {
+		return fmt.Errorf("self-check failed: %d rows filled, %d popped, so %d should be left; %d are", filled, popped, filled-popped, left)
+	}
+	return nil
+}
+
+// checkTask: a popped task fits the consumer's cpu and mem, and carries the
+// payload it was pushed with.
+func (b *bencher) checkTask(t *poppedTask, cpu, mem int) error {
+	if b.faults.popped != nil {
+		b.faults.popped(t)
+	}
+	if t.cpu < 1 || t.cpu > int64(cpu) || t.mem < 1 || t.mem > int64(mem) {
+		return fmt.Errorf("self-check failed: task %d (cpu %d, mem %d) popped by a consumer with cpu %d, mem %d: it does not fit", t.id, t.cpu, t.mem, cpu, mem)
+	}
+	if len(t.payload) != payloadLen {
+		return fmt.Errorf("self-check failed: task %d has a payload of %d bytes, not %d", t.id, len(t.payload), payloadLen)
+	}
+	if !bytes.Equal(t.payload, b.payload) {
+		return fmt.Errorf("self-check failed: task %d's payload is not the one pushed", t.id)
+	}
+	return nil
+}
+
+// checkOnce: no task was popped twice, by one consumer or two.
+func checkOnce(ids [][]int64) error {
+	seen := map[int64]bool{}
+	for _, l := range ids {
+		for _, id := range l {
+			if seen[id] {
+				return fmt.Errorf("self-check failed: task %d was popped twice", id)
+			}
+			seen[id] = true
+		}
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package main
+
+// fdbqueue bench's pop workload.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math/rand/v2"
+)
+
+// consumerLimits is what a consumer offers for one pop.
+func consumerLimits(mode string, r *rand.Rand) (cpu, mem int) {
+	if mode == "random" {
+		return 1 + r.IntN(cpuMax), 1 + r.IntN(memMax)
+	}
+	return cpuMax, memMax
+}
+
+// popOne pops the first task that fits cpu and mem with st, and checks it;
+// ok is false when no task fits.
+func (b *bencher) popOne(ctx context.Context, st *sql.Stmt, cpu, mem int) (t poppedTask, ok bool, err error) {
+	err = st.QueryRowContext(ctx, cpu, mem).Scan(&t.id, &t.cpu, &t.mem, &t.payload)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, false, nil
+	}
+	if err != nil {
+		return t, false, err
+	}
+	return t, true, b.checkTask(&t, cpu, mem)
+}
+
+// pop times FOR POP by consumers consumers on --prefill random tasks, then
+// checks what they popped against what is left.
+func (b *bencher) pop(consumers int, mode string) error {
+	if err := b.reset(); err != nil {
+		return err
+	}
+	if err := b.fill("random", b.o.prefill); err != nil {
+		return err
+	}
+	ids := make([][]int64, consumers)
+	res, err := b.workers(consumers, 1, func(c *sql.Conn, i int) (opFn, error) {
+		st, err := c.PrepareContext(b.ctx, b.q.pop)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, r *rand.Rand) (int, error) {
+			cpu, mem := consumerLimits(mode, r)
+			t, ok, err := b.popOne(ctx, st, cpu, mem)
+			if err != nil || !ok {
+				return 0, err
+			}
+			ids[i] = append(ids[i], t.id)
+			return 1, nil
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := checkOnce(ids); err != nil {
+		return err
+	}
+	if err := b.afterRun(); err != nil {
+		return err
+	}
+	left, err := b.count()
+	if err != nil {
+		return err
+	}
+	if err := checkPopped(int64(b.o.prefill), res.rows, left); err != nil {
+		return err
+	}
+	sec := res.elapsed.Seconds()
+	return b.rep.pop(popResult{
+		Bench: "pop", Consumers: consumers, ConsumerResources: mode, Prefill: b.o.prefill,
+		Rows: res.rows, EmptyPops: res.empty, Seconds: sec, RowsPerS: perSecond(res.rows, sec),
+		P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
+		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
+	})
+}

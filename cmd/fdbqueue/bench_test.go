@@ -1,0 +1,379 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// tinyBench are limits that make a whole fdbqueue bench take milliseconds.
+var tinyBench = []string{"--limit-ops", "20", "--limit-s", "60", "--prefill", "40", "--sizes", "1,30",
+	"--reps", "3", "--fsync-reps", "3", "--clients", "1,2", "--consumers", "1,3", "--batch", "1,5"}
+
+func benchArgs(extra ...string) []string {
+	return append(append([]string{"bench"}, tinyBench...), extra...)
+}
+
+// benchTables lists the tables of a file: database.
+func benchTables(t *testing.T, dsn string) []string {
+	t.Helper()
+	out, errs, code := shellRun(t, "", "--format", "csv", "-c", `\dt`, dsn)
+	require.Equal(t, 0, code, errs)
+	lines := strings.Split(strings.TrimSpace(out), "\n")[1:]
+	for i, l := range lines {
+		lines[i], _, _ = strings.Cut(l, ",")
+	}
+	return lines
+}
+
+func TestBenchTable(t *testing.T) {
+	t.Parallel()
+	out, errs, code := shellRun(t, "", benchArgs("memory:")...)
+	require.Equal(t, 0, code, errs)
+	require.Empty(t, errs, "no progress line when standard error is not a terminal")
+	require.Contains(t, out, "fdbqueue bench memory: (memory), table fdbqueue_bench\n")
+	require.Contains(t, out, "push and pop runs stop at 20 rows or 1m0s; pop runs start on 40 tasks\n")
+	require.NotContains(t, out, "fsync", "no fsync probe, nor column, without a file: DSN")
+
+	// row is a regular expression for a table row of these fields.
+	row := func(fields ...string) string { return `^` + strings.Join(fields, ` +`) + `\b.*\n` }
+	n, ms := `\d+`, `\d+\.\d{3}`
+	for _, want := range []string{
+		row("push", "clients", "rows", "stmts", "rows/s", "stmts/s", "p50 ms", "p99 ms", "stop") +
+			row("single", "1", "20", "20", n, n, ms, ms, "count") +
+			row("single", "2", "20", "20", n, n, ms, ms, "count") +
+			row("batch5", "1", "20", "4", n, n, ms, ms, "count") +
+			row("batch5", "2", "20", "4", n, n, ms, ms, "count"),
+		row("pop", "consumers", "prefill", "pops", "pops/s", "p50 ms", "p99 ms", "empty", "stop") +
+			row("random", "1", "40", "20", n, ms, ms, n, "count") +
+			row("random", "3", "40", "20", n, ms, ms, n, "count") +
+			row("any", "1", "40", "20", n, ms, ms, n, "count") +
+			row("any", "3", "40", "20", n, ms, ms, n, "count"),
+		row("get_task", "size", "reps", "found", "median ms", "mean ms", "min ms", "max ms", "fill s") +
+			row("random", "1", "3", `[01]`, ms, ms, ms, ms, `\d+\.\d`) + // one task: a random consumer may not fit it
+			row("worst", "1", "3", "3", ms, ms, ms, ms, `\d+\.\d`) +
+			row("random", "30", "3", `[0-3]`, ms, ms, ms, ms, `\d+\.\d`) +
+			row("worst", "30", "3", "3", ms, ms, ms, ms, `\d+\.\d`),
+	} {
+		require.Regexp(t, regexp.MustCompile(`(?m)`+want), out)
+	}
+}
+
+// The JSON lines carry the comparison harness's fields, no fewer.
+var benchFields = map[string][]string{
+	"push":     {"bench", "mode", "clients", "batch", "rows", "stmts", "seconds", "rows_per_s", "stmts_per_s", "p50_ms", "p99_ms", "stop", "limit_ops", "limit_s", "system", "config"},
+	"pop":      {"bench", "consumers", "consumer_resources", "prefill", "rows", "empty_pops", "seconds", "rows_per_s", "p50_ms", "p99_ms", "stop", "limit_ops", "limit_s", "system", "config"},
+	"get_task": {"bench", "structure", "workload", "size", "reps", "found", "mean_ms", "std_ms", "min_ms", "median_ms", "max_ms", "all_ms", "fill_s", "plan", "system", "config"},
+	"fsync":    {"bench", "reps", "bytes", "median_ms", "p99_ms", "min_ms", "max_ms", "system", "config"},
+}
+
+func TestBenchJSONOnFile(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "db")
+	dsn := "file:" + dir + "?sync=full"
+	// Flags after the DSN count too.
+	out, errs, code := shellRun(t, "", append(benchArgs(dsn), "--json", "--sizes", "30")...)
+	require.Equal(t, 0, code, errs)
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &v), line)
+		kind := v["bench"].(string)
+		kinds = append(kinds, kind)
+		for _, f := range benchFields[kind] {
+			require.Contains(t, v, f, "%s: %s", kind, line)
+		}
+		require.Equal(t, "fdbqueue", v["system"])
+		require.Equal(t, "file-full", v["config"])
+		switch kind {
+		case "push", "pop":
+			require.EqualValues(t, 20, v["rows"], line)
+			require.Equal(t, "count", v["stop"], line)
+			require.Positive(t, v["rows_per_s"], line)
+			require.GreaterOrEqual(t, v["p99_ms"], v["p50_ms"], line)
+		case "get_task":
+			require.Equal(t, "fdbqueue-file-full", v["structure"])
+			require.Len(t, v["all_ms"], 3)
+			require.Positive(t, v["fsync_ms"], "on file:, the ratio to one fsync: %s", line)
+			require.InDelta(t, v["median_ms"].(float64)/v["fsync_ms"].(float64), v["fsync_ratio"], 1e-9)
+		case "fsync":
+			require.EqualValues(t, 3, v["reps"])
+			require.Positive(t, v["median_ms"])
+		}
+	}
+	require.Equal(t, []string{"fsync", "push", "push", "push", "push", "pop", "pop", "pop", "pop", "get_task", "get_task"}, kinds)
+
+	// It leaves the database as it found it: no table, no probe file.
+	require.Empty(t, benchTables(t, dsn))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.Regexp(t, `^(LOCK|wal-\d+\.log|ckpt-.*)$`, e.Name())
+	}
+}
+
+// TestBenchOwnTableOnly: the bench drops its table; one it did not create
+// it leaves alone, unless --force.
+func TestBenchOwnTableOnly(t *testing.T) {
+	t.Parallel()
+	dsn := "file:" + t.TempDir() + "?sync=none"
+	_, errs, code := shellRun(t, "", "-c", "CREATE TABLE fdbqueue_bench (v TEXT); INSERT INTO fdbqueue_bench VALUES ('mine')", dsn)
+	require.Equal(t, 0, code, errs)
+
+	out, errs, code := shellRun(t, "", "bench", "--bench", "latency", "--sizes", "5", dsn)
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errs, "fdbqueue: bench: its table exists: fdbqueue_bench in "+dsn+"; ")
+	require.Contains(t, errs, "--table NAME")
+	require.Contains(t, errs, "--force")
+	out, _, code = shellRun(t, "", "--format", "csv", "-c", "SELECT v FROM fdbqueue_bench", dsn)
+	require.Equal(t, 0, code)
+	require.Equal(t, "v\nmine\n", out, "untouched")
+
+	_, errs, code = shellRun(t, "", "bench", "--bench", "latency", "--sizes", "5", "--table", "other", dsn)
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, []string{"fdbqueue_bench"}, benchTables(t, dsn), "other is gone, the user's table stays")
+
+	_, errs, code = shellRun(t, "", "bench", "--bench", "latency", "--sizes", "5", "--force", dsn)
+	require.Equal(t, 0, code, errs)
+	require.Empty(t, benchTables(t, dsn), "--force: dropped")
+}
+
+// runBenchFaults runs fdbqueue bench with faults and returns its error.
+func runBenchFaults(t *testing.T, faults benchFaults, args ...string) error {
+	t.Helper()
+	o, code := parseBenchFlags(append(tinyBench, args...), io.Discard)
+	require.NotNil(t, o, "exit status %d", code)
+	var out bytes.Buffer
+	return benchMain(context.Background(), o, &out, io.Discard, faults)
+}
+
+// addRow pushes a task behind the bench's back.
+func addRow(prio, cpu, mem int) func(context.Context, *sql.DB, string) error {
+	return func(ctx context.Context, db *sql.DB, table string) error {
+		_, err := db.ExecContext(ctx, "INSERT INTO "+table+" (priority, cpu, mem, payload) VALUES (?, ?, ?, ?)", prio, cpu, mem, benchPayload())
+		return err
+	}
+}
+
+// onFill runs fn after the fills of one latency workload.
+func onFill(workload string, fn func(context.Context, *sql.DB, string) error) func(context.Context, *sql.DB, string, string) error {
+	return func(ctx context.Context, db *sql.DB, table, w string) error {
+		if w != workload {
+			return nil
+		}
+		return fn(ctx, db, table)
+	}
+}
+
+// TestBenchSelfChecksFail breaks each invariant a run checks, and sees the
+// run fail: a check that cannot fail checks nothing.
+func TestBenchSelfChecksFail(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		faults benchFaults
+		args   []string
+		want   string
+	}{
+		{"push count", benchFaults{afterRun: addRow(0, 1, 1)},
+			[]string{"--bench", "push", "--batch", "5", "--clients", "2"},
+			"bench push batch5 clients=2: self-check failed: 20 rows pushed, 21 in the table"},
+		{"pop count", benchFaults{afterRun: addRow(0, 1, 1)},
+			[]string{"--bench", "pop", "--consumers", "2"},
+			"bench pop random consumers=2: self-check failed: 40 rows filled, 20 popped, so 20 should be left; 21 are"},
+		{"pop fit", benchFaults{popped: func(p *poppedTask) { p.cpu = cpuMax + 1 }},
+			[]string{"--bench", "pop", "--consumer-resources", "any"},
+			"does not fit"},
+		{"pop fit mem", benchFaults{popped: func(p *poppedTask) { p.mem = memMax + 1 }},
+			[]string{"--bench", "pop", "--consumer-resources", "any"},
+			"does not fit"},
+		{"payload length", benchFaults{popped: func(p *poppedTask) { p.payload = p.payload[1:] }},
+			[]string{"--bench", "pop"},
+			"has a payload of 63 bytes, not 64"},
+		{"payload bytes", benchFaults{popped: func(p *poppedTask) { p.payload = append([]byte{}, p.payload...); p.payload[0]++ }},
+			[]string{"--bench", "pop"},
+			"payload is not the one pushed"},
+		{"popped twice", benchFaults{popped: func(p *poppedTask) { p.id = 7 }},
+			[]string{"--bench", "pop", "--consumers", "3"},
+			"self-check failed: task 7 was popped twice"},
+		{"latency count", benchFaults{afterFill: onFill("random", addRow(9, 8, 32))},
+			[]string{"--bench", "latency", "--sizes", "30"},
+			"bench get_task random size=30: self-check failed: 30 rows filled"},
+		{"latency fit", benchFaults{popped: func(p *poppedTask) { p.cpu = cpuMax + 1 }},
+			[]string{"--bench", "latency", "--sizes", "30"},
+			"does not fit"},
+		{"worst pops another task", benchFaults{afterFill: onFill("worst", addRow(0, 1, 1))},
+			[]string{"--bench", "latency", "--sizes", "30"},
+			"bench get_task worst size=30: self-check failed: the worst consumer popped task "},
+		{"worst finds nothing", benchFaults{afterFill: onFill("worst", func(ctx context.Context, db *sql.DB, table string) error {
+			_, err := db.ExecContext(ctx, "SELECT id FROM "+table+" WHERE cpu <= 4 AND mem <= 16 ORDER BY priority LIMIT 1 FOR POP")
+			return err
+		})},
+			[]string{"--bench", "latency", "--sizes", "30"},
+			"self-check failed: the worst consumer found no task"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := runBenchFaults(t, tc.faults, append(tc.args, "memory:")...)
+			require.ErrorContains(t, err, tc.want)
+			require.ErrorContains(t, err, "self-check failed")
+		})
+	}
+	// Without a fault, the same runs pass.
+	require.NoError(t, runBenchFaults(t, benchFaults{}, "--bench", "push,pop,latency", "memory:"))
+}
+
+// TestBenchDropsTableOnFailure: a failed run leaves no table behind either.
+func TestBenchDropsTableOnFailure(t *testing.T) {
+	t.Parallel()
+	dsn := "file:" + t.TempDir() + "?sync=none"
+	err := runBenchFaults(t, benchFaults{afterRun: addRow(0, 1, 1)}, "--bench", "push", dsn)
+	require.ErrorContains(t, err, "self-check failed")
+	require.Empty(t, benchTables(t, dsn))
+
+	// Interrupted (Ctrl-C cancels the context) in the middle of a run.
+	o, code := parseBenchFlags(append(tinyBench, "--bench", "latency", dsn), io.Discard)
+	require.NotNil(t, o, "exit %d", code)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err = benchMain(ctx, o, io.Discard, io.Discard, benchFaults{afterFill: func(context.Context, *sql.DB, string, string) error {
+		cancel()
+		return nil
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, benchTables(t, dsn))
+}
+
+func TestBenchBadFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "fdbqueue: bench: give the DSN to measure"},
+		{[]string{"memory:", "file:/x"}, `one DSN; got ["memory:" "file:/x"]`},
+		{[]string{"--bench", "push,nope", "memory:"}, `--bench "push,nope": "nope" is not one of fsync, push, pop, latency`},
+		{[]string{"--bench", "fsync", "memory:"}, "--bench fsync measures the disk under a file: DSN; memory: has none"},
+		{[]string{"--clients", "0", "memory:"}, `--clients "0": a comma-separated list of integers from 1 to 1000`},
+		{[]string{"--clients", "1,x", "memory:"}, `--clients "1,x"`},
+		{[]string{"--consumers", "1001", "memory:"}, `--consumers "1001"`},
+		{[]string{"--batch", "5000", "memory:"}, `--batch "5000": a comma-separated list of integers from 1 to 1000`},
+		{[]string{"--sizes", "", "memory:"}, `--sizes ""`},
+		{[]string{"--consumer-resources", "all", "memory:"}, `"all" is not one of random, any`},
+		{[]string{"--limit-ops", "-1", "memory:"}, "--limit-ops -1: a number of rows, or 0 for no limit"},
+		{[]string{"--limit-s", "-1", "memory:"}, "--limit-s -1: seconds"},
+		{[]string{"--limit-s", "NaN", "memory:"}, "--limit-s NaN"},
+		{[]string{"--limit-ops", "0", "--limit-s", "0", "memory:"}, "would let a push or pop run go on forever"},
+		{[]string{"--limit-s", "0", "--prefill", "10", "--limit-ops", "11", "memory:"}, "a pop run would go on popping an empty queue"},
+		{[]string{"--prefill", "0", "memory:"}, "--prefill 0"},
+		{[]string{"--reps", "0", "memory:"}, "--reps 0"},
+		{[]string{"--fsync-reps", "0", "memory:"}, "--fsync-reps 0"},
+		{[]string{"--table", "my table", "memory:"}, `--table "my table": a name of letters, digits and _`},
+		{[]string{"--table", "1st", "memory:"}, `--table "1st"`},
+		{[]string{"bogus"}, "fdbqueue: bench: bad DSN: \"bogus\" has no engine"},
+		{[]string{"file:/tmp/x?mode=ro"}, "opens the database read-only; the bench writes"},
+		{[]string{"--nope", "memory:"}, "fdbqueue: bench: flag provided but not defined: -nope (fdbqueue bench --help lists the flags)\n"},
+		{[]string{"memory:", "--limit-ops", "x"}, `fdbqueue: bench: invalid value "x" for flag -limit-ops`},
+	} {
+		out, errs, code := shellRun(t, "", append([]string{"bench"}, tc.args...)...)
+		require.Equal(t, 2, code, "%q: %s", tc.args, errs)
+		require.Empty(t, out)
+		require.Contains(t, errs, tc.want, "%q", tc.args)
+		require.Equal(t, 1, strings.Count(errs, "fdbqueue:"), "one prefix: %s", errs)
+	}
+	// A limit of 0 is no limit, when the other one bounds the runs.
+	o, code := parseBenchFlags([]string{"--limit-ops", "0", "memory:"}, io.Discard)
+	require.NotNil(t, o, "exit %d", code)
+	require.Equal(t, limits{ops: 0, dur: 5 * time.Second}, o.lim)
+	require.Equal(t, []string{"push", "pop", "latency"}, o.benches, "fsync skipped by default off file:")
+
+	out, errs, code := shellRun(t, "", "bench", "--help")
+	require.Equal(t, 0, code)
+	require.Empty(t, out)
+	for _, want := range []string{"usage: fdbqueue bench [flags] DSN", "--force", "-limit-ops N", "examples:", "drops and recreates"} {
+		require.Contains(t, errs, want)
+	}
+	_, errs, _ = shellRun(t, "", "--help")
+	require.Contains(t, errs, "fdbqueue bench [flags] DSN", "the shell's help points to the bench")
+}
+
+// TestBenchRowBudget: a client that finds too few rows left takes none, so
+// that rows an empty pop gives back are still there for the others, and a
+// run stopped by the count handled exactly --limit-ops rows.
+func TestBenchRowBudget(t *testing.T) {
+	t.Parallel()
+	b := newRowBudget(1)
+	require.True(t, b.take(1), "client A takes the last row")
+	require.False(t, b.take(1), "client B finds none and stops")
+	b.giveBack(1) // A's pop was empty
+	require.True(t, b.take(1), "A takes the row again")
+	require.False(t, b.take(1))
+
+	b = newRowBudget(150)
+	require.True(t, b.take(100))
+	require.False(t, b.take(100), "a batch that does not fit is not pushed")
+	require.True(t, b.take(50))
+
+	b = newRowBudget(0)
+	for range 1000 {
+		require.True(t, b.take(1000), "0: no limit")
+	}
+}
+
+func TestBenchPercentiles(t *testing.T) {
+	t.Parallel()
+	var lat []time.Duration
+	for i := 100; i >= 1; i-- {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	require.Equal(t, 50.0, pct(lat, 50))
+	require.Equal(t, 99.0, pct(lat, 99))
+	require.Equal(t, 100.0, pct(lat, 100))
+	require.Equal(t, 1.0, pct(lat, 0))
+	require.Zero(t, pct(nil, 50))
+	require.Equal(t, time.Duration(100)*time.Millisecond, lat[0], "pct sorts a copy")
+	require.Zero(t, perSecond(5, 0), "not +Inf, which JSON cannot hold")
+}
+
+func TestBenchProgress(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	p := &progress{w: &b}
+	l := p.start("filling t: random tasks", 1000)
+	l.update(250)
+	require.Contains(t, b.String(), "\rfdbqueue bench: filling t: random tasks 250/1000 (25%, ")
+	l.finish()
+	require.True(t, strings.HasSuffix(b.String(), "\r\x1b[K"), "the line is erased")
+
+	b.Reset()
+	quiet := &progress{} // standard error is not a terminal
+	l = quiet.start("x", 10)
+	l.update(5)
+	l.finish()
+	require.Empty(t, b.String())
+	require.Nil(t, newProgress(&b).w, "a buffer is not a terminal")
+
+	slow := &progress{w: &b, every: time.Hour}
+	l = slow.start("x", 10)
+	l.update(5)
+	l.finish()
+	require.Empty(t, b.String(), "a fill shorter than the interval shows nothing")
+}
+
+func TestBenchSQL(t *testing.T) {
+	t.Parallel()
+	q := newBenchSQL("b")
+	require.Equal(t, "INSERT INTO `b` (priority, cpu, mem, payload) VALUES (?, ?, ?, ?)", q.batch(1))
+	require.Equal(t, "INSERT INTO `b` (priority, cpu, mem, payload) VALUES (?, ?, ?, ?), (?, ?, ?, ?)", q.batch(2))
+}

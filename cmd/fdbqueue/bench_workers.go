@@ -1,0 +1,163 @@
+package main
+
+// fdbqueue bench's concurrent runs: clients on their own connections,
+// bounded by rows and time, and what they measured.
+
+import (
+	"context"
+	"database/sql"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// opFn runs one operation on a client's connection and returns how many
+// rows it handled (0 with a nil error: nothing to do, an empty pop).
+type opFn func(ctx context.Context, r *rand.Rand) (int, error)
+
+// runResult is what a push or pop run measured.
+type runResult struct {
+	rows, stmts, empty int64
+	elapsed            time.Duration
+	stop               string // count or time: the limit that ended the run
+	lat                []time.Duration
+}
+
+// workers runs `clients` clients, each on a connection of its own, until
+// the run's limits are spent: each reserves perOp rows of the budget before
+// an operation, so that the rows never exceed --limit-ops; an operation
+// started before the time limit completes and counts. prepare gives client
+// i its operation. The first error stops every client and is returned.
+func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (opFn, error)) (runResult, error) {
+	conns := make([]*sql.Conn, clients)
+	fns := make([]opFn, clients)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i := range conns {
+		c, err := b.db.Conn(b.ctx)
+		if err != nil {
+			return runResult{}, err
+		}
+		conns[i] = c
+		if fns[i], err = prepare(c, i); err != nil {
+			return runResult{}, err
+		}
+	}
+	budget := newRowBudget(b.o.lim.ops)
+	var rows, stmts, empty atomic.Int64
+	var timedOut atomic.Bool
+	lats := make([][]time.Duration, clients)
+	ctx, fail := context.WithCancelCause(b.ctx)
+	defer fail(nil)
+	rctx := ctx // ends the run: the time limit, or a failure
+	if b.o.lim.dur > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, b.o.lim.dur)
+		defer cancel()
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(i)+1, 42))
+			for {
+				if rctx.Err() != nil {
+					if ctx.Err() == nil {
+						timedOut.Store(true)
+					}
+					return
+				}
+				if !budget.take(perOp) {
+					return
+				}
+				t0 := time.Now()
+				n, err := fns[i](ctx, r) // not rctx: a started operation completes
+				d := time.Since(t0)
+				if err != nil {
+					fail(err)
+					return
+				}
+				lats[i] = append(lats[i], d)
+				stmts.Add(1)
+				if n == 0 {
+					empty.Add(1)
+					budget.giveBack(perOp) // an empty pop took nothing
+				}
+				rows.Add(int64(n))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return runResult{}, err
+	}
+	res := runResult{rows: rows.Load(), stmts: stmts.Load(), empty: empty.Load(), elapsed: time.Since(start), stop: "count"}
+	if timedOut.Load() {
+		res.stop = "time"
+	}
+	for _, l := range lats {
+		res.lat = append(res.lat, l...)
+	}
+	return res, nil
+}
+
+// rowBudget is what is left of a run's --limit-ops, shared by its clients.
+type rowBudget struct{ left atomic.Int64 }
+
+func newRowBudget(ops int) *rowBudget {
+	b := &rowBudget{}
+	if ops == 0 {
+		ops = math.MaxInt64 / 2 // no limit
+	}
+	b.left.Store(int64(ops))
+	return b
+}
+
+// take reserves n rows, or reports that fewer are left and takes nothing:
+// rows that an empty pop gives back then serve the clients still running,
+// so a run that stops on the count has popped exactly --limit-ops rows.
+func (b *rowBudget) take(n int) bool {
+	for {
+		left := b.left.Load()
+		if left < int64(n) {
+			return false
+		}
+		if b.left.CompareAndSwap(left, left-int64(n)) {
+			return true
+		}
+	}
+}
+
+// giveBack returns n rows taken and not used.
+func (b *rowBudget) giveBack(n int) { b.left.Add(int64(n)) }
+
+// pct is the p-th percentile of lat, in ms (the nearest-rank method).
+func pct(lat []time.Duration, p float64) float64 {
+	if len(lat) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), lat...)
+	slices.Sort(s)
+	i := max(int(math.Ceil(p/100*float64(len(s))))-1, 0)
+	return ms(s[i])
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// perSecond is n per second of sec, 0 for a run too short to time.
+func perSecond(n int64, sec float64) float64 {
+	if sec <= 0 {
+		return 0
+	}
+	return float64(n) / sec
+}
