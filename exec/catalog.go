@@ -78,7 +78,7 @@ func (t *Table) encode() []byte {
 	return tuple.Tuple{int64(schemaVersion), t.Name, t.ID, int64(t.Priority), cols, res, t.IndexName}.Pack()
 }
 
-func decodeTable(root []byte, b []byte) (*Table, error) {
+func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	tup, err := tuple.Unpack(b)
 	if err != nil || len(tup) != 7 {
 		return nil, fmt.Errorf("%w: unreadable schema", ErrCatalog)
@@ -126,7 +126,7 @@ func decodeTable(root []byte, b []byte) (*Table, error) {
 		names = append(names, t.Columns[i].Name)
 	}
 	t.IndexName, _ = tup[6].(string)
-	t.Queue = queues.New(tableKey(root, t.ID), t.Kind(), names...)
+	t.Queue = queues.New(tableKey(root, t.ID), t.Kind(), names...).WithOptions(opts)
 	return t, nil
 }
 
@@ -134,7 +134,8 @@ func decodeTable(root []byte, b []byte) (*Table, error) {
 // reads the catalog key in its transaction, but does not decode it again.
 type catalog struct {
 	root []byte
-	mu   sync.Mutex // guards byRaw
+	opts queues.Options // of the tables' queues
+	mu   sync.Mutex     // guards byRaw
 	// byRaw maps packed schemas to decoded ones. Schemas are immutable.
 	byRaw map[string]*Table
 }
@@ -146,7 +147,7 @@ func (c *catalog) decode(raw []byte) (*Table, error) {
 	if ok {
 		return t, nil
 	}
-	t, err := decodeTable(c.root, raw)
+	t, err := decodeTable(c.root, c.opts, raw)
 	if err != nil {
 		return nil, err
 	}

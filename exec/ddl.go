@@ -9,47 +9,21 @@ import (
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
 	"github.com/fdbqueue/fdbqueue/queues"
-	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
 // ddlDone makes CREATE and DROP TABLE safe to retry after
-// commit_unknown_result: the statement's token is written with its change,
-// so a retry whose first attempt was applied finds it and succeeds instead
-// of failing with "already exists" (or "no such table"). Tokens expire
-// after queues.MarkerTTL, like push markers: each DDL clears up to two
-// expired ones, with a snapshot read and blind clears.
-//
-//	root ("ddl", token)                   -> ""
-//	root ("ddl-expiry", expiry, token)    -> ""
+// commit_unknown_result: the statement's token is recorded with its change
+// (queues.Receipts, under root ("ddl", token) and root ("ddl-expiry",
+// expiry, token)), so a retry whose first attempt was applied finds it and
+// succeeds instead of failing with "already exists" (or "no such table").
 func (e *Executor) ddlDone(tr kv.Transaction, token int64) (bool, error) {
 	if token == 0 {
 		return false, nil
 	}
-	k := ddlKey(e.cat.root, token)
-	v, err := tr.Get(k)
-	if err != nil || v != nil {
-		return v != nil, err
+	if done, err := e.ddl.Has(tr, token); err != nil || done {
+		return done, err
 	}
-	now := e.now()
-	tr.Set(k, nil)
-	tr.Set(ddlExpiryKey(e.cat.root, now.Add(queues.MarkerTTL).UnixNano(), token), nil)
-	prefix := ddlExpiryPrefix(e.cat.root)
-	it := tr.Snapshot().GetRange(kv.PrefixRange(prefix), kv.RangeOptions{Limit: 2})
-	for it.Next() {
-		key := it.KeyValue().Key
-		t, err := tuple.Unpack(key[len(prefix):])
-		if err != nil || len(t) != 2 {
-			return false, fmt.Errorf("%w: unreadable DDL token expiry %q", ErrCatalog, key)
-		}
-		exp, _ := t[0].(int64)
-		old, _ := t[1].(int64)
-		if exp > now.UnixNano() {
-			break
-		}
-		tr.Clear(key)
-		tr.Clear(ddlKey(e.cat.root, old))
-	}
-	return false, it.Err()
+	return false, e.ddl.Record(tr, token, nil)
 }
 
 func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Result, error) {
@@ -125,7 +99,7 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 	}
 	t.ID++
 	tr.Set(idKey, binary.LittleEndian.AppendUint64(nil, uint64(t.ID)))
-	t.Queue = queues.New(tableKey(e.cat.root, t.ID), t.Kind(), names...)
+	t.Queue = queues.New(tableKey(e.cat.root, t.ID), t.Kind(), names...).WithOptions(e.opts)
 	tr.Set(ck, t.encode())
 	return &Result{}, nil
 }

@@ -25,9 +25,26 @@ type Executor struct {
 	// in tests deterministic sources (see export_test.go), so that the
 	// keys a statement writes can be pinned in testdata.
 	newID, newToken func() int64
-	// now is the clock of DDL token expiry: time.Now, or in tests a fixed
-	// one, for the same reason.
-	now func() time.Time
+	// opts are the clock and receipt lifetime of every exactly-once
+	// record (queues.Receipts): DDL tokens here, and the tables' receipts.
+	opts queues.Options
+	// ddl records the CREATE and DROP statements applied (see ddlDone).
+	ddl queues.Receipts
+}
+
+// Option configures an Executor.
+type Option func(*Executor)
+
+// WithClock sets the wall clock receipts expire by (time.Now by default).
+func WithClock(now func() time.Time) Option {
+	return func(e *Executor) { e.opts.Clock = now }
+}
+
+// WithReceiptTTL sets how long the receipts that make statements
+// exactly-once are kept (queues.DefaultReceiptTTL by default): far longer
+// than any retry of a statement.
+func WithReceiptTTL(d time.Duration) Option {
+	return func(e *Executor) { e.opts.ReceiptTTL = d }
 }
 
 // maxSpread bounds how many head items a spread pop chooses among.
@@ -35,14 +52,27 @@ const maxSpread = 64
 
 // New returns an executor for db, keeping all of fdbqueue's data under the
 // key prefix root.
-func New(db kv.Database, root []byte) *Executor {
-	return &Executor{
+func New(db kv.Database, root []byte, opts ...Option) *Executor {
+	e := &Executor{
 		db:       db,
-		cat:      &catalog{root: bytes.Clone(root), byRaw: map[string]*Table{}},
+		cat:      &catalog{root: bytes.Clone(root)},
 		newID:    queues.NewID,
 		newToken: queues.NewID,
-		now:      time.Now,
 	}
+	for _, o := range opts {
+		o(e)
+	}
+	e.setOptions(e.opts)
+	return e
+}
+
+// setOptions makes opts the options of the executor, its catalog (the
+// tables' queues) and its DDL receipts.
+func (e *Executor) setOptions(opts queues.Options) {
+	e.opts = opts
+	root := e.cat.root
+	e.cat = &catalog{root: root, opts: opts, byRaw: map[string]*Table{}}
+	e.ddl = queues.NewReceipts(rootKey(root, tagDDL), rootKey(root, tagDDLExpiry), opts)
 }
 
 // DB returns the executor's database.
@@ -87,9 +117,9 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	// wrote nothing is free on every engine.
 	// The statement's token, made once: a retry after
 	// commit_unknown_result finds under it what the committed attempt did
-	// (see ddlDone, deleteRows, popOnce).
+	// (see ddlDone, insert, deleteRows, popOnce).
 	switch st := p.Stmt.(type) {
-	case *parser.CreateTable, *parser.DropTable, *parser.Delete:
+	case *parser.CreateTable, *parser.DropTable, *parser.Delete, *parser.Insert:
 		b.token = e.newToken()
 	case *parser.Select:
 		if st.ForPop {

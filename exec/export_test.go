@@ -21,7 +21,9 @@ func (e *Executor) Deterministic(at time.Time) {
 	tokens.Store(1000)
 	e.newID = func() int64 { return ids.Add(1) }
 	e.newToken = func() int64 { return tokens.Add(1) }
-	e.now = func() time.Time { return at }
+	opts := e.opts
+	opts.Clock = func() time.Time { return at }
+	e.setOptions(opts)
 }
 
 // SQLLiteral shows a value as SQL writes it, as plans show values.

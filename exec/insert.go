@@ -88,13 +88,13 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		}
 		items = append(items, item)
 	}
-	res := &Result{}
-	for _, item := range items {
-		if err := t.Queue.Push(tr, item); err != nil {
-			return nil, err
-		}
-		res.RowsAffected++
-		res.LastInsertID = item.ID
+	// Autocommit: one receipt under the statement's token makes the whole
+	// INSERT exactly-once; a retry whose first attempt was applied pushes
+	// nothing and reports the same result, as the ids were made before the
+	// first attempt. In an explicit transaction (no token) no receipt is
+	// needed: a retry of the transaction runs the INSERT again with new ids.
+	if _, err := t.Queue.PushAll(tr, b.token, items); err != nil {
+		return nil, err
 	}
-	return res, nil
+	return &Result{RowsAffected: int64(len(items)), LastInsertID: items[len(items)-1].ID}, nil
 }

@@ -49,13 +49,12 @@ func (r *recorder) wrap(tr kv.Transaction) kv.Transaction {
 }
 
 // queueTags names the tags under a queue's prefix (see package queues'
-// doc and idempotency.go).
+// doc and layout.go).
 var queueTags = []string{"item", "id", "count", "cell", "celldir", "shape", "shapedir", "mark", "markexp", "receipt", "receiptexp"}
 
 // key renders a key as /elem/elem/... : the tuple after the root, with a
-// queue's tags by name (t/<table id>/item/...). The expiry times in
-// queues' marker and receipt indexes come from queues' own clock, which a
-// test cannot stop: they print as <expiry>.
+// queue's tags by name (t/<table id>/item/...). Expiry times come from the
+// executor's clock, which Deterministic stops, so they print as they are.
 func (r *recorder) key(k []byte) string {
 	rest, ok := bytes.CutPrefix(k, r.root)
 	if !ok {
@@ -74,9 +73,6 @@ func (r *recorder) key(k []byte) string {
 				b.WriteString(queueTags[tag])
 				continue
 			}
-		case i == 3 && t[0] == "t" && (t[2] == int64(8) || t[2] == int64(10)):
-			b.WriteString("<expiry>")
-			continue
 		}
 		switch x := el.(type) {
 		case []byte:

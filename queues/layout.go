@@ -26,13 +26,15 @@ import (
 //	P (4, cell...)                          cell directory: ""                            indexAdd (ensureDir)
 //	P (5, resources..., priority, seq, id)  fit index by shape: ""                        indexAdd
 //	P (6, resources...)                     shape directory: ""                           indexAdd (ensureDir)
-//	P (7, id)                               push marker: expiry, unix nanoseconds,        markPushed
-//	                                        big-endian uint64
+//	P (7, id)                               push marker (a Receipts): "" (earlier         markPushed
+//	                                        versions: the expiry)
 //	P (8, expiry, id)                       the push marker by expiry: ""                 markPushed
+//	P (9, token)                            receipt of one part: a count receipt          RecordCount, RecordReceipt
+//	                                        (little-endian int64), or a pop receipt of
+//	                                        one item
 //	P (9, token, n)                         pop receipt, the n-th item popped:            RecordReceipt
 //	                                        packed (id, priority, (resources...), value)
-//	P (9, token)                            count receipt: little-endian int64            RecordCount
-//	P (10, expiry, token)                   the receipt by expiry: ""                     RecordReceipt, RecordCount
+//	P (10, expiry, token)                   the receipt by expiry: ""                     Receipts.Record
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so
@@ -41,7 +43,7 @@ import (
 // a task's resources quantised by cellOf; a shape is the exact vector. FIFO
 // queues file their tasks under priority 0 in the fit index. Queues without
 // resources have no fit index (tags 3 to 6). The fit index itself is
-// explained in the package doc; markers and receipts in idempotency.go.
+// explained in the package doc; markers and receipts in receipts.go.
 //
 // Invariants the code relies on:
 //
@@ -60,9 +62,9 @@ import (
 //   - A cell or shape directory key exists while the cell or shape holds an
 //     entry, and may outlive its last entry: fit pops clear the keys of
 //     directories they find empty (Check allows such keys).
-//   - P (9, token) is a prefix of P (9, token, n): an operation token has
-//     pop receipts or a count receipt, never both (exec gives each statement
-//     its own token), since Receipt reads every key under P (9, token).
+//   - P (9, token) is a prefix of P (9, token, n): a token has one receipt
+//     (exec gives each statement its own token), and Receipts.Lookup reads
+//     every key under P (9, token), whichever form the receipt took.
 const (
 	tagItems         = 0
 	tagIDs           = 1

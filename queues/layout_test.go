@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,6 +23,9 @@ func TestKeyLayout(t *testing.T) {
 		t.Run(kind.String(), func(t *testing.T) {
 			t.Parallel()
 			db, q := setup(t, kind, "cpu", "mem")
+			at := time.Unix(1_800_000_000, 0)
+			q = q.WithOptions(queues.Options{Clock: func() time.Time { return at }, ReceiptTTL: time.Minute})
+			expiry := at.Add(time.Minute).UnixNano()
 			prefix := tuple.Tuple{"q", t.Name()}.Pack()
 			const id, prio = 42, 5
 			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
@@ -86,21 +90,21 @@ func TestKeyLayout(t *testing.T) {
 			require.Empty(t, value(int64(5), int64(3), int64(1000), p, int64(1), int64(id)))
 			require.Empty(t, value(int64(6), int64(3), int64(1000)))
 			// The push marker, and the same by expiry.
-			exp := value(int64(7), int64(id))
-			require.Len(t, exp, 8)
-			require.Empty(t, value(int64(8), int64(binary.BigEndian.Uint64(exp)), int64(id)))
+			require.Empty(t, value(int64(7), int64(id)))
+			require.Empty(t, value(int64(8), expiry, int64(id)))
 			// The receipts, and the same by expiry.
 			wantPrio := int64(prio)
 			if kind == queues.FIFO {
 				wantPrio = 0
 			}
 			require.Equal(t, tuple.Tuple{int64(id), wantPrio, tuple.Tuple{int64(3), int64(1000)}, []byte("v")}.Pack(),
-				value(int64(9), popToken, int64(0)))
+				value(int64(9), popToken), "a receipt of one part has the bare key")
 			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 3), value(int64(9), countToken))
 			var byExpiry []int64
 			for _, k := range keys {
 				if k[0] == int64(10) {
 					require.Len(t, k, 3)
+					require.Equal(t, expiry, k[1])
 					byExpiry = append(byExpiry, k[2].(int64))
 				}
 			}
@@ -108,4 +112,34 @@ func TestKeyLayout(t *testing.T) {
 			require.Len(t, keys, 13, "one key per row of the table: %v", keys)
 		})
 	}
+}
+
+// TestReceiptsFromEarlierVersions: a push marker and a one-item pop receipt
+// in the forms earlier versions wrote (the marker's value the expiry; the
+// receipt under (9, token, 0)) still answer a retry, so a database written
+// before keeps its exactly-once guarantees.
+func TestReceiptsFromEarlierVersions(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority, "cpu")
+	prefix := tuple.Tuple{"q", t.Name()}.Pack()
+	key := func(k ...any) []byte { return append(append([]byte{}, prefix...), tuple.Tuple(k).Pack()...) }
+	const id, token = 42, 7
+	item := queues.Item{ID: 99, Priority: 1, Resources: []int64{2}, Value: []byte("v")}
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		tr.Set(key(int64(7), int64(id)), binary.BigEndian.AppendUint64(nil, uint64(time.Now().Add(time.Hour).UnixNano())))
+		tr.Set(key(int64(9), int64(token), int64(0)), tuple.Tuple{item.ID, item.Priority, tuple.Tuple{int64(2)}, item.Value}.Pack())
+		return nil
+	}))
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		return q.Push(tr, queues.Item{ID: id, Priority: 1, Resources: []int64{1}})
+	}))
+	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
+		n, err := q.Count(tr)
+		require.Zero(t, n, "the marker says the push was applied")
+		items, ok, rerr := q.Receipt(tr, token)
+		require.NoError(t, rerr)
+		require.True(t, ok)
+		require.Equal(t, []queues.Item{item}, items)
+		return err
+	}))
 }

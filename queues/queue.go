@@ -71,6 +71,9 @@ type Queue struct {
 	kind      Kind
 	resources []string
 	sub       [numTags][]byte // P (tag), for each tag (see layout.go)
+	opts      Options
+	marks     Receipts // push markers: tags 7 and 8
+	receipts  Receipts // pop and count receipts: tags 9 and 10
 }
 
 // New returns the queue stored under prefix (a packed tuple, so that the keys
@@ -81,7 +84,17 @@ func New(prefix []byte, kind Kind, resources ...string) *Queue {
 	for tag := range q.sub {
 		q.sub[tag] = tuple.AppendInt(bytes.Clone(prefix), int64(tag))
 	}
-	return q
+	return q.WithOptions(Options{})
+}
+
+// WithOptions returns a copy of the queue that uses opts (its clock and
+// receipt lifetime).
+func (q *Queue) WithOptions(opts Options) *Queue {
+	c := *q
+	c.opts = opts
+	c.marks = NewReceipts(c.sub[tagMarks], c.sub[tagMarkExpiry], opts)
+	c.receipts = NewReceipts(c.sub[tagReceipts], c.sub[tagReceiptExpiry], opts)
+	return &c
 }
 
 // Kind returns the queue's recipe.
