@@ -129,7 +129,7 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	hint := e.spreadHint(p.Stmt)
 	var res *Result
 	attempt := 0
-	err = e.db.Transact(ctx, func(tr kv.Transaction) error {
+	err = e.transact(ctx, func(tr kv.Transaction) error {
 		attempt++
 		if hint != nil {
 			b.spread = spreadOf(hint, attempt)
@@ -142,6 +142,40 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 		learnSpread(hint, attempt, b.spread)
 	}
 	return res, tooLarge(p.Stmt, err)
+}
+
+// maxTooOld is how many attempts in a row an autocommit statement lets end
+// in transaction_too_old (1007) before it gives up: one that ran out of
+// time three times will not fit in a fourth, and FoundationDB's retry loop
+// would run it for as long as the context allows.
+const maxTooOld = 3
+
+// transact runs fn in a transaction and commits it, retrying as the
+// engine's OnError allows (kv.Transact), but stops after maxTooOld
+// transaction_too_old errors in a row, saying why.
+func (e *Executor) transact(ctx context.Context, fn func(kv.Transaction) error) error {
+	tr, err := e.db.CreateTransaction(ctx)
+	if err != nil {
+		return err
+	}
+	defer tr.Cancel()
+	tooOld := 0
+	for {
+		err = fn(tr)
+		if err == nil {
+			if err = tr.Commit(); err == nil {
+				return nil
+			}
+		}
+		if kv.Code(err) != kv.CodeTransactionTooOld {
+			tooOld = 0
+		} else if tooOld++; tooOld == maxTooOld {
+			return fmt.Errorf("fdbqueue: the statement ran past the 5-second transaction limit %d times in a row, so it cannot finish in one transaction; do the work in smaller statements (LIMIT n in a loop, fewer rows per INSERT): %w", maxTooOld, err)
+		}
+		if err = tr.OnError(err); err != nil {
+			return err
+		}
+	}
 }
 
 // Pops that conflict (consumers taking the same head item) turn into
