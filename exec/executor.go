@@ -32,10 +32,19 @@ type Executor struct {
 	ddl queues.Receipts
 }
 
+// now reads the executor's clock.
+func (e *Executor) now() time.Time {
+	if e.opts.Clock == nil {
+		return time.Now()
+	}
+	return e.opts.Clock()
+}
+
 // Option configures an Executor.
 type Option func(*Executor)
 
-// WithClock sets the wall clock receipts expire by (time.Now by default).
+// WithClock sets the wall clock receipts expire by, and statements are
+// timed by (time.Now by default).
 func WithClock(now func() time.Time) Option {
 	return func(e *Executor) { e.opts.Clock = now }
 }
@@ -144,15 +153,17 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	return res, tooLarge(p.Stmt, err)
 }
 
-// maxTooOld is how many attempts in a row an autocommit statement lets end
-// in transaction_too_old (1007) before it gives up: one that ran out of
-// time three times will not fit in a fourth, and FoundationDB's retry loop
-// would run it for as long as the context allows.
+// maxTooOld is how many attempts an autocommit statement lets run out of
+// time (transaction_too_old, 1007, after running for the whole 5-second
+// limit) before it gives up: one that ran out of time three times will not
+// fit in a fourth, and FoundationDB's retry loop would run it for as long
+// as the context allows. A 1007 that comes sooner (a storage server that
+// fell behind, or an injected fault) is retried as FoundationDB does.
 const maxTooOld = 3
 
 // transact runs fn in a transaction and commits it, retrying as the
-// engine's OnError allows (kv.Transact), but stops after maxTooOld
-// transaction_too_old errors in a row, saying why.
+// engine's OnError allows (kv.Transact), but stops after maxTooOld attempts
+// that ran out of time, saying why.
 func (e *Executor) transact(ctx context.Context, fn func(kv.Transaction) error) error {
 	tr, err := e.db.CreateTransaction(ctx)
 	if err != nil {
@@ -161,15 +172,17 @@ func (e *Executor) transact(ctx context.Context, fn func(kv.Transaction) error) 
 	defer tr.Cancel()
 	tooOld := 0
 	for {
+		start := e.now()
 		err = fn(tr)
 		if err == nil {
 			if err = tr.Commit(); err == nil {
 				return nil
 			}
 		}
-		if kv.Code(err) != kv.CodeTransactionTooOld {
-			tooOld = 0
-		} else if tooOld++; tooOld == maxTooOld {
+		if kv.Code(err) == kv.CodeTransactionTooOld && e.now().Sub(start) >= kv.MaxTransactionAge {
+			tooOld++
+		}
+		if tooOld == maxTooOld {
 			return fmt.Errorf("fdbqueue: the statement ran past the 5-second transaction limit %d times in a row, so it cannot finish in one transaction; do the work in smaller statements (LIMIT n in a loop, fewer rows per INSERT): %w", maxTooOld, err)
 		}
 		if err = tr.OnError(err); err != nil {

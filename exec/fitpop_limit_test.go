@@ -65,11 +65,12 @@ func TestTooLongGivesUp(t *testing.T) {
 	t.Parallel()
 	var ops atomic.Int64
 	start := time.Now()
-	db := embedded.Open("", embedded.Config{Clock: func() time.Time {
+	clock := func() time.Time {
 		return start.Add(time.Duration(ops.Add(1)) * 100 * time.Microsecond)
-	}})
+	}
+	db := embedded.Open("", embedded.Config{Clock: clock})
 	defer db.Close()
-	e := exec.New(db, nil)
+	e := exec.New(db, nil, exec.WithClock(clock)) // the statement's time is the engine's
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	run := func(sql string, args ...any) (*exec.Result, error) {
