@@ -46,6 +46,6 @@
 //	file.go        file databases: open modes, recovery
 //	wal.go         the write-ahead log and its group-commit writer
 //	checkpoint.go  checkpoints, and dropping the log they make redundant
-//	lock_*.go      the directory lock, per operating system
+//	lock.go        the directory lock; lock_*.go its call on each OS
 //	faults.go      injected FoundationDB failures, for tests
 package embedded

@@ -1,5 +1,4 @@
-// The directory lock of a file database: flock(2), exclusive for a writer,
-// shared for read-only opens.
+// The lock call on Unix: flock(2).
 
 //go:build unix
 
@@ -7,73 +6,26 @@ package embedded
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
-	"time"
 )
 
-// lockDir takes the directory's lock file, or says who holds it: shared
-// for a read-only open, exclusive otherwise.
-func lockDir(dir string, shared bool) (*os.File, error) {
-	path := filepath.Join(dir, "LOCK")
-	flag, how := os.O_CREATE|os.O_RDWR, syscall.LOCK_EX
+// tryLock takes f's lock without waiting, shared or exclusive; errWouldBlock
+// if another process holds it.
+func tryLock(f *os.File, shared bool) error {
+	how := syscall.LOCK_EX
 	if shared {
-		flag, how = os.O_RDONLY, syscall.LOCK_SH
+		how = syscall.LOCK_SH
 	}
-	f, err := os.OpenFile(path, flag, 0o600)
-	if errors.Is(err, os.ErrNotExist) && shared {
-		// A database whose lock file is gone (copied without it, say):
-		// a shared lock on the directory itself serves as well.
-		f, err = os.Open(dir)
+	err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return errWouldBlock
 	}
-	if err != nil {
-		return nil, fmt.Errorf("fdbqueue: opening %s: %w", path, err)
-	}
-	// The lock can outlive its database for a moment when this process
-	// forks a child (os/exec) while the lock file is open: the child holds
-	// a copy of the descriptor until its exec closes it. Wait that out when
-	// the owner on record is this process; any open database here was
-	// found in the registry before we got this far.
-	self := strconv.Itoa(os.Getpid())
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
-			break
-		}
-		if owner, _ := os.ReadFile(path); strings.TrimSpace(string(owner)) != self {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err != nil {
-		owner, _ := os.ReadFile(path)
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is locked by %s", ErrLocked, dir, lockHolder(strings.TrimSpace(string(owner))))
-		}
-		return nil, fmt.Errorf("fdbqueue: locking %s: %w", path, err)
-	}
-	if shared {
-		return f, nil // readers leave the owner on record as it is
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return f, nil
+	return err
 }
 
-// lockHolder names who holds a lock, given the process id on record: the
-// last writer's, which read-only openers do not replace.
-func lockHolder(pid string) string {
-	if n, err := strconv.Atoi(pid); err == nil && n > 0 {
-		if err := syscall.Kill(n, 0); err == nil || errors.Is(err, syscall.EPERM) {
-			return "process " + pid
-		}
-	}
-	return "another process (read-only openers leave no process id)"
+// processExists reports whether a process with this id runs.
+func processExists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
