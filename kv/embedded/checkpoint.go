@@ -156,7 +156,7 @@ func (s *store) loadCheckpoint(dir string) (uint64, error) {
 	for i := uint64(0); i < count && r.err == nil; i++ {
 		k, v := r.bytes(), r.bytes()
 		if r.err == nil {
-			s.tree.Load(&entry{key: k, v: version{ver: ver, val: v}})
+			s.tree.Load(&entry{key: k, v: newVersion(ver, v, false, nil)})
 		}
 	}
 	if r.err != nil || len(r.b) != 0 {

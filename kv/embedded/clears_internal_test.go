@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -83,4 +84,11 @@ func BenchmarkClearRowByRow(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestEntrySize: a key costs its entry, a 64-byte allocation; a field added
+// to entry or version moves every key to the next size class (80 bytes).
+func TestEntrySize(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, uintptr(64), unsafe.Sizeof(entry{}))
 }

@@ -232,7 +232,7 @@ func (db *DB) Stats() Stats {
 		Version:        s.version.Load(),
 	}
 	s.tree.Scan(func(e *entry) bool {
-		if !e.v.del {
+		if !e.v.del() {
 			st.LiveKeys++
 		}
 		return true

@@ -84,19 +84,19 @@ func (s *store) gcLocked(now time.Time, budget int) {
 			e := rec.entries[len(rec.entries)-1]
 			rec.entries = rec.entries[:len(rec.entries)-1]
 			budget--
-			if e.removed {
+			if e.removed() {
 				continue
 			}
-			if e.v.ver <= h {
+			if e.v.ver() <= h {
 				e.v.older = nil
-				if e.v.del {
+				if e.v.del() {
 					s.tree.Delete(e)
-					e.removed = true
+					e.v.word |= flagRemoved
 				}
 				continue
 			}
 			for o := e.v.older; o != nil; o = o.older {
-				if o.ver <= h {
+				if o.ver() <= h {
 					o.older = nil
 					break
 				}
