@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -301,6 +302,8 @@ func TestWaitBadArguments(t *testing.T) {
 		{301, "at most 300 seconds"},
 		{5000.0, "at most 300 seconds"},
 		{301 * time.Second, "at most 300 seconds"},
+		{math.NaN(), "a wait is 0 or more seconds"},
+		{math.Inf(1), "at most 300 seconds"},
 		{"", `the string ""; bind a time.Duration or a number of seconds`},
 		{"5", `the string "5"`},
 		{"abc", `the string "abc"`},
