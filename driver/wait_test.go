@@ -33,6 +33,16 @@ func openDSN(t *testing.T, dsn string) *sql.DB {
 	return db
 }
 
+// later runs fn d from now, in a goroutine, and delivers its error.
+func later(d time.Duration, fn func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(d)
+		done <- fn()
+	}()
+	return done
+}
+
 // hangGuard fails the test if a statement that should end does not end
 // within a generous time: a wait that hangs.
 func hangGuard(t *testing.T) context.Context {
@@ -57,18 +67,16 @@ func TestWaitGetsLaterPush(t *testing.T) {
 				"SELECT name FROM jobs WHERE cpu <= 2 LIMIT 5 FOR POP WAIT 30",
 			} {
 				var pushing atomic.Bool
-				go func() {
-					time.Sleep(50 * time.Millisecond)
+				pushed := later(50*time.Millisecond, func() error {
 					pushing.Store(true)
 					_, err := db.Exec("INSERT INTO jobs VALUES (1, 1, 'later')")
-					if err != nil {
-						panic(err)
-					}
-				}()
+					return err
+				})
 				var got string
 				require.NoError(t, db.QueryRowContext(hangGuard(t), pop).Scan(&got), pop)
 				require.True(t, pushing.Load(), "%s returned before the push", pop)
 				require.Equal(t, "later", got, pop)
+				require.NoError(t, <-pushed)
 			}
 			require.Zero(t, count(t, db, "jobs"))
 		})
@@ -102,12 +110,11 @@ func TestWaitFit(t *testing.T) {
 func TestWaitLimitN(t *testing.T) {
 	t.Parallel()
 	db := openDSN(t, "memory:")
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		if _, err := db.Exec("INSERT INTO jobs VALUES (1, 1, 'a'), (2, 1, 'b'), (3, 1, 'c')"); err != nil {
-			panic(err)
-		}
-	}()
+	pushed := later(50*time.Millisecond, func() error {
+		_, err := db.Exec("INSERT INTO jobs VALUES (1, 1, 'a'), (2, 1, 'b'), (3, 1, 'c')")
+		return err
+	})
+	defer func() { require.NoError(t, <-pushed) }()
 	rows, err := db.QueryContext(hangGuard(t), "SELECT name FROM jobs ORDER BY priority LIMIT 5 FOR POP WAIT 30")
 	require.NoError(t, err)
 	var names []string
@@ -230,22 +237,22 @@ func TestWaitDroppedTable(t *testing.T) {
 			t.Parallel()
 			db := openDSN(t, dsn)
 			for _, again := range []bool{false, true} {
-				go func() {
-					time.Sleep(50 * time.Millisecond)
-					if _, err := db.Exec("DROP TABLE jobs"); err != nil {
-						panic(err)
+				// Late enough for the waiter to be waiting: if it
+				// started after a drop and create, it would wait on
+				// the new table (and the guard would fail the test).
+				dropped := later(200*time.Millisecond, func() error {
+					if _, err := db.Exec("DROP TABLE jobs"); err != nil || !again {
+						return err
 					}
-					if again {
-						if _, err := db.Exec("CREATE TABLE jobs (priority INT NOT NULL, cpu INT NOT NULL, name TEXT, INDEX fit (cpu))"); err != nil {
-							panic(err)
-						}
-					}
-				}()
+					_, err := db.Exec("CREATE TABLE jobs (priority INT NOT NULL, cpu INT NOT NULL, name TEXT, INDEX fit (cpu))")
+					return err
+				})
 				ctx := hangGuard(t)
 				var name string
 				err := db.QueryRowContext(ctx, "SELECT name FROM jobs LIMIT 1 FOR POP WAIT 300").Scan(&name)
 				require.ErrorIs(t, err, fdbqueue.ErrNoTable, "recreated: %v", again)
 				require.NoError(t, ctx.Err(), "the drop ended the wait")
+				require.NoError(t, <-dropped)
 				if !again {
 					_, err = db.Exec("CREATE TABLE jobs (priority INT NOT NULL, cpu INT NOT NULL, name TEXT, INDEX fit (cpu))")
 					require.NoError(t, err)
