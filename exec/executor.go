@@ -79,7 +79,8 @@ func (e *Executor) setOptions(opts queues.Options) {
 func (e *Executor) DB() kv.Database { return e.db }
 
 // Args are a statement's arguments, already in the driver's value types
-// (int64, float64, bool, []byte, string, time.Time, nil).
+// (int64, float64, bool, []byte, string, time.Time, nil), or a
+// time.Duration: FOR POP WAIT's wait, and int64 nanoseconds anywhere else.
 type Args struct {
 	Positional []any
 	Named      map[string]any
