@@ -142,10 +142,13 @@ func (c *conn) ResetSession(ctx context.Context) error {
 func (c *conn) IsValid() bool { return !c.closed }
 
 // CheckNamedValue converts arguments to int64, float64, bool, []byte,
-// string, time.Time or nil, as other drivers do, and refuses the rest.
+// string, time.Time or nil, as other drivers do, and refuses the rest. A
+// time.Duration is passed on as it is, for FOR POP WAIT ? (which reads a
+// bare number as seconds); anywhere else exec makes it int64 nanoseconds,
+// what database/sql's default conversion makes of it.
 func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 	switch v := nv.Value.(type) {
-	case nil, int64, float64, bool, []byte, string, time.Time:
+	case nil, int64, float64, bool, []byte, string, time.Time, time.Duration:
 		return nil
 	case uint64:
 		if v > math.MaxInt64 {

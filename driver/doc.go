@@ -29,7 +29,7 @@
 //	CREATE TABLE [IF NOT EXISTS] t (col TYPE [NOT NULL] [DEFAULT v], ... [, INDEX name (col, ...)])
 //	DROP TABLE [IF EXISTS] t
 //	INSERT INTO t [(cols)] VALUES (...), (...)
-//	SELECT cols|*|COUNT(*) FROM t [WHERE c op v AND ...] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP]
+//	SELECT cols|*|COUNT(*) FROM t [WHERE c op v AND ...] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP [WAIT seconds]]
 //	DELETE FROM t [WHERE ...] [ORDER BY priority] [LIMIT n]
 //	UPDATE t SET priority = v WHERE id = v
 //	BEGIN | START TRANSACTION, COMMIT, ROLLBACK
@@ -46,6 +46,18 @@
 // rows the SELECT returns, in the same transaction. Placeholders are ? or
 // :name (sql.Named), not both in one statement. Anything else is refused with
 // an error that says what was not understood and what is supported.
+//
+// # Waiting for work
+//
+// SELECT ... FOR POP WAIT n waits up to n seconds (0 to 300, fractions
+// allowed; WAIT ? takes a time.Duration or a number of seconds) for a row
+// that fits, and returns it (up to LIMIT rows) as soon as a push commits
+// one; after n seconds it returns no rows (sql.ErrNoRows from QueryRow).
+// It waits on a watch of the table's pushes, not by polling, and ends at
+// once with the context's error when its context is cancelled, and with
+// ErrNoTable when the table is dropped. WAIT 0 does not wait. WAIT is
+// refused inside a transaction (ErrUnsupported): arming the watch needs a
+// commit of its own.
 //
 // # Contention
 //

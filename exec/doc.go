@@ -40,6 +40,7 @@
 // # Files
 //
 //	executor.go  Executor, Auto (autocommit: retries, tokens, spread pops) and Exec
+//	wait.go      FOR POP WAIT: rounds of the pop, each empty one watching the push signal
 //	stmt.go      a statement bound to its arguments, and one run of it
 //	ddl.go       CREATE and DROP TABLE, and their retry tokens
 //	insert.go    INSERT

@@ -88,7 +88,8 @@ func (e *Executor) setOptions(opts queues.Options) {
 func (e *Executor) DB() kv.Database { return e.db }
 
 // Args are a statement's arguments, already in the driver's value types
-// (int64, float64, bool, []byte, string, time.Time, nil).
+// (int64, float64, bool, []byte, string, time.Time, nil), or a
+// time.Duration: FOR POP WAIT's wait, and int64 nanoseconds anywhere else.
 type Args struct {
 	Positional []any
 	Named      map[string]any
@@ -116,7 +117,8 @@ func IsReadOnly(st parser.Statement) bool {
 	return ok && !s.ForPop
 }
 
-// Auto runs one statement in its own transaction, retrying conflicts.
+// Auto runs one statement in its own transaction, retrying conflicts; a
+// FOR POP WAIT statement, in as many as its wait needs (see wait.go).
 func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Result, error) {
 	b, err := e.bind(p, args)
 	if err != nil {
@@ -126,7 +128,8 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	// wrote nothing is free on every engine.
 	// The statement's token, made once: a retry after
 	// commit_unknown_result finds under it what the committed attempt did
-	// (see ddlDone, insert, deleteRows, popOnce).
+	// (see ddlDone, insert, deleteRows, popOnce); a FOR POP WAIT keeps it
+	// for all its rounds.
 	switch st := p.Stmt.(type) {
 	case *parser.CreateTable, *parser.DropTable, *parser.Delete, *parser.Insert:
 		b.token = e.newToken()
@@ -135,11 +138,21 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 			b.token = e.newToken()
 		}
 	}
-	hint := e.spreadHint(p.Stmt)
+	if b.wait.d > 0 {
+		return e.waitPop(ctx, b)
+	}
+	return e.auto(ctx, b)
+}
+
+// auto runs a bound statement in one transaction (one round of a FOR POP
+// WAIT), retrying as transact allows.
+func (e *Executor) auto(ctx context.Context, b *bound) (*Result, error) {
+	hint := e.spreadHint(b.p.Stmt)
 	var res *Result
 	attempt := 0
-	err = e.transact(ctx, func(tr kv.Transaction) error {
+	err := e.transact(ctx, func(tr kv.Transaction) error {
 		attempt++
+		b.wait.watch = nil // a failed attempt's watch failed with it
 		if hint != nil {
 			b.spread = spreadOf(hint, attempt)
 		}
@@ -150,7 +163,7 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	if hint != nil && err == nil {
 		learnSpread(hint, attempt, b.spread)
 	}
-	return res, tooLarge(p.Stmt, err)
+	return res, tooLarge(b.p.Stmt, err)
 }
 
 // maxTooOld is how many attempts an autocommit statement lets run out of
@@ -266,11 +279,15 @@ func (e *Executor) spreadHint(st parser.Statement) *atomic.Int64 {
 	return h.(*atomic.Int64)
 }
 
-// Exec runs one statement in the caller's transaction.
+// Exec runs one statement in the caller's transaction. FOR POP WAIT is
+// refused there (WAIT 0 excepted): see wait.go.
 func (e *Executor) Exec(tr kv.Transaction, p *parser.Parsed, args Args) (*Result, error) {
 	b, err := e.bind(p, args)
 	if err != nil {
 		return nil, err
+	}
+	if b.wait.d > 0 {
+		return nil, errWaitInTx
 	}
 	return e.run(tr, b)
 }

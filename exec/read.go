@@ -146,6 +146,9 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, b *bound) (*
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkWaitTable(); err != nil {
+		return nil, err
+	}
 	q, err := s.planSelect(st)
 	if err != nil {
 		return nil, err
@@ -164,6 +167,9 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, b *bound) (*
 		rows, err = s.popOnce(q.plan)
 	} else {
 		rows, _, err = q.plan.run(s)
+	}
+	if err == nil && st.ForPop {
+		err = s.armWait(rows, q.plan)
 	}
 	if err != nil {
 		return nil, err

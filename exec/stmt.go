@@ -22,6 +22,8 @@ type bound struct {
 	// (see ddlDone), a pop's receipt (see queues.Receipt), a DELETE's
 	// count receipt (see queues.CountReceipt).
 	token int64
+	// wait is a FOR POP WAIT's wait, and what it keeps across its rounds.
+	wait waitState
 }
 
 // bind checks args against p's placeholders and makes the ids of the rows
@@ -31,6 +33,9 @@ func (e *Executor) bind(p *parser.Parsed, args Args) (*bound, error) {
 		return nil, err
 	}
 	b := &bound{p: p, args: args}
+	if err := b.bindWait(); err != nil {
+		return nil, err
+	}
 	if ins, ok := p.Stmt.(*parser.Insert); ok {
 		// Ids are made once, outside the retry loop: a retry pushes the
 		// same rows with the same ids.

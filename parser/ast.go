@@ -1,8 +1,8 @@
 // Package parser turns fdbqueue's SQL dialect into small statement types.
 //
 // It is the only package that imports github.com/xwb1989/sqlparser: it runs
-// sqlparser's tokenizer over the text first (to recognise FOR POP, IF NOT
-// EXISTS and the few spellings sqlparser does not accept), then
+// sqlparser's tokenizer over the text first (to recognise FOR POP [WAIT n],
+// IF NOT EXISTS and the few spellings sqlparser does not accept), then
 // sqlparser.ParseStrictDDL (which, unlike Parse, fails on partial DDL and
 // never logs), and converts the tree into the types below. Anything outside
 // the dialect is an error that names what was not understood and what is
@@ -136,7 +136,8 @@ type Insert struct {
 	Rows    [][]Value
 }
 
-// Select is SELECT columns|*|COUNT(*) FROM table [WHERE] [ORDER BY] [LIMIT] [FOR POP].
+// Select is SELECT columns|*|COUNT(*) FROM table [WHERE] [ORDER BY] [LIMIT]
+// [FOR POP [WAIT seconds]].
 type Select struct {
 	Table   string
 	Star    bool
@@ -146,6 +147,10 @@ type Select struct {
 	OrderBy *OrderBy
 	Limit   *Value // nil: no LIMIT
 	ForPop  bool
+	// Wait is FOR POP WAIT's seconds: an integer or a float from 0 to
+	// MaxWait, or a placeholder (bound to a time.Duration or a number of
+	// seconds); nil without WAIT.
+	Wait *Value
 }
 
 // Delete is DELETE FROM table [WHERE] [ORDER BY] [LIMIT].

@@ -21,7 +21,7 @@ var ErrUnsupported = errors.New("fdbqueue: not supported")
 
 // Supported summarises the dialect for error messages.
 const Supported = "supported: CREATE TABLE [IF NOT EXISTS], DROP TABLE [IF EXISTS], " +
-	"INSERT INTO t [(cols)] VALUES (...), SELECT cols|*|COUNT(*) FROM t [WHERE] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP], " +
+	"INSERT INTO t [(cols)] VALUES (...), SELECT cols|*|COUNT(*) FROM t [WHERE] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP [WAIT seconds]], " +
 	"DELETE FROM t [WHERE] [ORDER BY priority] [LIMIT n], UPDATE t SET priority = v WHERE id = v, BEGIN, COMMIT, ROLLBACK"
 
 // MaxStatementSize bounds the text Parse accepts.
@@ -100,11 +100,12 @@ func tokenize(sql string) ([]token, error) {
 	return toks, nil
 }
 
-// prepass recognises what sqlparser does not: a trailing FOR POP, CREATE
-// TABLE IF NOT EXISTS, BOOL/BOOLEAN column types, negative and boolean
-// DEFAULTs, and unnamed indexes. It returns the text for sqlparser.
+// prepass recognises what sqlparser does not: a trailing FOR POP [WAIT n],
+// CREATE TABLE IF NOT EXISTS, BOOL/BOOLEAN column types, negative and
+// boolean DEFAULTs, and unnamed indexes. It returns the text for sqlparser.
 type prepass struct {
 	forPop      bool
+	wait        *Value // FOR POP WAIT's seconds or placeholder
 	ifNotExists bool
 	boolCols    map[string]bool
 	positional  int // ? placeholders
@@ -149,14 +150,21 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 		return "", fmt.Errorf("%w: a statement uses either ? or :name placeholders, not both", ErrUnsupported)
 	}
 
-	// FOR POP at the end of a SELECT.
-	if n >= 2 && tokAt(n-2).typ == sqlparser.FOR {
-		last := tokAt(n - 1)
+	// FOR POP [WAIT n] at the end of a SELECT.
+	end, err := pp.waitClause(sql, tokAt, n)
+	if err != nil {
+		return "", err
+	}
+	for k := end; k < n; k++ {
+		drop[code[k]] = true
+	}
+	if end >= 2 && tokAt(end-2).typ == sqlparser.FOR {
+		last := tokAt(end - 1)
 		if last.typ == sqlparser.ID && strings.EqualFold(last.val, "pop") {
 			pp.forPop = true
-			drop[code[n-2]], drop[code[n-1]] = true, true
+			drop[code[end-2]], drop[code[end-1]] = true, true
 		} else if last.typ != sqlparser.UPDATE {
-			return "", fmt.Errorf("%w: trailing clause FOR %s; the only trailing clause is FOR POP", ErrUnsupported, strings.ToUpper(last.val))
+			return "", fmt.Errorf("%w: trailing clause FOR %s; the only trailing clause is FOR POP [WAIT seconds]", ErrUnsupported, strings.ToUpper(last.val))
 		}
 	}
 
@@ -238,7 +246,10 @@ func parse(sql string) (*Parsed, error) {
 		return nil, err
 	}
 	if sel, ok := st.(*Select); ok {
-		sel.ForPop = pp.forPop
+		sel.ForPop, sel.Wait = pp.forPop, pp.wait
+		if w := pp.wait; w != nil && w.Kind == ValueArg && w.Name != "" {
+			c.addName(w.Name)
+		}
 		if sel.ForPop && sel.Limit == nil {
 			return nil, fmt.Errorf("%w: FOR POP needs a LIMIT (how many rows to pop)", ErrUnsupported)
 		}
@@ -860,6 +871,17 @@ func (c *converter) comparison(x *sqlparser.ComparisonExpr) (Cond, error) {
 	return Cond{Column: col.Name.String(), Op: op, Value: v}, nil
 }
 
+// addName records a :name placeholder, once, in the order of first use.
+func (c *converter) addName(name string) {
+	if c.seen == nil {
+		c.seen = map[string]bool{}
+	}
+	if !c.seen[name] {
+		c.seen[name] = true
+		c.names = append(c.names, name)
+	}
+}
+
 // expr converts a value expression: a literal or a placeholder.
 func (c *converter) expr(e sqlparser.Expr) (Value, error) {
 	switch x := e.(type) {
@@ -925,13 +947,7 @@ func (c *converter) value(v *sqlparser.SQLVal) (Value, error) {
 			}
 			return Value{Kind: ValueArg, Ordinal: n}, nil
 		}
-		if c.seen == nil {
-			c.seen = map[string]bool{}
-		}
-		if !c.seen[name] {
-			c.seen[name] = true
-			c.names = append(c.names, name)
-		}
+		c.addName(name)
 		return Value{Kind: ValueArg, Name: name}, nil
 	}
 	return Value{}, unsupported("literal %s", s)

@@ -74,6 +74,20 @@ var accepted = []struct {
 			Where:   []Cond{{Column: "a", Op: OpNe, Value: ival(5)}, {Column: "b", Op: OpLt, Value: ival(10)}, {Column: "c", Op: OpNe, Value: sval("x")}},
 			OrderBy: &OrderBy{Column: "priority"}, Limit: ptr(arg(1)), ForPop: true}, 1,
 	},
+	// FOR POP WAIT: seconds, fractions, placeholders (the WAIT's ? is the
+	// last); WAIT is also a name.
+	{
+		"SELECT id FROM tasks WHERE cpu <= ? AND mem <= ? LIMIT 1 FOR POP WAIT ?",
+		&Select{Table: "tasks", Columns: []string{"id"},
+			Where: []Cond{{Column: "cpu", Op: OpLe, Value: arg(1)}, {Column: "mem", Op: OpLe, Value: arg(2)}},
+			Limit: ptr(ival(1)), ForPop: true, Wait: ptr(arg(3))}, 3,
+	},
+	{"select * from t limit ? for pop wait 5;", &Select{Table: "t", Star: true, Limit: ptr(arg(1)), ForPop: true, Wait: ptr(ival(5))}, 1},
+	{"SELECT * FROM t LIMIT 2 FOR POP WAIT 0.25 -- a quarter second", &Select{Table: "t", Star: true, Limit: ptr(ival(2)), ForPop: true, Wait: ptr(Value{Kind: ValueFloat, Float: 0.25})}, 0},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT 0", &Select{Table: "t", Star: true, Limit: ptr(ival(1)), ForPop: true, Wait: ptr(ival(0))}, 0},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT 300", &Select{Table: "t", Star: true, Limit: ptr(ival(1)), ForPop: true, Wait: ptr(ival(300))}, 0},
+	{"SELECT * FROM t WHERE cpu <= :cpu LIMIT 1 FOR POP WAIT :timeout", &Select{Table: "t", Star: true, Where: []Cond{{Column: "cpu", Op: OpLe, Value: named("cpu")}}, Limit: ptr(ival(1)), ForPop: true, Wait: ptr(named("timeout"))}, -1},
+	{"SELECT wait FROM `wait` WHERE wait = 5 LIMIT 1 FOR POP", &Select{Table: "wait", Columns: []string{"wait"}, Where: []Cond{{Column: "wait", Op: OpEq, Value: ival(5)}}, Limit: ptr(ival(1)), ForPop: true}, 0},
 	{"SELECT * FROM t /* peek */ LIMIT 3", &Select{Table: "t", Star: true, Limit: ptr(ival(3))}, 0},
 	{"SELECT COUNT(*) FROM t", &Select{Table: "t", Count: true}, 0},
 	{"SELECT count(*) FROM t WHERE cpu <= 2", &Select{Table: "t", Count: true, Where: []Cond{{Column: "cpu", Op: OpLe, Value: ival(2)}}}, 0},
@@ -100,6 +114,9 @@ func TestAccepted(t *testing.T) {
 	p, err := parse("INSERT INTO t VALUES (:a, :b, :a)")
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b"}, p.Names)
+	p, err = parse("SELECT * FROM t WHERE cpu <= :cpu LIMIT 1 FOR POP WAIT :timeout")
+	require.NoError(t, err)
+	require.Equal(t, []string{"cpu", "timeout"}, p.Names, "WAIT's placeholder is an argument too")
 }
 
 var rejected = []struct {
@@ -111,6 +128,22 @@ var rejected = []struct {
 	{"CREATE TABLE t (a INT", "syntax error"},
 	{"SELECT * FROM t LIMIT 1 FOR UPDATE", "FOR UPDATE"},
 	{"SELECT * FROM t LIMIT 1 FOR SHARE", "the only trailing clause is FOR POP"},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT", "FOR POP WAIT without the seconds to wait"},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT -1", "FOR POP WAIT -1: a wait is 0 or more seconds"},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT 301", "WAIT 301: at most 300 seconds"},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT 1e400", "WAIT 1e400: not a number of seconds"},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT ''", "seconds are a number, not a string"},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT '5'", "seconds are a number, not a string"},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT five", `not "five"`},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT 0x10", "hex literal"},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT NULL", "not NULL"},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT 5 SECONDS", "one number of seconds, and nothing after it"},
+	{"SELECT * FROM t LIMIT 1 FOR POP WAIT 1 2", "one number of seconds"},
+	{"SELECT * FROM t LIMIT 1 WAIT 5", "WAIT without FOR POP"},
+	{"SELECT * FROM t LIMIT 1 WAIT ? FOR POP", "WAIT without FOR POP"},
+	{"SELECT * FROM t FOR POP WAIT 5", "FOR POP needs a LIMIT"},
+	{"DELETE FROM t LIMIT 1 FOR POP WAIT 5", "FOR POP ends a SELECT"},
+	{"SELECT COUNT(*) FROM t LIMIT 1 FOR POP WAIT 5", "COUNT(*)"},
 	{"SELECT * FROM t FOR POP", "FOR POP needs a LIMIT"},
 	{"DELETE FROM t FOR POP", "FOR POP ends a SELECT"},
 	{"SELECT COUNT(*) FROM t LIMIT 1 FOR POP", "COUNT(*)"},

@@ -35,6 +35,9 @@ import (
 //	P (9, token, n)                         pop receipt, the n-th item popped:            RecordReceipt
 //	                                        packed (id, priority, (resources...), value)
 //	P (10, expiry, token)                   the receipt by expiry: ""                     Receipts.Record
+//	P (11)                                  push signal: little-endian int64, the items   Push, PushAll,
+//	                                        ever pushed, kept with atomic ADD; FOR POP    WatchSignal
+//	                                        WAIT watches it (see signal.go)
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so
@@ -65,6 +68,11 @@ import (
 //   - P (9, token) is a prefix of P (9, token, n): a token has one receipt
 //     (exec gives each statement its own token), and Receipts.Lookup reads
 //     every key under P (9, token), whichever form the receipt took.
+//   - The push signal sorts above the items (tagSignal > tagMarks), so
+//     ClearItems keeps it: a DELETE is no push, and changing the signal
+//     would wake every waiter for nothing. Clear removes it, which wakes
+//     every waiter on a dropped queue: WatchSignal makes sure the key
+//     exists before it watches it, so that its removal is a change.
 const (
 	tagItems         = 0
 	tagIDs           = 1
@@ -77,8 +85,9 @@ const (
 	tagMarkExpiry    = 8
 	tagReceipts      = 9
 	tagReceiptExpiry = 10
+	tagSignal        = 11
 
-	numTags = tagReceiptExpiry + 1
+	numTags = tagSignal + 1
 )
 
 // tupleEnd is above every tuple type code: see extending.

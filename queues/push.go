@@ -18,7 +18,11 @@ func (q *Queue) Push(tr kv.Transaction, it Item) error {
 	if err != nil || done {
 		return err
 	}
-	return q.push(tr, it)
+	if err := q.push(tr, it); err != nil {
+		return err
+	}
+	q.signal(tr, 1)
+	return nil
 }
 
 // PushAll pushes items as one operation. With a token (non-zero) it is
@@ -27,6 +31,9 @@ func (q *Queue) Push(tr kv.Transaction, it Item) error {
 // an attempt that finds the receipt pushes nothing and reports false (an
 // earlier attempt was applied). Without a token it writes no marker at all,
 // for callers whose retries push under new ids anyway.
+//
+// Push and PushAll wake the consumers waiting on the queue (see
+// WatchSignal) when their transaction commits.
 func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, error) {
 	for _, it := range items {
 		if err := q.checkItem(it); err != nil {
@@ -42,6 +49,9 @@ func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, err
 		if err := q.push(tr, it); err != nil {
 			return false, err
 		}
+	}
+	if len(items) > 0 {
+		q.signal(tr, len(items)) // one ADD for the whole operation
 	}
 	if token == 0 {
 		return true, nil

@@ -45,6 +45,17 @@ priority 0..9, cpu 1..8, mem 1..32 and a 64-byte payload:
            and only the last task pushed, at the lowest priority, fits it
   fsync    (file: only) append and fsync a small file in DIR, --fsync-reps
            times: what one durable commit costs at least
+  wait     (not in the default list: it idles on purpose) SELECT ... FOR POP
+           WAIT. wait_wake: --waiters consumers wait on an empty table; one
+           task is pushed --wait-reps times, each once they all wait again:
+           time from the push's start to the task in a consumer's hands.
+           wait_idle: --idle-consumers consumers on an empty table for
+           --idle-s, waiting (WAIT 5 in a loop) or polling (FOR POP, then
+           10 ms of sleep when empty): the process's CPU time. wait_pc: a
+           producer pushes --wait-rate tasks a second (0: as fast as it can)
+           until --limit-ops or --limit-s, --wait-consumers consumers wait
+           (WAIT 1) or poll: rows/s, latency from push to consumer, empty
+           pops, CPU time per row
 Each push and pop run stops at --limit-ops rows or --limit-s seconds,
 whichever comes first (0: no such limit). Every run checks its result and
 fails the bench if it is wrong: rows pushed = rows in the table; rows popped
@@ -66,10 +77,11 @@ examples:
   fdbqueue bench file:/tmp/benchdb
   fdbqueue bench --bench latency --sizes 10000,100000,1000000 file:/tmp/benchdb
   fdbqueue bench --bench pop --consumers 1,64 --limit-s 10 --json memory: > pop.jsonl
+  fdbqueue bench --bench wait file:/tmp/benchdb
 `
 
 // The benchmarks, in the order they run.
-var benchNames = []string{"fsync", "push", "pop", "latency"}
+var benchNames = []string{"fsync", "push", "pop", "latency", "wait"}
 
 // Consumer resources of the pop runs.
 var resourceModes = []string{"random", "any"}
@@ -101,11 +113,18 @@ type benchOptions struct {
 	sizes     []int
 	reps      int
 	fsyncReps int
-	json      bool
-	table     string
-	force     bool
-	dsn       string
-	cfg       *fdbqueue.Config
+	// The wait workloads (bench_wait.go).
+	waiters       []int
+	waitReps      int
+	idleConsumers int
+	idleDur       time.Duration
+	waitRates     []int
+	waitConsumers int
+	json          bool
+	table         string
+	force         bool
+	dsn           string
+	cfg           *fdbqueue.Config
 	// config labels the engine configuration in the results: memory,
 	// file-full, file-none or fdb.
 	config string
@@ -132,7 +151,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
 	// flag gets one line, not the whole help.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	benches := fs.String("bench", "push,pop,latency,fsync", "the benchmarks to run: `LIST` of push, pop, latency, fsync (fsync runs on file: DSNs only; by default it is skipped elsewhere)")
+	benches := fs.String("bench", "push,pop,latency,fsync", "the benchmarks to run: `LIST` of push, pop, latency, fsync, wait (fsync runs on file: DSNs only; by default it is skipped elsewhere)")
 	clients := fs.String("clients", "1,8", "push: numbers of concurrent clients, a `LIST`")
 	batches := fs.String("batch", "1,100", "push: rows per INSERT, a `LIST`")
 	consumers := fs.String("consumers", "1,8,32", "pop: numbers of concurrent consumers, a `LIST`")
@@ -143,6 +162,12 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
 	sizes := fs.String("sizes", "10000,100000", "latency: queue sizes, a `LIST` (the full-size comparison adds 1000000)")
 	fs.IntVar(&o.reps, "reps", 10, "latency: timed pops per workload and size")
 	fs.IntVar(&o.fsyncReps, "fsync-reps", 200, "fsync: timed fsyncs")
+	waiters := fs.String("waiters", "1,32", "wait: numbers of waiting consumers of wait_wake, a `LIST`")
+	fs.IntVar(&o.waitReps, "wait-reps", 200, "wait: timed pushes of each wait_wake run")
+	fs.IntVar(&o.idleConsumers, "idle-consumers", 100, "wait: consumers of wait_idle")
+	idleS := fs.Float64("idle-s", 10, "wait: `SECONDS` of wait_idle")
+	waitRates := fs.String("wait-rate", "200,0", "wait: tasks a second the wait_pc producer pushes, a `LIST` (0: as fast as it can)")
+	fs.IntVar(&o.waitConsumers, "wait-consumers", 4, "wait: consumers of wait_pc")
 	fs.BoolVar(&o.json, "json", false, "print JSON lines, one object a run, instead of the table")
 	fs.StringVar(&o.table, "table", "fdbqueue_bench", "the `NAME` of the table the bench drops, creates and fills")
 	fs.BoolVar(&o.force, "force", false, "drop --table even if it exists before the bench starts")
@@ -168,6 +193,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	err := o.check(rest, set, *benches, *clients, *batches, *consumers, *resources, *sizes, *limitS)
+	if err == nil {
+		err = o.checkWait(*waiters, *waitRates, *idleS)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return nil, 2
@@ -257,6 +285,31 @@ func (o *benchOptions) check(rest []string, set map[string]bool, benches, client
 	return nil
 }
 
+// checkWait fills in and checks the wait workloads' options.
+func (o *benchOptions) checkWait(waiters, rates string, idleS float64) error {
+	var err error
+	if o.waiters, err = parseInts("--waiters", waiters, 1, maxClients); err != nil {
+		return err
+	}
+	if o.waitRates, err = parseInts("--wait-rate", rates, 0, 1_000_000); err != nil {
+		return err
+	}
+	switch {
+	case o.waitReps < 1:
+		return usagef("--wait-reps %d: at least 1 timed push", o.waitReps)
+	case o.idleConsumers < 1 || o.idleConsumers > maxClients:
+		return usagef("--idle-consumers %d: from 1 to %d", o.idleConsumers, maxClients)
+	case o.waitConsumers < 1 || o.waitConsumers > maxClients:
+		return usagef("--wait-consumers %d: from 1 to %d", o.waitConsumers, maxClients)
+	case idleS <= 0 || math.IsNaN(idleS) || idleS > 3600:
+		return usagef("--idle-s %v: seconds, more than 0 and up to 3600", idleS)
+	case o.lim.ops == 0 && o.lim.dur == 0 && o.runs("wait"):
+		return usagef("--limit-ops 0 and --limit-s 0 would let a wait_pc producer push forever; bound one of them")
+	}
+	o.idleDur = time.Duration(idleS * float64(time.Second))
+	return nil
+}
+
 // parseInts reads a comma-separated list of integers from lo to hi.
 func parseInts(flagName, s string, lo, hi int) ([]int, error) {
 	var out []int
@@ -326,6 +379,9 @@ func benchMain(ctx context.Context, o *benchOptions, stdout, stderr io.Writer, f
 	defer db.Close()
 	// Every client holds a connection for a whole run.
 	conns := max(64, slices.Max(o.clients)+1, slices.Max(o.consumers)+1)
+	if o.runs("wait") {
+		conns = max(conns, slices.Max(o.waiters)+2, o.idleConsumers+2, o.waitConsumers+2)
+	}
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
 	if err := checkBenchTable(ctx, db, o); err != nil {

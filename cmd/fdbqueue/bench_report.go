@@ -88,6 +88,47 @@ type fsyncResult struct {
 	resultMeta
 }
 
+// waitWakeResult is one wake-up run (bench_wait.go).
+type waitWakeResult struct {
+	Bench     string  `json:"bench"` // wait_wake
+	Waiters   int     `json:"waiters"`
+	Pushes    int     `json:"pushes"`
+	P50MS     float64 `json:"p50_ms"` // from the push's start to the task in a waiter's hands
+	P99MS     float64 `json:"p99_ms"`
+	PushP50MS float64 `json:"push_p50_ms"` // the push statement alone
+	resultMeta
+}
+
+// waitIdleResult is one idle run.
+type waitIdleResult struct {
+	Bench     string  `json:"bench"` // wait_idle
+	Mode      string  `json:"mode"`  // wait or poll
+	Consumers int     `json:"consumers"`
+	Seconds   float64 `json:"seconds"`
+	CPUMS     float64 `json:"cpu_ms"`  // the process's, user and system; -1: not measured here
+	CPUPct    float64 `json:"cpu_pct"` // of one core
+	Stmts     int64   `json:"stmts"`   // pops the consumers ran meanwhile
+	StmtsPerS float64 `json:"stmts_per_s"`
+	resultMeta
+}
+
+// waitPCResult is one producer/consumer run.
+type waitPCResult struct {
+	Bench       string  `json:"bench"` // wait_pc
+	Mode        string  `json:"mode"`  // wait or poll
+	Consumers   int     `json:"consumers"`
+	Rate        int     `json:"rate"` // tasks a second the producer aimed at; 0: as fast as it could
+	Rows        int64   `json:"rows"`
+	Seconds     float64 `json:"seconds"` // until the last task was taken
+	RowsPerS    float64 `json:"rows_per_s"`
+	P50MS       float64 `json:"p50_ms"` // from the push's start to the task in a consumer's hands
+	P99MS       float64 `json:"p99_ms"`
+	EmptyPops   int64   `json:"empty_pops"`
+	CPUMS       float64 `json:"cpu_ms"`
+	CPUMSPerRow float64 `json:"cpu_ms_per_row"`
+	resultMeta
+}
+
 // benchReport prints the results as they come.
 type benchReport struct {
 	w    io.Writer
@@ -107,6 +148,18 @@ func newBenchReport(w io.Writer, o *benchOptions) *benchReport {
 	return r
 }
 
+// String says when a run stops: "20000 rows or 5s".
+func (l limits) String() string {
+	var lim []string
+	if l.ops > 0 {
+		lim = append(lim, fmt.Sprintf("%d rows", l.ops))
+	}
+	if l.dur > 0 {
+		lim = append(lim, fmt.Sprint(l.dur))
+	}
+	return strings.Join(lim, " or ")
+}
+
 // header prints what runs where, and the limits (table only).
 func (r *benchReport) header(env string) error {
 	if r.enc != nil {
@@ -116,14 +169,7 @@ func (r *benchReport) header(env string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fdbqueue bench %s (%s), table %s\n%s, %s\n", o.dsn, o.config, o.table, env, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	if o.runs("push") || o.runs("pop") {
-		var lim []string
-		if o.lim.ops > 0 {
-			lim = append(lim, fmt.Sprintf("%d rows", o.lim.ops))
-		}
-		if o.lim.dur > 0 {
-			lim = append(lim, fmt.Sprint(o.lim.dur))
-		}
-		fmt.Fprintf(&b, "push and pop runs stop at %s", strings.Join(lim, " or "))
+		fmt.Fprintf(&b, "push and pop runs stop at %s", o.lim)
 		if o.runs("pop") {
 			fmt.Fprintf(&b, "; pop runs start on %d tasks", o.prefill)
 		}
@@ -131,6 +177,9 @@ func (r *benchReport) header(env string) error {
 	}
 	if o.runs("latency") {
 		fmt.Fprintf(&b, "get_task: latency of one pop, %d times a workload and size\n", o.reps)
+	}
+	if o.runs("wait") {
+		fmt.Fprintf(&b, "wait: %d timed pushes a wake run; %d idle consumers for %v; producers stop at %s\n", o.waitReps, o.idleConsumers, o.idleDur, o.lim)
 	}
 	_, err := io.WriteString(r.w, b.String())
 	return err
@@ -181,4 +230,29 @@ func (r *benchReport) fsync(v fsyncResult) error {
 	return r.row("fsync",
 		fmt.Sprintf("%-9s %9s %5s %10s %9s %9s %9s", "fsync", "bytes", "reps", "median ms", "p99 ms", "min ms", "max ms"), v,
 		fmt.Sprintf("%-9s %9d %5d %10.3f %9.3f %9.3f %9.3f", "append", v.Bytes, v.Reps, v.MedianMS, v.P99MS, v.MinMS, v.MaxMS))
+}
+
+func (r *benchReport) waitWake(v waitWakeResult) error {
+	v.resultMeta = r.meta
+	return r.row("wait_wake",
+		fmt.Sprintf("%-9s %9s %9s %9s %9s %11s", "wait_wake", "waiters", "pushes", "p50 ms", "p99 ms", "push p50 ms"), v,
+		fmt.Sprintf("%-9s %9d %9d %9.3f %9.3f %11.3f", "", v.Waiters, v.Pushes, v.P50MS, v.P99MS, v.PushP50MS))
+}
+
+func (r *benchReport) waitIdle(v waitIdleResult) error {
+	v.resultMeta = r.meta
+	return r.row("wait_idle",
+		fmt.Sprintf("%-9s %9s %9s %9s %9s %9s", "wait_idle", "consumers", "seconds", "cpu ms", "cpu %", "pops/s"), v,
+		fmt.Sprintf("%-9s %9d %9.1f %9.1f %9.2f %9.1f", v.Mode, v.Consumers, v.Seconds, v.CPUMS, v.CPUPct, v.StmtsPerS))
+}
+
+func (r *benchReport) waitPC(v waitPCResult) error {
+	v.resultMeta = r.meta
+	rate := fmt.Sprint(v.Rate)
+	if v.Rate == 0 {
+		rate = "max"
+	}
+	return r.row("wait_pc",
+		fmt.Sprintf("%-9s %9s %6s %7s %9s %9s %9s %7s %10s", "wait_pc", "consumers", "rate", "rows", "rows/s", "p50 ms", "p99 ms", "empty", "cpu ms/row"), v,
+		fmt.Sprintf("%-9s %9d %6s %7d %9.0f %9.3f %9.3f %7d %10.3f", v.Mode, v.Consumers, rate, v.Rows, v.RowsPerS, v.P50MS, v.P99MS, v.EmptyPops, v.CPUMSPerRow))
 }

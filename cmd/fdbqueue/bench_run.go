@@ -30,7 +30,7 @@ const (
 
 // benchSQL holds the statements on the bench's table.
 type benchSQL struct {
-	table, drop, create, push, pop, count string
+	table, drop, create, push, pop, popWait, count string
 }
 
 func newBenchSQL(table string) benchSQL {
@@ -41,7 +41,9 @@ func newBenchSQL(table string) benchSQL {
 		create: "CREATE TABLE " + t + " (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, payload BLOB, INDEX fit (cpu, mem))",
 		push:   "INSERT INTO " + t + " (priority, cpu, mem, payload) VALUES (?, ?, ?, ?)",
 		pop:    "SELECT id, cpu, mem, payload FROM " + t + " WHERE cpu <= ? AND mem <= ? ORDER BY priority LIMIT 1 FOR POP",
-		count:  "SELECT COUNT(*) FROM " + t,
+		// popWait is pop that waits for a task (its last argument).
+		popWait: "SELECT id, cpu, mem, payload FROM " + t + " WHERE cpu <= ? AND mem <= ? ORDER BY priority LIMIT 1 FOR POP WAIT ?",
+		count:   "SELECT COUNT(*) FROM " + t,
 	}
 }
 
@@ -135,6 +137,9 @@ func (b *bencher) run() error {
 				}
 			}
 		}
+	}
+	if b.o.runs("wait") {
+		return b.waitRuns()
 	}
 	return nil
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +21,10 @@ import (
 // tinyBench are limits that make a whole fdbqueue bench take milliseconds.
 var tinyBench = []string{"--limit-ops", "20", "--limit-s", "60", "--prefill", "40", "--sizes", "1,30",
 	"--reps", "3", "--fsync-reps", "3", "--clients", "1,2", "--consumers", "1,3", "--batch", "1,5"}
+
+// tinyWait are the wait workloads at sizes that take a second or so.
+var tinyWait = []string{"--bench", "wait", "--waiters", "1,3", "--wait-reps", "3", "--idle-consumers", "3",
+	"--idle-s", "0.05", "--wait-rate", "200,0", "--wait-consumers", "2"}
 
 func benchArgs(extra ...string) []string {
 	return append(append([]string{"bench"}, tinyBench...), extra...)
@@ -166,6 +172,27 @@ func addRow(prio, cpu, mem int) func(context.Context, *sql.DB, string) error {
 	}
 }
 
+// onRun runs fn after the n-th run only (1-based).
+func onRun(n int, fn func(context.Context, *sql.DB, string) error) func(context.Context, *sql.DB, string) error {
+	var runs atomic.Int64
+	return func(ctx context.Context, db *sql.DB, table string) error {
+		if runs.Add(1) != int64(n) {
+			return nil
+		}
+		return fn(ctx, db, table)
+	}
+}
+
+// onPop alters the tasks popped from the n-th check on.
+func onPop(n int, fn func(*poppedTask)) func(*poppedTask) {
+	var pops atomic.Int64
+	return func(p *poppedTask) {
+		if pops.Add(1) >= int64(n) {
+			fn(p)
+		}
+	}
+}
+
 // onFill runs fn after the fills of one latency workload.
 func onFill(workload string, fn func(context.Context, *sql.DB, string) error) func(context.Context, *sql.DB, string, string) error {
 	return func(ctx context.Context, db *sql.DB, table, w string) error {
@@ -230,8 +257,33 @@ func TestBenchSelfChecksFail(t *testing.T) {
 			require.ErrorContains(t, err, "self-check failed")
 		})
 	}
+	// The wait workloads: each run's check fails.
+	for _, tc := range []struct {
+		name   string
+		faults benchFaults
+		args   []string
+		want   string
+	}{
+		{"wake count", benchFaults{afterRun: addRow(0, 1, 1)}, nil,
+			"bench wait_wake waiters=1: self-check failed: 3 rows filled, 3 popped, so 0 should be left; 1 are"},
+		{"wake payload", benchFaults{popped: func(p *poppedTask) { p.payload = p.payload[1:] }}, nil,
+			"bench wait_wake waiters=1: self-check failed: task"},
+		{"idle count", benchFaults{afterRun: onRun(2, addRow(0, 1, 1))}, []string{"--waiters", "1"},
+			"bench wait_idle wait: self-check failed: 0 rows filled, 0 popped, so 0 should be left; 1 are"},
+		{"producer/consumer count", benchFaults{afterRun: onRun(4, addRow(0, 1, 1))}, []string{"--waiters", "1"},
+			"bench wait_pc wait rate=200: self-check failed: 20 rows filled, 20 popped, so 0 should be left; 1 are"},
+		{"producer/consumer unknown task", benchFaults{popped: onPop(2, func(p *poppedTask) { p.id = 7 })}, []string{"--waiters", "1", "--wait-reps", "1"},
+			"bench wait_pc wait rate=200: self-check failed: a consumer took task 7, which the producer did not push"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := runBenchFaults(t, tc.faults, append(append(append([]string{}, tinyWait...), tc.args...), "memory:")...)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
 	// Without a fault, the same runs pass.
 	require.NoError(t, runBenchFaults(t, benchFaults{}, "--bench", "push,pop,latency", "memory:"))
+	require.NoError(t, runBenchFaults(t, benchFaults{}, append(tinyWait, "memory:")...))
 }
 
 // TestBenchDropsTableOnFailure: a failed run leaves no table behind either.
@@ -281,6 +333,14 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"--fsync-reps", "0", "memory:"}, "--fsync-reps 0"},
 		{[]string{"--table", "my table", "memory:"}, `--table "my table": a name of letters, digits and _`},
 		{[]string{"--table", "1st", "memory:"}, `--table "1st"`},
+		{[]string{"--waiters", "0", "memory:"}, `--waiters "0": a comma-separated list of integers from 1 to 1000`},
+		{[]string{"--wait-rate", "-1", "memory:"}, `--wait-rate "-1": a comma-separated list of integers from 0 to 1000000`},
+		{[]string{"--wait-reps", "0", "memory:"}, "--wait-reps 0: at least 1 timed push"},
+		{[]string{"--idle-consumers", "0", "memory:"}, "--idle-consumers 0: from 1 to 1000"},
+		{[]string{"--wait-consumers", "1001", "memory:"}, "--wait-consumers 1001: from 1 to 1000"},
+		{[]string{"--idle-s", "0", "memory:"}, "--idle-s 0: seconds, more than 0"},
+		{[]string{"--idle-s", "NaN", "memory:"}, "--idle-s NaN"},
+		{[]string{"--bench", "wait", "--limit-ops", "0", "--limit-s", "0", "memory:"}, "would let a wait_pc producer push forever"},
 		{[]string{"bogus"}, "fdbqueue: bench: bad DSN: \"bogus\" has no engine"},
 		{[]string{"file:/tmp/x?mode=ro"}, "opens the database read-only; the bench writes"},
 		{[]string{"--nope", "memory:"}, "fdbqueue: bench: flag provided but not defined: -nope (fdbqueue bench --help lists the flags)\n"},
@@ -376,4 +436,47 @@ func TestBenchSQL(t *testing.T) {
 	q := newBenchSQL("b")
 	require.Equal(t, "INSERT INTO `b` (priority, cpu, mem, payload) VALUES (?, ?, ?, ?)", q.batch(1))
 	require.Equal(t, "INSERT INTO `b` (priority, cpu, mem, payload) VALUES (?, ?, ?, ?), (?, ?, ?, ?)", q.batch(2))
+}
+
+// TestBenchWait runs the wait workloads small, as a table and as JSON.
+func TestBenchWait(t *testing.T) {
+	t.Parallel()
+	out, errs, code := shellRun(t, "", append(append([]string{"bench", "--limit-ops", "20", "--limit-s", "60"}, tinyWait...), "memory:")...)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "wait: 3 timed pushes a wake run; 3 idle consumers for 50ms; producers stop at 20 rows or 1m0s\n")
+	row := func(fields ...string) string { return `^` + strings.Join(fields, ` +`) + `\b.*\n` }
+	n, ms, f := `\d+`, `\d+\.\d{3}`, `-?\d+\.\d+`
+	for _, want := range []string{
+		row("wait_wake", "waiters", "pushes", "p50 ms", "p99 ms", "push p50 ms") +
+			row("", "1", "3", ms, ms, ms) + row("", "3", "3", ms, ms, ms),
+		row("wait_idle", "consumers", "seconds", "cpu ms", "cpu %", "pops/s") +
+			row("wait", "3", f, f, f, f) + row("poll", "3", f, f, f, f),
+		row("wait_pc", "consumers", "rate", "rows", "rows/s", "p50 ms", "p99 ms", "empty", "cpu ms/row") +
+			row("wait", "2", "200", "20", n, ms, ms, n, ms) + row("poll", "2", "200", "20", n, ms, ms, n, ms) +
+			row("wait", "2", "max", "20", n, ms, ms, n, ms) + row("poll", "2", "max", "20", n, ms, ms, n, ms),
+	} {
+		require.Regexp(t, regexp.MustCompile(`(?m)`+want), out)
+	}
+
+	out, errs, code = shellRun(t, "", append(append([]string{"bench", "--json", "--limit-ops", "20"}, tinyWait...), "--waiters", "2", "memory:")...)
+	require.Equal(t, 0, code, errs)
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &v), line)
+		kinds = append(kinds, v["bench"].(string)+"/"+fmt.Sprint(v["mode"]))
+		require.Equal(t, "memory", v["config"])
+		switch v["bench"] {
+		case "wait_wake":
+			require.EqualValues(t, 3, v["pushes"])
+			require.GreaterOrEqual(t, v["p99_ms"], v["p50_ms"], line)
+		case "wait_idle":
+			require.EqualValues(t, 3, v["consumers"])
+			require.Contains(t, v, "cpu_ms")
+		case "wait_pc":
+			require.EqualValues(t, 20, v["rows"], line)
+			require.Positive(t, v["rows_per_s"], line)
+		}
+	}
+	require.Equal(t, []string{"wait_wake/<nil>", "wait_idle/wait", "wait_idle/poll", "wait_pc/wait", "wait_pc/poll", "wait_pc/wait", "wait_pc/poll"}, kinds)
 }

@@ -252,3 +252,19 @@ func TestSplitter(t *testing.T) {
 		{text: `\q`, line: 5, meta: true},
 	}, got)
 }
+
+// TestScriptWait: FOR POP WAIT in a script takes a row that is there at
+// once, and returns no rows once its wait is over; in a script run as one
+// transaction (-1) it is refused, saying why.
+func TestScriptWait(t *testing.T) {
+	t.Parallel()
+	script := "CREATE TABLE q (v INT);\nINSERT INTO q VALUES (7);\n" +
+		"SELECT v FROM q LIMIT 1 FOR POP WAIT 5;\nSELECT v FROM q LIMIT 1 FOR POP WAIT 0.05;\n"
+	out, errs, code := shellRun(t, script, "--format", "csv")
+	require.Equal(t, 0, code, errs)
+	require.Equal(t, "v\n7\nv\n", out)
+
+	_, errs, code = shellRun(t, script, "-1")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "FOR POP WAIT inside a transaction")
+}

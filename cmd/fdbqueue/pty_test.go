@@ -233,6 +233,32 @@ func TestInteractiveCancel(t *testing.T) {
 	require.Equal(t, 0, term.wait())
 }
 
+// TestInteractiveWait: at the prompt, FOR POP WAIT takes a row that is
+// there, returns no rows once its wait is over, and Ctrl-C ends a long wait
+// at once, taking nothing; the shell goes on.
+func TestInteractiveWait(t *testing.T) {
+	t.Parallel()
+	term := startTerminal(t, "FDBQUEUE_HISTORY="+filepath.Join(t.TempDir(), "h"), "FDBQUEUE_DSN=memory:")
+	term.expect(prompt)
+	term.enter("CREATE TABLE q (v INT);")
+	term.enter("INSERT INTO q VALUES (7);")
+	require.Contains(t, term.enter("SELECT v FROM q LIMIT 1 FOR POP WAIT 300;"), "7\n(1 row)")
+	require.Contains(t, term.enter("SELECT v FROM q LIMIT 1 FOR POP WAIT 0.05;"), "(0 rows)")
+
+	term.send("SELECT v FROM q LIMIT 1 FOR POP WAIT 300;\r")
+	term.expect("FOR POP WAIT 300;\n")
+	time.Sleep(300 * time.Millisecond)
+	term.send("\x03")
+	out := term.expect(prompt)
+	require.Contains(t, out, "statement cancelled")
+	require.NotContains(t, out, "(0 rows)")
+	term.enter("INSERT INTO q VALUES (8);")
+	require.Contains(t, term.enter("SELECT COUNT(*) FROM q;"), "1\n(1 row)", "the cancelled wait took nothing")
+
+	term.send(`\q` + "\r")
+	require.Equal(t, 0, term.wait())
+}
+
 // TestInteractiveCopyProgress loads a file large enough for a progress bar,
 // which goes to the terminal while the data loads.
 func TestInteractiveCopyProgress(t *testing.T) {
