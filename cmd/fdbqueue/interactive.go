@@ -125,6 +125,7 @@ func (sh *shell) interactive() int {
 // line \. outside a quoted field, or Ctrl-D; Ctrl-C cancels the \copy.
 func (sh *shell) readData(line *liner.State) (string, error) {
 	fmt.Fprintln(sh.msg, "Enter the CSV data, a header row first, and end with a line \\. (or Ctrl-D).")
+	defer keepCtrlCAsKey(int(os.Stdin.Fd()))()
 	var data strings.Builder
 	quoted := false
 	for {
