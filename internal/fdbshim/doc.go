@@ -30,9 +30,10 @@
 //	CGO_CFLAGS="-I$PWD/kv/fdb/testdata/include" CGO_LDFLAGS="-L$dir -Wl,-rpath,$dir" \
 //		go test -tags fdb ./kv/fdb/ ./conformance/ ./driver/
 //
-// Tests get a cluster with NewCluster, which returns a cluster file to pass
-// wherever a FoundationDB cluster file goes (fdb.Config.ClusterFile, an fdb:
-// DSN). Its Config injects the embedded engine's faults into every commit.
+// Tests get a cluster with NewCluster, whose ClusterFile goes wherever a
+// FoundationDB cluster file goes (fdb.Config.ClusterFile, an fdb: DSN). Its
+// Config injects the embedded engine's faults into every commit. The test
+// double runs on little-endian 64-bit Linux.
 //
 // Only tests import this package (it is behind the fdb build tag, and refuses
 // to load outside a test binary).

@@ -101,7 +101,8 @@ func openTenant(t *testing.T, cluster string) kv.Database {
 	db, err := fdb.Open(fdb.Config{ClusterFile: cluster, Tenant: name, MaxRetryDelay: 5 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		// Registered after kvtest's Close: runs first, on an open handle.
+		// Runs after kvtest closed db (cleanups run last first): on a
+		// handle of its own.
 		cleaner, err := fdb.Open(fdb.Config{ClusterFile: cluster, Tenant: name})
 		if err != nil {
 			return
