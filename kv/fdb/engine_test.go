@@ -283,9 +283,9 @@ func TestContextReachesFoundationDB(t *testing.T) {
 // timeout) may have been applied: the error says so.
 func TestCommitInFlight(t *testing.T) {
 	t.Parallel()
-	c := shimCluster(t, fdbshim.Config{Faults: &embedded.Faults{CommitLatency: 300 * time.Millisecond}})
+	c := shimCluster(t, fdbshim.Config{Faults: &embedded.Faults{CommitLatency: 1500 * time.Millisecond}})
 	db := open(t, fdb.Config{ClusterFile: c.ClusterFile()})
-	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
 	defer cancel()
 	tr, err := db.CreateTransaction(ctx)
 	require.NoError(t, err)
