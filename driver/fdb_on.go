@@ -14,7 +14,9 @@ import (
 )
 
 // openFDB opens the FoundationDB engine: fdb:[CLUSTER_FILE][?root=...&
-// tenant=...&timeout=...&retry_limit=...].
+// tenant=...&timeout=...&retry_limit=...]. retry_limit=0 is refused: in
+// FoundationDB's terms it would mean "no retries", in the engine's Config
+// "the default".
 func openFDB(cfg *Config) (driver.Connector, error) {
 	fc := fdb.Config{ClusterFile: cfg.Path, Tenant: cfg.Params["tenant"]}
 	if r, ok := cfg.Params["root"]; ok {
@@ -32,14 +34,14 @@ func openFDB(cfg *Config) (driver.Connector, error) {
 	}
 	if v, ok := cfg.Params["retry_limit"]; ok {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < -1 {
-			return nil, fmt.Errorf("%w: retry_limit=%s; a count, or -1 for no limit", ErrDSN, v)
+		if err != nil || n < -1 || n == 0 {
+			return nil, fmt.Errorf("%w: retry_limit=%s; a count of at least 1, or -1 for no limit (default %d)", ErrDSN, v, fdb.DefaultRetryLimit)
 		}
 		fc.RetryLimit = n
 	}
 	db, err := fdb.Open(fc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrEngine, err)
+		return nil, fmt.Errorf("%w: %w", ErrEngine, err)
 	}
 	return &connector{cfg: cfg.Clone(), exec: exec.New(db, root)}, nil
 }

@@ -1,30 +1,45 @@
 //go:build fdb
 
-// Package fdb is the FoundationDB engine: a thin adapter from the kv
-// contract to the official Go bindings (API version 730). It needs cgo and
-// the FoundationDB client library, so it is only in builds with -tags fdb.
+// Package fdb is the FoundationDB engine: an adapter from the kv contract to
+// the official Go bindings (API version 730). It needs cgo and the
+// FoundationDB client library (libfdb_c), so it is only in builds with
+// -tags fdb, and a binary built so needs libfdb_c to start at all, whatever
+// its DSN.
 //
 // All of fdbqueue's keys go under a root prefix (Config.Root), so several
 // applications can share a cluster; a Config.Tenant opens a FoundationDB
-// tenant instead of (or as well as) a prefix. Retries use the bindings'
-// OnError, so backoff, retry limits and timeouts behave exactly as
-// FoundationDB defines them; the context's deadline becomes the
-// transaction's timeout option.
+// tenant instead of (or as well as) a prefix. FoundationDB limits whole keys
+// to 10,000 bytes, so under a root prefix a key may be at most 10,000 bytes
+// minus the prefix's length; a tenant's prefix does not count.
 //
-// TLS is configured the way every FoundationDB client is: through the
-// FDB_NETWORK_OPTION_TLS_* environment variables (for example
-// FDB_NETWORK_OPTION_TLS_CERTIFICATE_FILE, FDB_NETWORK_OPTION_TLS_KEY_FILE,
-// FDB_NETWORK_OPTION_TLS_CA_FILE), which the client library reads at
-// startup, and a cluster file whose addresses end in ":tls".
+// Retries use FoundationDB's on_error, so backoff and the retry rules are
+// FoundationDB's own; the retry limit defaults to DefaultRetryLimit
+// (FoundationDB's default is no limit). A transaction's timeout is the
+// earlier of Config.Timeout and its context's deadline, counted from the
+// transaction's creation across its retries, and the context's cancellation
+// cancels the FoundationDB transaction, interrupting a blocked read, commit
+// or backoff.
+//
+// The package selects API version 730 for the whole process: a program that
+// already selected another one through the bindings cannot open it.
+//
+// TLS is configured the way every FoundationDB client is: through network
+// options the client library reads from the environment at startup,
+// FDB_NETWORK_OPTION_TLS_CERT_PATH, FDB_NETWORK_OPTION_TLS_KEY_PATH,
+// FDB_NETWORK_OPTION_TLS_CA_PATH and FDB_NETWORK_OPTION_TLS_VERIFY_PEERS
+// (or FDB_TLS_CERTIFICATE_FILE, FDB_TLS_KEY_FILE, FDB_TLS_CA_FILE, which
+// the TLS layer reads itself), and a cluster file whose addresses end in
+// ":tls".
 package fdb
 
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apple/foundationdb/bindings/go/src/fdb"
@@ -35,65 +50,112 @@ import (
 // APIVersion is the FoundationDB API version the engine selects.
 const APIVersion = 730
 
-// Config says which cluster and where in it.
+// DefaultRetryLimit is the retry limit of a transaction when
+// Config.RetryLimit is 0. FoundationDB's own default is no limit, which
+// lets a transaction that always conflicts retry for ever (backing off up
+// to a second each time) when its context has no deadline.
+const DefaultRetryLimit = 100
+
+// Config says which cluster, where in it, and how transactions retry.
 type Config struct {
-	// ClusterFile is the cluster file's path; "" uses the default one.
+	// ClusterFile is the cluster file's path; "" uses the default one
+	// (FDB_CLUSTER_FILE, ./fdb.cluster, /etc/foundationdb/fdb.cluster).
 	ClusterFile string
 	// Root prefixes every key fdbqueue writes.
 	Root []byte
-	// Tenant, if set, opens that FoundationDB tenant.
+	// Tenant, if set, opens that FoundationDB tenant, which must exist
+	// (fdbcli: tenant create NAME): operations on a missing tenant fail
+	// with tenant_not_found (2131).
 	Tenant string
-	// Timeout and RetryLimit set the database's default transaction
-	// options (0: FoundationDB's defaults).
-	Timeout    time.Duration
+	// Timeout bounds each transaction, from its creation, across its
+	// retries (FoundationDB's timeout option); 0 means none but the
+	// context's deadline.
+	Timeout time.Duration
+	// RetryLimit bounds a transaction's retries: 0 means
+	// DefaultRetryLimit, -1 no limit (the context still bounds them).
 	RetryLimit int
+	// MaxRetryDelay caps the backoff between retries (FoundationDB's
+	// max_retry_delay option); 0 keeps FoundationDB's default, one second.
+	MaxRetryDelay time.Duration
 }
 
-var apiOnce struct {
-	sync.Once
-	err error
+// Errors of Open.
+var (
+	// ErrConfig is returned by Open when the Config is invalid.
+	ErrConfig = errors.New("fdbqueue: invalid FoundationDB engine config")
+)
+
+// handles holds the process's database handles, one per cluster file,
+// shared by every DB opened on it and closed with the last of them. The
+// bindings hand the same handle to every OpenDatabase of a cluster file from
+// a map they do not lock, and destroy it on every Close, so both calls are
+// made here, under mu, once per handle.
+var handles = struct {
+	mu  sync.Mutex // guards dbs, and the bindings' OpenDatabase and Close
+	dbs map[string]*shared
+}{dbs: map[string]*shared{}}
+
+type shared struct {
+	db   fdb.Database
+	refs int
+}
+
+func acquire(clusterFile string) (fdb.Database, error) {
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	if s, ok := handles.dbs[clusterFile]; ok {
+		s.refs++
+		return s.db, nil
+	}
+	if err := fdb.APIVersion(APIVersion); err != nil {
+		return fdb.Database{}, fmt.Errorf("fdbqueue: selecting FoundationDB API version %d (the process may have selected another): %w", APIVersion, mapError(err))
+	}
+	db, err := fdb.OpenDatabase(clusterFile)
+	if err != nil {
+		return fdb.Database{}, err
+	}
+	handles.dbs[clusterFile] = &shared{db: db, refs: 1}
+	return db, nil
+}
+
+func releaseHandle(clusterFile string) {
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	s := handles.dbs[clusterFile]
+	if s.refs--; s.refs == 0 {
+		delete(handles.dbs, clusterFile)
+		s.db.Close()
+	}
 }
 
 // DB is a handle on a FoundationDB database (or tenant). It implements
 // kv.Database.
 type DB struct {
+	cfg    Config
 	db     fdb.Database
 	tenant *fdb.Tenant
 	root   []byte
+	closed atomic.Bool
 }
 
 var _ kv.Database = (*DB)(nil)
 
-// Open connects to the cluster.
+// Open connects to the cluster. Every DB opened on a cluster file shares
+// the process's one handle on it.
 func Open(cfg Config) (*DB, error) {
-	apiOnce.Do(func() { apiOnce.err = fdb.APIVersion(APIVersion) })
-	if apiOnce.err != nil {
-		return nil, fmt.Errorf("fdbqueue: selecting FoundationDB API version %d: %w", APIVersion, apiOnce.err)
+	if cfg.Timeout < 0 || cfg.MaxRetryDelay < 0 || cfg.RetryLimit < -1 {
+		return nil, fmt.Errorf("%w: timeout %v, max retry delay %v, retry limit %d; durations are positive (0: none, or the default), the retry limit a count or -1 for none",
+			ErrConfig, cfg.Timeout, cfg.MaxRetryDelay, cfg.RetryLimit)
 	}
-	var d fdb.Database
-	var err error
-	if cfg.ClusterFile == "" {
-		d, err = fdb.OpenDefault()
-	} else {
-		d, err = fdb.OpenDatabase(cfg.ClusterFile)
-	}
+	d, err := acquire(cfg.ClusterFile)
 	if err != nil {
 		return nil, fmt.Errorf("fdbqueue: opening FoundationDB (cluster file %q): %w", cfg.ClusterFile, mapError(err))
 	}
-	if cfg.Timeout > 0 {
-		if err := d.Options().SetTransactionTimeout(cfg.Timeout.Milliseconds()); err != nil {
-			return nil, mapError(err)
-		}
-	}
-	if cfg.RetryLimit != 0 {
-		if err := d.Options().SetTransactionRetryLimit(int64(cfg.RetryLimit)); err != nil {
-			return nil, mapError(err)
-		}
-	}
-	h := &DB{db: d, root: bytes.Clone(cfg.Root)}
+	h := &DB{cfg: cfg, db: d, root: bytes.Clone(cfg.Root)}
 	if cfg.Tenant != "" {
 		t, err := d.OpenTenant(fdb.Key(cfg.Tenant))
 		if err != nil {
+			releaseHandle(cfg.ClusterFile)
 			return nil, fmt.Errorf("fdbqueue: opening tenant %q: %w", cfg.Tenant, mapError(err))
 		}
 		h.tenant = &t
@@ -101,9 +163,12 @@ func Open(cfg Config) (*DB, error) {
 	return h, nil
 }
 
-// Close releases the handle.
+// Close releases the handle; the process's handle on the cluster is
+// destroyed with the last DB on it. Transactions already open keep working.
 func (d *DB) Close() error {
-	d.db.Close()
+	if d.closed.CompareAndSwap(false, true) {
+		releaseHandle(d.cfg.ClusterFile)
+	}
 	return nil
 }
 
@@ -115,9 +180,12 @@ func (d *DB) ReadTransact(ctx context.Context, fn func(kv.ReadTransaction) error
 	return kv.ReadTransact(ctx, d, fn)
 }
 
-// CreateTransaction opens a transaction; a deadline on ctx becomes its
-// timeout.
+// CreateTransaction opens a transaction whose options come from the Config
+// and ctx (see the package doc), and which ctx's cancellation cancels.
 func (d *DB) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
+	if d.closed.Load() {
+		return nil, kv.Errorf(kv.CodeClientInvalidOperation, "database handle is closed")
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(kv.ErrTransactionCancelled, err)
 	}
@@ -132,224 +200,50 @@ func (d *DB) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
 		return nil, mapError(err)
 	}
 	t := &txn{tr: tr, ctx: ctx, root: d.root}
-	if err := t.applyDeadline(); err != nil {
+	if err := t.setOptions(d.cfg); err != nil {
+		tr.Cancel()
 		return nil, err
 	}
 	t.snap = &snapshot{t: t}
+	t.stop = context.AfterFunc(ctx, tr.Cancel)
 	return t, nil
 }
 
-// mapError turns the bindings' errors into kv's.
-func mapError(err error) error {
-	var fe fdb.Error
-	if errors.As(err, &fe) {
-		return &kv.Error{Code: fe.Code, Detail: fe.Error()}
-	}
-	return err
-}
-
-type txn struct {
-	tr   fdb.Transaction
-	ctx  context.Context
-	root []byte
-	snap *snapshot
-}
-
-var _ kv.Transaction = (*txn)(nil)
-
-func (t *txn) applyDeadline() error {
+// setOptions applies the transaction's options. They persist across
+// on_error's resets, and the timeout counts from now, so they are set once.
+// Their values' errors would only show at the next operation: they are
+// kept in range here.
+func (t *txn) setOptions(cfg Config) error {
+	timeout := cfg.Timeout
 	if dl, ok := t.ctx.Deadline(); ok {
-		ms := time.Until(dl).Milliseconds()
-		if ms < 1 {
-			ms = 1
+		if rem := time.Until(dl); timeout == 0 || rem <= timeout {
+			timeout, t.deadlineTimeout = rem, true
 		}
-		if err := t.tr.Options().SetTimeout(ms); err != nil {
+	}
+	if timeout != 0 || t.deadlineTimeout {
+		t.deadline = time.Now().Add(timeout)
+		if err := t.tr.Options().SetTimeout(millis(timeout)); err != nil {
+			return mapError(err)
+		}
+	}
+	limit := cfg.RetryLimit
+	if limit == 0 {
+		limit = DefaultRetryLimit
+	}
+	if err := t.tr.Options().SetRetryLimit(int64(limit)); err != nil {
+		return mapError(err)
+	}
+	if cfg.MaxRetryDelay > 0 {
+		if err := t.tr.Options().SetMaxRetryDelay(millis(cfg.MaxRetryDelay)); err != nil {
 			return mapError(err)
 		}
 	}
 	return nil
 }
 
-func (t *txn) key(k []byte) fdb.Key {
-	return fdb.Key(append(bytes.Clone(t.root), k...))
+// millis converts a duration to the milliseconds of an FDB option: at least
+// 1 (0 would mean "none"), at most 2^31-1 (FoundationDB refuses more).
+func millis(d time.Duration) int64 {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return min(max(int64(ms), 1), math.MaxInt32)
 }
-
-func (t *txn) rng(r kv.Range) fdb.KeyRange {
-	return fdb.KeyRange{Begin: t.key(r.Begin), End: t.key(r.End)}
-}
-
-func (t *txn) check() error {
-	if err := t.ctx.Err(); err != nil {
-		return errors.Join(kv.ErrTransactionCancelled, err)
-	}
-	return nil
-}
-
-func (t *txn) Context() context.Context { return t.ctx }
-
-func (t *txn) Get(key []byte) ([]byte, error) { return get(t, t.tr.Get(t.key(key))) }
-
-func get(t *txn, f fdb.FutureByteSlice) ([]byte, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	v, err := f.Get()
-	return v, mapError(err)
-}
-
-func (t *txn) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
-	return newIter(t, t.tr.GetRange(t.rng(r), rangeOptions(opts)))
-}
-
-func rangeOptions(o kv.RangeOptions) fdb.RangeOptions {
-	mode := fdb.StreamingModeIterator
-	switch o.Mode {
-	case kv.StreamingModeWantAll:
-		mode = fdb.StreamingModeWantAll
-	case kv.StreamingModeSmall:
-		mode = fdb.StreamingModeSmall
-	}
-	return fdb.RangeOptions{Limit: o.Limit, Reverse: o.Reverse, Mode: mode}
-}
-
-func (t *txn) GetReadVersion() (int64, error) {
-	if err := t.check(); err != nil {
-		return 0, err
-	}
-	v, err := t.tr.GetReadVersion().Get()
-	return v, mapError(err)
-}
-
-func (t *txn) Snapshot() kv.ReadTransaction { return t.snap }
-
-func (t *txn) Set(key, value []byte) { t.tr.Set(t.key(key), value) }
-func (t *txn) Clear(key []byte)      { t.tr.Clear(t.key(key)) }
-func (t *txn) ClearRange(r kv.Range) { t.tr.ClearRange(t.rng(r)) }
-
-func (t *txn) Add(key []byte, delta int64) {
-	t.tr.Add(t.key(key), binary.LittleEndian.AppendUint64(nil, uint64(delta)))
-}
-
-func (t *txn) CompareAndClear(key, value []byte) { t.tr.CompareAndClear(t.key(key), value) }
-
-func (t *txn) AddReadConflictKey(key []byte) error {
-	return mapError(t.tr.AddReadConflictKey(t.key(key)))
-}
-
-func (t *txn) AddReadConflictRange(r kv.Range) error {
-	return mapError(t.tr.AddReadConflictRange(t.rng(r)))
-}
-
-func (t *txn) AddWriteConflictKey(key []byte) error {
-	return mapError(t.tr.AddWriteConflictKey(t.key(key)))
-}
-
-func (t *txn) Commit() error {
-	if err := t.check(); err != nil {
-		return err
-	}
-	return mapError(t.tr.Commit().Get())
-}
-
-func (t *txn) Cancel() { t.tr.Cancel() }
-
-// Watch implements kv.Transaction over the bindings' watch future.
-func (t *txn) Watch(key []byte) kv.Watch {
-	w := &watch{f: t.tr.Watch(t.key(key)), done: make(chan struct{})}
-	go func() {
-		// The bindings wait on the future's callback, not on a thread.
-		err := w.f.Get()
-		w.mu.Lock()
-		w.err = mapError(err)
-		w.mu.Unlock()
-		close(w.done)
-	}()
-	return w
-}
-
-// watch is a kv.Watch over a FoundationDB watch future.
-type watch struct {
-	f    fdb.FutureNil
-	done chan struct{}
-	mu   sync.Mutex // guards err
-	err  error
-}
-
-func (w *watch) Done() <-chan struct{} { return w.done }
-func (w *watch) Cancel()               { w.f.Cancel() }
-
-func (w *watch) Err() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
-}
-
-func (w *watch) Wait(ctx context.Context) error {
-	select {
-	case <-w.done:
-		return w.Err()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// OnError hands retryable errors to FoundationDB's own OnError (its backoff,
-// retry limit and timeout), and returns the rest.
-func (t *txn) OnError(err error) error {
-	var ke *kv.Error
-	if !errors.As(err, &ke) {
-		return err
-	}
-	if cerr := t.check(); cerr != nil {
-		return errors.Join(err, cerr)
-	}
-	if e := t.tr.OnError(fdb.Error{Code: ke.Code}).Get(); e != nil {
-		return mapError(e)
-	}
-	return t.applyDeadline()
-}
-
-// snapshot is the transaction's snapshot view.
-type snapshot struct{ t *txn }
-
-func (s *snapshot) Get(key []byte) ([]byte, error) {
-	return get(s.t, s.t.tr.Snapshot().Get(s.t.key(key)))
-}
-
-func (s *snapshot) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
-	return newIter(s.t, s.t.tr.Snapshot().GetRange(s.t.rng(r), rangeOptions(opts)))
-}
-
-func (s *snapshot) GetReadVersion() (int64, error) { return s.t.GetReadVersion() }
-func (s *snapshot) Snapshot() kv.ReadTransaction   { return s }
-func (s *snapshot) Context() context.Context       { return s.t.ctx }
-
-// iter strips the root prefix from the keys the bindings return.
-type iter struct {
-	t   *txn
-	ri  *fdb.RangeIterator
-	cur kv.KeyValue
-	err error
-}
-
-func newIter(t *txn, rr fdb.RangeResult) *iter {
-	it := &iter{t: t, ri: rr.Iterator()}
-	it.err = t.check()
-	return it
-}
-
-func (it *iter) Next() bool {
-	if it.err != nil || !it.ri.Advance() {
-		return false
-	}
-	e, err := it.ri.Get()
-	if err != nil {
-		it.err = mapError(err)
-		return false
-	}
-	it.cur = kv.KeyValue{Key: bytes.TrimPrefix(e.Key, it.t.root), Value: e.Value}
-	return true
-}
-
-func (it *iter) KeyValue() kv.KeyValue { return it.cur }
-func (it *iter) Err() error            { return it.err }

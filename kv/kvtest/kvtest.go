@@ -459,13 +459,21 @@ func testRangeConflictOnlyWhatWasRead(t *testing.T, in Instance) {
 }
 
 func testExplicitConflictRanges(t *testing.T, in Instance) {
+	// A conflict range conflicts with writes committed after the read
+	// version. FoundationDB takes the read version at the first read, or
+	// at commit for a transaction that read nothing (so the write below
+	// would come before it): the tests take it first.
 	tr := newTr(t, in.DB)
+	_, err := tr.GetReadVersion()
+	require.NoError(t, err)
 	require.NoError(t, tr.AddReadConflictRange(kv.Range{Begin: []byte("m"), End: []byte("n")}))
 	set(t, in.DB, "mx", "v")
 	tr.Set([]byte("out"), []byte("1"))
 	require.ErrorIs(t, tr.Commit(), kv.ErrNotCommitted)
 
 	tr = newTr(t, in.DB)
+	_, err = tr.GetReadVersion()
+	require.NoError(t, err)
 	require.NoError(t, tr.AddReadConflictKey([]byte("solo")))
 	set(t, in.DB, "solo", "v")
 	tr.Set([]byte("out"), []byte("1"))
@@ -473,7 +481,7 @@ func testExplicitConflictRanges(t *testing.T, in Instance) {
 
 	// A write conflict key makes readers of that key conflict.
 	reader := newTr(t, in.DB)
-	_, err := reader.Get([]byte("w"))
+	_, err = reader.Get([]byte("w"))
 	require.NoError(t, err)
 	writer := newTr(t, in.DB)
 	require.NoError(t, writer.AddWriteConflictKey([]byte("w")))
@@ -622,7 +630,7 @@ func testLimits(t *testing.T, in Instance) {
 }
 
 func testTransactionTooOld(t *testing.T, in Instance) {
-	set(t, in.DB, "k", "v")
+	set(t, in.DB, "k", "v", "k2", "v2")
 	tr := newTr(t, in.DB)
 	_, err := tr.Get([]byte("k"))
 	require.NoError(t, err)
@@ -631,7 +639,10 @@ func testTransactionTooOld(t *testing.T, in Instance) {
 	} else {
 		time.Sleep(kv.MaxTransactionAge + time.Second)
 	}
-	_, err = tr.Get([]byte("k"))
+	// A key the transaction has not read: FoundationDB answers a repeated
+	// read of a key from the transaction's read-your-writes cache, without
+	// asking a storage server, so a read of k would still succeed.
+	_, err = tr.Get([]byte("k2"))
 	require.ErrorIs(t, err, kv.ErrTransactionTooOld)
 	require.True(t, kv.IsRetryable(err))
 	tr.Set([]byte("k"), []byte("w"))
