@@ -45,7 +45,7 @@ const (
 	CodeTransactionTooLarge    = 2101 // transaction_too_large
 	CodeKeyTooLarge            = 2102 // key_too_large
 	CodeValueTooLarge          = 2103 // value_too_large
-	CodeRangeLimitsInvalid     = 2210 // range_limits_invalid
+	CodeRangeLimitsInvalid     = 2012 // range_limits_invalid
 )
 
 // The errors engines return, by FoundationDB code.
@@ -123,6 +123,8 @@ func codeName(code int) string {
 		return "key_outside_legal_range: keys starting with 0xff are reserved"
 	case CodeInvertedRange:
 		return "inverted_range"
+	case CodeRangeLimitsInvalid:
+		return "range_limits_invalid"
 	case CodeTransactionTooLarge:
 		return "transaction_too_large: a transaction may write at most 10,000,000 bytes"
 	case CodeKeyTooLarge:

@@ -85,6 +85,8 @@ func mergeSpans(in []span) []span {
 		end := s.end
 		if end == nil {
 			end = kv.KeyAfter(s.begin)
+		} else if bytes.Equal(s.begin, end) {
+			continue // a range read that read nothing
 		}
 		if n := len(out); n > 0 && bytes.Compare(s.begin, out[n-1].end) <= 0 {
 			if bytes.Compare(end, out[n-1].end) > 0 {

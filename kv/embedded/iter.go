@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"bytes"
-	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -259,9 +258,7 @@ func (it *rangeIter) finish(exhausted bool) {
 		}
 	}
 	it.t.size += s.size()
-	if bytes.Equal(s.begin, s.end) {
-		// Nothing read: drop the empty span.
-		it.t.reads = slices.Delete(it.t.reads, it.conflict, it.conflict+1)
-	}
+	// An empty span (nothing read) stays: other open iterators hold
+	// indexes into t.reads. mergeSpans drops it at commit.
 	it.conflict = -1
 }

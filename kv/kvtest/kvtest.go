@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 		{"ContextCancellation", testContextCancellation},
 		{"UseAfterCommitOrCancel", testUseAfterEnd},
 		{"Errors", testErrors},
+		{"IteratorsInterleaved", testIteratorsInterleaved},
 		{"WatchFiresOnChange", testWatchFiresOnChange},
 		{"WatchArmedAtCommit", testWatchArmedAtCommit},
 		{"WatchOwnWrites", testWatchOwnWrites},
@@ -744,4 +745,59 @@ func testErrors(t *testing.T, _ Instance) {
 	require.False(t, kv.IsRetryable(errors.New("other")))
 	require.Contains(t, kv.ErrKeyTooLarge.Error(), "2102")
 	require.Contains(t, kv.ErrKeyTooLarge.Error(), "10,000")
+}
+
+// testIteratorsInterleaved: range reads open at once in one transaction
+// advance independently, whichever ends first and however (a range of no
+// keys, a range holding none, a limit, the end of its range), and each
+// records its own read conflict.
+func testIteratorsInterleaved(t *testing.T, in Instance) {
+	db := in.DB
+	set(t, db, "a/1", "1", "a/2", "2", "a/3", "3", "b/1", "1", "b/2", "2")
+	tr, err := db.CreateTransaction(bg)
+	require.NoError(t, err)
+	defer tr.Cancel()
+	a := tr.GetRange(kv.PrefixRange([]byte("a/")), kv.RangeOptions{})
+	none := tr.GetRange(kv.Range{Begin: []byte("m"), End: []byte("m")}, kv.RangeOptions{})
+	empty := tr.GetRange(kv.PrefixRange([]byte("none/")), kv.RangeOptions{})
+	b := tr.GetRange(kv.PrefixRange([]byte("b/")), kv.RangeOptions{Limit: 1})
+	var got []string
+	require.True(t, a.Next())
+	got = append(got, string(a.KeyValue().Key))
+	require.False(t, none.Next(), "a range of no keys ends first")
+	require.NoError(t, none.Err())
+	require.False(t, empty.Next(), "a range holding no key ends next")
+	require.NoError(t, empty.Err())
+	require.True(t, b.Next())
+	got = append(got, string(b.KeyValue().Key))
+	for a.Next() {
+		got = append(got, string(a.KeyValue().Key))
+	}
+	require.False(t, b.Next(), "limit 1")
+	require.NoError(t, a.Err())
+	require.NoError(t, b.Err())
+	require.Equal(t, []string{"a/1", "b/1", "a/2", "a/3"}, got)
+
+	// Each iterator's read conflicts: a write under a/ conflicts, one to
+	// b/2 (past b's limit) or under none/ (read empty) does not... except
+	// that none/ was read entirely, so a write there conflicts too.
+	tr.Set([]byte("mine"), []byte("x"))
+	set(t, db, "b/2", "changed")
+	require.NoError(t, tr.Commit(), "b/2 was past b's limit")
+
+	for _, key := range []string{"a/9", "none/1"} {
+		tr, err := db.CreateTransaction(bg)
+		require.NoError(t, err)
+		a := tr.GetRange(kv.PrefixRange([]byte("a/")), kv.RangeOptions{})
+		empty := tr.GetRange(kv.PrefixRange([]byte("none/")), kv.RangeOptions{})
+		require.True(t, a.Next())
+		require.False(t, empty.Next())
+		for a.Next() {
+		}
+		require.NoError(t, a.Err())
+		tr.Set([]byte("mine"), []byte("x"))
+		set(t, db, key, "new")
+		require.Equal(t, kv.CodeNotCommitted, kv.Code(tr.Commit()), "a write to %s conflicts", key)
+		tr.Cancel()
+	}
 }
