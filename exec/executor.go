@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -184,6 +185,7 @@ func (e *Executor) transact(ctx context.Context, fn func(kv.Transaction) error) 
 	}
 	defer tr.Cancel()
 	tooOld := 0
+	var unknown error // the first maybe-committed error of an attempt
 	for {
 		start := e.now()
 		err = fn(tr)
@@ -192,16 +194,32 @@ func (e *Executor) transact(ctx context.Context, fn func(kv.Transaction) error) 
 				return nil
 			}
 		}
+		if unknown == nil && kv.IsMaybeCommitted(err) {
+			unknown = err
+		}
 		if kv.Code(err) == kv.CodeTransactionTooOld && e.now().Sub(start) >= kv.MaxTransactionAge {
 			tooOld++
 		}
 		if tooOld == maxTooOld {
+			err = stillUnknown(err, unknown)
 			return fmt.Errorf("fdbqueue: the statement ran past the 5-second transaction limit %d times in a row, so it cannot finish in one transaction; do the work in smaller statements (LIMIT n in a loop, fewer rows per INSERT): %w", maxTooOld, err)
 		}
 		if err = tr.OnError(err); err != nil {
-			return err
+			return stillUnknown(err, unknown)
 		}
 	}
+}
+
+// stillUnknown returns the error that ends a statement's retries, joined
+// with the maybe-committed error of an earlier attempt, if there was one
+// and err does not say so itself: that attempt may have been applied, and
+// an attempt that failed afterwards for another reason (a timeout, the
+// context) does not change that.
+func stillUnknown(err, unknown error) error {
+	if unknown == nil || kv.IsMaybeCommitted(err) {
+		return err
+	}
+	return errors.Join(err, fmt.Errorf("an earlier attempt may have been applied: %w", unknown))
 }
 
 // Pops that conflict (consumers taking the same head item) turn into

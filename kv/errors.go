@@ -38,6 +38,11 @@ const (
 	CodeTransactionTimedOut    = 1031 // transaction_timed_out
 	CodeTooManyWatches         = 1032 // too_many_watches
 	CodeProcessBehind          = 1037 // process_behind
+	CodeDatabaseLocked         = 1038 // database_locked
+	CodeClusterVersionChanged  = 1039 // cluster_version_changed
+	CodeProxyMemoryLimit       = 1042 // proxy_memory_limit_exceeded
+	CodeBatchThrottled         = 1051 // batch_transaction_throttled
+	CodeTagThrottled           = 1213 // tag_throttled
 	CodeOperationCancelled     = 1101 // operation_cancelled
 	CodeClientInvalidOperation = 2000 // client_invalid_operation
 	CodeKeyOutsideLegalRange   = 2004 // key_outside_legal_range
@@ -117,6 +122,16 @@ func codeName(code int) string {
 		return "operation_cancelled"
 	case CodeProcessBehind:
 		return "process_behind"
+	case CodeDatabaseLocked:
+		return "database_locked"
+	case CodeClusterVersionChanged:
+		return "cluster_version_changed: the commit's outcome is unknown"
+	case CodeProxyMemoryLimit:
+		return "proxy_memory_limit_exceeded"
+	case CodeBatchThrottled:
+		return "batch_transaction_throttled"
+	case CodeTagThrottled:
+		return "tag_throttled"
 	case CodeClientInvalidOperation:
 		return "client_invalid_operation"
 	case CodeKeyOutsideLegalRange:
@@ -145,22 +160,51 @@ func Code(err error) int {
 }
 
 // IsRetryable reports whether a transaction that failed with err may be
-// retried: FoundationDB's "retryable" predicate, that is not_committed
-// (1020), commit_unknown_result (1021), transaction_too_old (1007),
-// future_version (1009) and process_behind (1037). A retry after 1021 may
-// apply the transaction a second time; see IsMaybeCommitted.
+// retried: FoundationDB's "retryable" predicate (fdb_error_predicate), that
+// is the maybe-committed codes and not_committed (1020),
+// transaction_too_old (1007), future_version (1009), process_behind (1037),
+// database_locked (1038), proxy_memory_limit_exceeded (1042),
+// batch_transaction_throttled (1051) and tag_throttled (1213). (FoundationDB
+// 7.3 adds a few throttling codes; a client that meets one treats it as
+// final.) A retry after a maybe-committed error may apply the transaction a
+// second time; see IsMaybeCommitted.
 func IsRetryable(err error) bool {
 	switch Code(err) {
-	case CodeTransactionTooOld, CodeFutureVersion, CodeNotCommitted, CodeCommitUnknownResult, CodeProcessBehind:
+	case CodeTransactionTooOld, CodeFutureVersion, CodeNotCommitted, CodeProcessBehind,
+		CodeDatabaseLocked, CodeProxyMemoryLimit, CodeBatchThrottled, CodeTagThrottled:
 		return true
 	}
-	return false
+	return IsMaybeCommitted(err)
 }
 
 // IsMaybeCommitted reports whether err leaves it unknown whether the
-// transaction committed (commit_unknown_result, 1021).
+// transaction committed: it holds, anywhere in its chain (errors.Join
+// included), commit_unknown_result (1021) or cluster_version_changed
+// (1039), FoundationDB's "maybe committed" codes. An attempt that may have
+// been applied stays so whatever error ends the retries after it.
 func IsMaybeCommitted(err error) bool {
-	return Code(err) == CodeCommitUnknownResult
+	return anyCode(err, func(c int) bool {
+		return c == CodeCommitUnknownResult || c == CodeClusterVersionChanged
+	})
+}
+
+// anyCode reports whether an *Error in err's tree has a code that pred
+// accepts.
+func anyCode(err error, pred func(int) bool) bool {
+	if e, ok := err.(*Error); ok && pred(e.Code) {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return anyCode(u.Unwrap(), pred)
+	case interface{ Unwrap() []error }:
+		for _, x := range u.Unwrap() {
+			if anyCode(x, pred) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // IsRetryableNotCommitted reports whether err is retryable and the
