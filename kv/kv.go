@@ -227,6 +227,17 @@ type Watch interface {
 	Cancel()
 }
 
+// WaitWatch is Watch.Wait for an engine's watch: it blocks until done is
+// closed, returning err() then, or until ctx is done.
+func WaitWatch(ctx context.Context, done <-chan struct{}, err func() error) error {
+	select {
+	case <-done:
+		return err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Database is an engine's handle on one database.
 type Database interface {
 	// Transact runs fn in a transaction and commits it, retrying as

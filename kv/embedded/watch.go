@@ -45,14 +45,7 @@ func (w *watch) Err() error {
 	return w.err
 }
 
-func (w *watch) Wait(ctx context.Context) error {
-	select {
-	case <-w.done:
-		return w.Err()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (w *watch) Wait(ctx context.Context) error { return kv.WaitWatch(ctx, w.done, w.Err) }
 
 func (w *watch) Cancel() {
 	w.s.watchMu.Lock()
