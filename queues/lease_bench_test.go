@@ -70,14 +70,17 @@ func BenchmarkInvisible(b *testing.B) {
 	}
 }
 
-// fillInvisible builds a queue of invisible delayed tasks and visible ones.
+// fillInvisible builds a queue of invisible delayed tasks, then visible
+// ones.
 func fillInvisible(b *testing.B, invisible, visible int) (kv.Database, *queues.Queue) {
 	db := embedded.Open("", embedded.Config{})
 	q := queues.New(tuple.Tuple{"bench-invisible"}.Pack(), queues.Priority, "cpu", "mem")
-	r := rand.New(rand.NewPCG(42, 42))
 	later := time.Now().Add(time.Hour)
 	const batch = 2000
+	// Each kind from its own generator, so that the visible tasks are the
+	// same whatever the number of invisible ones.
 	add := func(n int, at time.Time) {
+		r := rand.New(rand.NewPCG(42, uint64(n)))
 		for i := 0; i < n; i += batch {
 			items := make([]queues.Item, 0, batch)
 			for j := i; j < i+batch && j < n; j++ {
