@@ -6,22 +6,29 @@ import (
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
-// Get returns the item with id.
+// Get returns the item with id, visible or not.
 func (q *Queue) Get(tr kv.ReadTransaction, id int64) (Item, bool, error) {
+	it, _, ok, err := q.getByID(tr, id)
+	return it, ok, err
+}
+
+// getByID returns the item with id and its position.
+func (q *Queue) getByID(tr kv.ReadTransaction, id int64) (Item, pos, bool, error) {
 	p, ok, err := q.lookup(tr, id)
 	if err != nil || !ok {
-		return Item{}, false, err
+		return Item{}, pos{}, false, err
 	}
-	k := q.itemKey(p)
-	v, err := tr.Get(k)
+	it, ok, err := q.getAt(tr, p)
 	if err != nil {
-		return Item{}, false, err
+		return Item{}, pos{}, false, err
 	}
-	if v == nil {
-		return Item{}, false, fmt.Errorf("%w: id index names item %d, which is not queued", ErrCorrupt, id)
+	if !ok {
+		return Item{}, pos{}, false, fmt.Errorf("%w: id index names item %d, which is not queued", ErrCorrupt, id)
 	}
-	it, _, err := q.decodeItem(k, v)
-	return it, err == nil, err
+	if p.due != 0 && nanos(it.VisibleAt) != p.due {
+		return Item{}, pos{}, false, fmt.Errorf("%w: id index files invisible item %d under another due time", ErrCorrupt, id)
+	}
+	return it, p, true, nil
 }
 
 // lookup returns the position of the item with id.
@@ -34,21 +41,19 @@ func (q *Queue) lookup(tr kv.ReadTransaction, id int64) (pos, bool, error) {
 	return p, true, err
 }
 
-// Remove deletes the item with id, and reports whether it was queued.
+// Remove deletes the item with id, visible or not, and reports whether it
+// was queued.
 func (q *Queue) Remove(tr kv.Transaction, id int64) (Item, bool, error) {
-	it, ok, err := q.Get(tr, id)
+	it, p, ok, err := q.getByID(tr, id)
 	if err != nil || !ok {
-		return Item{}, false, err
-	}
-	p, _, err := q.lookup(tr, id)
-	if err != nil {
 		return Item{}, false, err
 	}
 	return it, true, q.remove(tr, p, it.Resources)
 }
 
-// Move re-prioritises the item with id: it keeps its id and value and goes
-// to the back of its new priority. It reports whether the item was queued.
+// Move re-prioritises the item with id: it keeps its id, value, lease and
+// visible_at, and goes to the back of its new priority. It reports whether
+// the item was queued.
 func (q *Queue) Move(tr kv.Transaction, id, priority int64) (bool, error) {
 	if q.kind != Priority {
 		return false, fmt.Errorf("%w: a %s queue has no priorities", ErrInvalidItem, q.kind)

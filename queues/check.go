@@ -9,8 +9,8 @@ import (
 )
 
 // Check verifies the queue's invariants in one read transaction: every item
-// decodes and has its id index entry and (for tasks) its cell and shape
-// entries; every index entry names a queued item; the directories list
+// decodes and has its id index entry and (for visible tasks) its cell and
+// shape entries, or (invisible) its due index key, under its visible_at; every index entry names a queued item; the directories list
 // every non-empty cell and shape (they may still list emptied ones, which
 // fit pops clear as they find them); the counter equals the number of
 // items. It returns an error wrapping ErrCorrupt for the first violation.
@@ -24,28 +24,51 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 	ids := map[int64]pos{}
 	var n int64
 
-	it := tr.GetRange(kv.PrefixRange(q.sub[tagItems]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
-	for it.Next() {
-		e := it.KeyValue()
-		item, p, err := q.decodeItem(e.Key, e.Value)
-		if err != nil {
+	dues := map[string]bool{} // the due index keys the invisible items imply
+	for _, tag := range []int{tagItems, tagHidden} {
+		it := tr.GetRange(kv.PrefixRange(q.sub[tag]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
+		for it.Next() {
+			e := it.KeyValue()
+			item, p, err := q.decodeItemUnder(tag, e.Key, e.Value)
+			if err != nil {
+				return err
+			}
+			if _, dup := ids[p.id]; dup {
+				return fmt.Errorf("%w: id %d is queued twice", ErrCorrupt, p.id)
+			}
+			ids[p.id] = p
+			n++
+			if p.due != 0 {
+				dues[string(q.dueKey(p))] = true
+				continue // no fit index entries
+			}
+			if len(item.Resources) > 0 {
+				cell := cellsOf(item.Resources)
+				expected[entryKey{tagCells, string(q.entryKey(tagCells, cell, p))}] = string(appendInts(nil, item.Resources...))
+				expected[entryKey{tagCellDir, string(q.key(tagCellDir, cell...))}] = ""
+				expected[entryKey{tagShapes, string(q.entryKey(tagShapes, item.Resources, p))}] = ""
+				expected[entryKey{tagShapeDir, string(q.key(tagShapeDir, item.Resources...))}] = ""
+			}
+		}
+		if err := it.Err(); err != nil {
 			return err
 		}
-		if _, dup := ids[p.id]; dup {
-			return fmt.Errorf("%w: id %d is queued twice", ErrCorrupt, p.id)
+	}
+
+	// The due index names exactly the invisible items, under their due.
+	it := tr.GetRange(kv.PrefixRange(q.sub[tagDue]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
+	for it.Next() {
+		k := string(it.KeyValue().Key)
+		if !dues[k] {
+			return fmt.Errorf("%w: stray due index key %x", ErrCorrupt, k)
 		}
-		ids[p.id] = p
-		n++
-		if len(item.Resources) > 0 {
-			cell := cellsOf(item.Resources)
-			expected[entryKey{tagCells, string(q.entryKey(tagCells, cell, p))}] = string(appendInts(nil, item.Resources...))
-			expected[entryKey{tagCellDir, string(q.key(tagCellDir, cell...))}] = ""
-			expected[entryKey{tagShapes, string(q.entryKey(tagShapes, item.Resources, p))}] = ""
-			expected[entryKey{tagShapeDir, string(q.key(tagShapeDir, item.Resources...))}] = ""
-		}
+		delete(dues, k)
 	}
 	if err := it.Err(); err != nil {
 		return err
+	}
+	for k := range dues {
+		return fmt.Errorf("%w: missing due index key %x", ErrCorrupt, k)
 	}
 
 	// The id index, both ways.

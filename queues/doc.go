@@ -54,6 +54,16 @@
 // higher-priority one fits, never a newer one while an older one of the same
 // priority fits.
 //
+// # Leases and delayed items
+//
+// Lease takes the items a pop would take but leaves them in the queue,
+// invisible until the lease ends, with a token that Ack, Extend and
+// Release check; an item pushed with a VisibleAt in the future is
+// invisible until then. Invisible items leave the visible indexes and are
+// filed by due time, so pops never read them; every pop and lease first
+// moves the items due by now back to their original place (lease.go). The
+// clock is Options.Clock, the client's wall clock.
+//
 // # Concurrency
 //
 // Pops read what they remove serializably, so two concurrent pops never

@@ -27,15 +27,43 @@ func fits(res, limits []int64) bool {
 }
 
 // PeekFit returns the first item in order whose every resource is at most
-// its limit, without removing it.
+// its limit, visible or not, without removing it. Its cost, unlike
+// PopFit's, grows with the number of invisible items: it reads them in
+// order until one fits.
 func (q *Queue) PeekFit(tr kv.ReadTransaction, order Order, limits []int64) (Item, bool, error) {
-	it, _, ok, err := q.findFit(tr, order, limits)
+	it, p, ok, err := q.findFit(tr, order, limits)
+	if err != nil {
+		return Item{}, false, err
+	}
+	res := make([]int64, len(limits))
+	_, err = q.scanUnder(tr, tagHidden, order, func(e kv.KeyValue, hp pos) (bool, error) {
+		if ok && !better(hp, p, order) {
+			return false, nil
+		}
+		if err := decodeResources(e.Value, res, hp.id); err != nil {
+			return false, err
+		}
+		if !fits(res, limits) {
+			return true, nil
+		}
+		hit, _, err := q.decodeItemUnder(tagHidden, e.Key, e.Value)
+		if err != nil {
+			return false, err
+		}
+		it, ok = hit, true
+		return false, nil
+	})
 	return it, ok, err
 }
 
-// PopFit removes and returns the first item in order whose every resource is
-// at most its limit. limits are in the order of the queue's resources.
+// PopFit removes and returns the first visible item in order whose every
+// resource is at most its limit, after moving the items due by now back
+// to their places (see lease.go). limits are in the order of the queue's
+// resources.
 func (q *Queue) PopFit(tr kv.Transaction, order Order, limits []int64) (Item, bool, error) {
+	if _, err := q.promote(tr); err != nil {
+		return Item{}, false, err
+	}
 	it, p, ok, err := q.findFit(tr, order, limits)
 	if err != nil || !ok {
 		return Item{}, false, err

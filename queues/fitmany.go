@@ -31,9 +31,30 @@ func (q *Queue) PopFitN(tr kv.Transaction, order Order, limits []int64, n int) (
 	if n <= 0 {
 		return nil, nil
 	}
-	items, poss, complete, err := q.scanFits(tr, order, limits, n)
+	if _, err := q.promote(tr); err != nil {
+		return nil, err
+	}
+	items, poss, err := q.findFitN(tr, order, limits, n)
 	if err != nil {
 		return nil, err
+	}
+	for i, it := range items {
+		if err := q.remove(tr, poss[i], it.Resources); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+// findFitN returns the items PopFitN takes, with their positions, without
+// removing them.
+func (q *Queue) findFitN(tr kv.ReadTransaction, order Order, limits []int64, n int) ([]Item, []pos, error) {
+	if err := q.checkResources(limits, "limits"); err != nil {
+		return nil, nil, err
+	}
+	items, poss, complete, err := q.scanFits(tr, order, limits, n)
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(items) < n && !complete {
 		var after *pos
@@ -43,22 +64,17 @@ func (q *Queue) PopFitN(tr kv.Transaction, order Order, limits []int64, n int) (
 		m := &fitMerge{q: q, tr: tr, order: order, limits: limits, after: after, want: n - len(items), heads: cursorHeap{order: order}}
 		more, err := m.run()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, p := range more {
 			it, err := q.fittingItem(tr, p, limits)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			items, poss = append(items, it), append(poss, p)
 		}
 	}
-	for i, it := range items {
-		if err := q.remove(tr, poss[i], it.Resources); err != nil {
-			return nil, err
-		}
-	}
-	return items, nil
+	return items, poss, nil
 }
 
 // fitMerge is step 2 of a multi-row fit pop: the best fitting index

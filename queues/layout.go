@@ -3,6 +3,7 @@ package queues
 import (
 	"fmt"
 	"math/bits"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/tuple"
@@ -16,10 +17,13 @@ import (
 // FoundationDB's tuple layer in any language can read them:
 //
 //	key                                     value                                         written by
-//	P (0, seq, id)                          FIFO item: packed (resources..., value)       insert
-//	P (0, priority, seq, id)                priority item: the same                       insert
-//	P (1, id)                               id index: packed (seq) for FIFO,              insert
-//	                                        (priority, seq) for priority queues
+//	P (0, seq, id)                          FIFO item: packed (resources..., value),      insert, rewrite
+//	                                        or (resources..., value, visible_at,
+//	                                        lease, attempts) once it has any of those
+//	P (0, priority, seq, id)                priority item: the same                       insert, rewrite
+//	P (1, id)                               id index: packed (seq) for FIFO,              insert, rewrite
+//	                                        (priority, seq) for priority queues;
+//	                                        (..., due) when the item is invisible
 //	P (2)                                   item count: little-endian int64,              insert, remove
 //	                                        kept with atomic ADD
 //	P (3, cell..., priority, seq, id)       fit index by cell: packed (resources...)      indexAdd
@@ -33,11 +37,20 @@ import (
 //	                                        (little-endian int64), or a pop receipt of
 //	                                        one item
 //	P (9, token, n)                         pop receipt, the n-th item popped:            RecordReceipt
-//	                                        packed (id, priority, (resources...), value)
+//	                                        packed (id, priority, (resources...), value),
+//	                                        and (..., visible_at, lease, attempts) when
+//	                                        any is set (a lease's receipt)
 //	P (10, expiry, token)                   the receipt by expiry: ""                     Receipts.Record
 //	P (11)                                  push signal: little-endian int64, the items   Push, PushAll,
-//	                                        ever pushed, kept with atomic ADD; FOR POP    WatchSignal
-//	                                        WAIT watches it (see signal.go)
+//	                                        ever pushed, kept with atomic ADD; FOR POP    WatchSignal,
+//	                                        WAIT watches it (see signal.go); leases       Lease, SetVisibleAt
+//	                                        and releases that make a row due sooner
+//	                                        than any other add 1 too
+//	P (12, due, priority, seq, id)          due index: "" (due: unix nanoseconds;         rewrite, push
+//	                                        priority 0 for FIFO)
+//	P (13, seq, id)                         invisible FIFO item (leased or delayed):      rewrite, push
+//	                                        the item's value, as under tag 0
+//	P (13, priority, seq, id)               invisible priority item: the same             rewrite, push
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so
@@ -48,6 +61,14 @@ import (
 // resources have no fit index (tags 3 to 6). The fit index itself is
 // explained in the package doc; markers and receipts in receipts.go.
 //
+// An invisible item (leased, or pushed or released with a visible_at in
+// the future; see lease.go) lives under tag 13 instead of tag 0, keeps its
+// (priority, seq, id), and is filed by due time under tag 12; it has no fit
+// index entries. Pops and leases read only tag 0 and the fit index, so
+// their cost does not depend on how many items are invisible; each first
+// moves the items due by now back to tag 0 (promote), where their (priority,
+// seq, id) puts them at their original place.
+//
 // Invariants the code relies on:
 //
 //   - Packed tuple integers sort like the integers, so key order is tag
@@ -56,8 +77,16 @@ import (
 //     cell or shape, which end with (priority, seq, id). Max order reads the
 //     priorities from the highest down, each oldest first (scanOrdered, head).
 //   - Items, their indexes and the count (tags below tagMarks) sort below the
-//     push markers and receipts (tagMarks and above): ClearItems empties a
-//     queue by clearing [P (0), P (7)) and keeps what retries need.
+//     push markers and receipts (tagMarks and above), and the invisible
+//     items and their due index (tagDue, tagHidden) above the push signal:
+//     ClearItems empties a queue by clearing [P (0), P (7)) and [P (12),
+//     P (14)), and keeps what retries need.
+//   - Every item is under tag 0 (visible) or tag 13 (invisible), never
+//     both; an invisible item has exactly one due index key, whose due is
+//     its value's visible_at, and its id index value ends with that due.
+//     The counter counts both.
+//   - A push takes a seq above every item of its priority, visible or not,
+//     so an invisible item comes back before later pushes of its priority.
 //   - Every key extends P: Clear drops the queue by clearing P's range.
 //   - A packed tuple element starts with a type code below tupleEnd, so P
 //     (x...) + tupleEnd is past every key that extends P (x...): see
@@ -86,8 +115,10 @@ const (
 	tagReceipts      = 9
 	tagReceiptExpiry = 10
 	tagSignal        = 11
+	tagDue           = 12
+	tagHidden        = 13
 
-	numTags = tagSignal + 1
+	numTags = tagHidden + 1
 )
 
 // tupleEnd is above every tuple type code: see extending.
@@ -127,37 +158,67 @@ func extending(prefix []byte) kv.Range {
 	return kv.Range{Begin: prefix, End: append(prefix[:len(prefix):len(prefix)], tupleEnd)}
 }
 
+// itemKey returns the key of the item at p: under tag 0, or tag 13 when p
+// is invisible.
 func (q *Queue) itemKey(p pos) []byte {
-	if q.kind == FIFO {
-		return q.key(tagItems, p.seq, p.id)
+	tag := tagItems
+	if p.due != 0 {
+		tag = tagHidden
 	}
-	return q.key(tagItems, p.prio, p.seq, p.id)
+	if q.kind == FIFO {
+		return q.key(tag, p.seq, p.id)
+	}
+	return q.key(tag, p.prio, p.seq, p.id)
 }
+
+// dueKey returns the due index key of the invisible item at p.
+func (q *Queue) dueKey(p pos) []byte { return q.key(tagDue, p.due, p.prio, p.seq, p.id) }
 
 func (q *Queue) idKey(id int64) []byte { return q.key(tagIDs, id) }
 
 // idValue is the id index's value for the item at p.
 func (q *Queue) idValue(p pos) []byte {
+	var b []byte
 	if q.kind == FIFO {
-		return appendInts(nil, p.seq)
+		b = appendInts(nil, p.seq)
+	} else {
+		b = appendInts(nil, p.prio, p.seq)
 	}
-	return appendInts(nil, p.prio, p.seq)
+	if p.due != 0 {
+		b = appendInts(b, p.due)
+	}
+	return b
 }
 
 // decodeIDValue returns the position that the id index's value v gives
 // the item id.
 func (q *Queue) decodeIDValue(id int64, v []byte) (pos, error) {
 	p := pos{id: id}
-	if q.kind == FIFO {
-		var s [1]int64
-		err := decodeInts(v, s[:])
-		p.seq = s[0]
-		return p, err
+	var s [3]int64
+	n := 0
+	for rest := v; len(rest) > 0 && n < len(s); n++ {
+		x, r, err := tuple.DecodeInt(rest)
+		if err != nil {
+			return p, fmt.Errorf("%w: id index of item %d: %v", ErrCorrupt, id, err)
+		}
+		s[n], rest = x, r
+		if n == len(s)-1 && len(rest) > 0 {
+			return p, fmt.Errorf("%w: id index of item %d is too long", ErrCorrupt, id)
+		}
 	}
-	var s [2]int64
-	err := decodeInts(v, s[:])
-	p.prio, p.seq = s[0], s[1]
-	return p, err
+	switch {
+	case q.kind == FIFO && n == 1:
+		p.seq = s[0]
+	case q.kind == FIFO && n == 2:
+		p.seq, p.due = s[0], s[1]
+	case q.kind == Priority && n == 2:
+		p.prio, p.seq = s[0], s[1]
+	case q.kind == Priority && n == 3:
+		p.prio, p.seq, p.due = s[0], s[1], s[2]
+	default:
+		return p, fmt.Errorf("%w: id index of item %d has %d elements", ErrCorrupt, id, n)
+	}
+	return p, nil
 }
 
 func (q *Queue) countKey() []byte { return q.sub[tagCount] }
@@ -192,9 +253,16 @@ func decodeInts(b []byte, out []int64) error {
 	return nil
 }
 
-// decodeItemKey returns the position of an item key.
+// decodeItemKey returns the position of a visible item's key.
 func (q *Queue) decodeItemKey(k []byte) (pos, error) {
-	rest := k[len(q.sub[tagItems]):]
+	return q.decodeKeyUnder(tagItems, k)
+}
+
+// decodeKeyUnder returns the position of an item key under tag (tagItems
+// or tagHidden); for tagHidden the position's due is left for the caller,
+// which reads it from the value.
+func (q *Queue) decodeKeyUnder(tag int, k []byte) (pos, error) {
+	rest := k[len(q.sub[tag]):]
 	if q.kind == FIFO {
 		var v [2]int64
 		err := decodeInts(rest, v[:])
@@ -205,20 +273,48 @@ func (q *Queue) decodeItemKey(k []byte) (pos, error) {
 	return pos{prio: v[0], seq: v[1], id: v[2]}, err
 }
 
-// encodeValue packs an item's resources and value as a tuple.
-func encodeValue(res []int64, value []byte) []byte {
-	b := appendInts(make([]byte, 0, maxIntLen*len(res)+len(value)+2), res...)
-	b, _ = tuple.Tuple{value}.AppendPack(b)
+// encodeValue packs an item's resources and value as a tuple, followed by
+// its visible_at, lease and attempts when any of them is set.
+func encodeValue(it Item) []byte {
+	b := appendInts(make([]byte, 0, maxIntLen*(len(it.Resources)+3)+len(it.Value)+2), it.Resources...)
+	b, _ = tuple.Tuple{it.Value}.AppendPack(b)
+	if vis := nanos(it.VisibleAt); vis != 0 || it.Lease != 0 || it.Attempts != 0 {
+		b = appendInts(b, vis, it.Lease, it.Attempts)
+	}
 	return b
 }
 
+// nanos returns t in unix nanoseconds, 0 for the zero time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the inverse of nanos.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// decodeItem decodes a visible item.
 func (q *Queue) decodeItem(k, v []byte) (Item, pos, error) {
-	p, err := q.decodeItemKey(k)
+	return q.decodeItemUnder(tagItems, k, v)
+}
+
+// decodeItemUnder decodes an item under tag (tagItems or tagHidden); the
+// position of a hidden item gets its due from the value.
+func (q *Queue) decodeItemUnder(tag int, k, v []byte) (Item, pos, error) {
+	p, err := q.decodeKeyUnder(tag, k)
 	if err != nil {
 		return Item{}, p, err
 	}
 	t, err := tuple.Unpack(v)
-	if err != nil || len(t) != len(q.resources)+1 {
+	nres := len(q.resources)
+	if err != nil || (len(t) != nres+1 && len(t) != nres+4) {
 		return Item{}, p, fmt.Errorf("%w: item %d has a malformed value", ErrCorrupt, p.id)
 	}
 	it := Item{ID: p.id, Priority: p.prio}
@@ -237,6 +333,23 @@ func (q *Queue) decodeItem(k, v []byte) (Item, pos, error) {
 		return Item{}, p, fmt.Errorf("%w: item %d has a malformed value", ErrCorrupt, p.id)
 	}
 	it.Value = val
+	if len(t) == nres+4 {
+		var meta [3]int64
+		for i := range meta {
+			m, ok := t[nres+1+i].(int64)
+			if !ok {
+				return Item{}, p, fmt.Errorf("%w: item %d has a malformed lease", ErrCorrupt, p.id)
+			}
+			meta[i] = m
+		}
+		it.VisibleAt, it.Lease, it.Attempts = fromNanos(meta[0]), meta[1], meta[2]
+	}
+	if tag == tagHidden {
+		p.due = nanos(it.VisibleAt)
+		if p.due == 0 {
+			return Item{}, p, fmt.Errorf("%w: invisible item %d has no visible_at", ErrCorrupt, p.id)
+		}
+	}
 	return it, p, nil
 }
 

@@ -31,6 +31,12 @@ func TestKeyLayout(t *testing.T) {
 			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
 				return q.Push(tr, queues.Item{ID: id, Priority: prio, Resources: []int64{3, 1000}, Value: []byte("v")})
 			}))
+			// A delayed item: invisible, filed by its due time.
+			const delayed = 43
+			due := at.Add(time.Hour)
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				return q.Push(tr, queues.Item{ID: delayed, Priority: prio, Resources: []int64{3, 1000}, Value: []byte("d"), VisibleAt: due})
+			}))
 			popToken, countToken := int64(7), int64(8)
 			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
 				it, _, err := q.Get(tr, id)
@@ -83,7 +89,7 @@ func TestKeyLayout(t *testing.T) {
 			}
 			require.Equal(t, tuple.Tuple{int64(3), int64(1000), []byte("v")}.Pack(), value(itemKey...))
 			require.Equal(t, idValue, value(int64(1), int64(id)))
-			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 1), value(int64(2)))
+			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 2), value(int64(2)), "the count has both items")
 			// cell (3, 960): 3 is exact; 1000 falls in [960, 1023].
 			require.Equal(t, packInts(3, 1000), value(int64(3), int64(3), int64(960), p, int64(1), int64(id)))
 			require.Empty(t, value(int64(4), int64(3), int64(960)))
@@ -110,8 +116,23 @@ func TestKeyLayout(t *testing.T) {
 			}
 			require.ElementsMatch(t, []int64{popToken, countToken}, byExpiry)
 			// The push signal: the items ever pushed.
-			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 1), value(int64(11)))
-			require.Len(t, keys, 14, "one key per row of the table: %v", keys)
+			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 2), value(int64(11)))
+			// The delayed item: under tag 13 with its visible_at, lease and
+			// attempts; its id index ends with the due time; the due index;
+			// no fit index entries.
+			dueNanos := due.UnixNano()
+			hiddenKey := []any{int64(13), p, int64(2), int64(delayed)}
+			hiddenID := packInts(p, 2, dueNanos)
+			if kind == queues.FIFO {
+				hiddenKey = []any{int64(13), int64(2), int64(delayed)}
+				hiddenID = packInts(2, dueNanos)
+			}
+			require.Equal(t, append(tuple.Tuple{int64(3), int64(1000), []byte("d")}.Pack(), packInts(dueNanos, 0, 0)...), value(hiddenKey...))
+			require.Equal(t, hiddenID, value(int64(1), int64(delayed)))
+			require.Empty(t, value(int64(12), dueNanos, p, int64(2), int64(delayed)))
+			require.Empty(t, value(int64(7), int64(delayed)))
+			require.Empty(t, value(int64(8), expiry, int64(delayed)))
+			require.Len(t, keys, 19, "one key per row of the table: %v", keys)
 		})
 	}
 }

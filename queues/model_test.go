@@ -1,10 +1,12 @@
 package queues_test
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,6 +18,7 @@ import (
 type model struct {
 	items []modelItem
 	clock int
+	now   int64 // the wall clock, in seconds from modelEpoch
 }
 
 type modelItem struct {
@@ -23,16 +26,70 @@ type modelItem struct {
 	at       int
 	res      []int64
 	val      string
+	// The lease state: hidden items are invisible until vis (seconds);
+	// vis 0 is never set.
+	hidden          bool
+	vis             int64
+	lease, attempts int64
+}
+
+var modelEpoch = time.Unix(1_800_000_000, 0)
+
+func modelTime(s int64) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return modelEpoch.Add(time.Duration(s) * time.Second)
 }
 
 func (m *model) push(id, prio int64, res []int64, val string) {
-	m.clock++
-	m.items = append(m.items, modelItem{id: id, prio: prio, at: m.clock, res: res, val: val})
+	m.pushItem(modelItem{id: id, prio: prio, res: res, val: val})
 }
 
+func (m *model) pushItem(it modelItem) {
+	m.clock++
+	it.at = m.clock
+	it.hidden = it.vis > m.now
+	m.items = append(m.items, it)
+}
+
+// promote is what every pop and lease does first: the hidden items due by
+// now become visible, at most promoteBatch (64) of them, in the due
+// index's order (due, priority, seq, id).
+func (m *model) promote(kind queues.Kind) {
+	var due []int
+	for i, it := range m.items {
+		if it.hidden && it.vis <= m.now {
+			due = append(due, i)
+		}
+	}
+	slices.SortFunc(due, func(a, b int) int {
+		x, y := m.items[a], m.items[b]
+		if x.vis != y.vis {
+			return cmp.Compare(x.vis, y.vis)
+		}
+		if kind == queues.Priority && x.prio != y.prio {
+			return cmp.Compare(x.prio, y.prio)
+		}
+		return cmp.Compare(x.at, y.at)
+	})
+	for _, i := range due[:min(len(due), 64)] {
+		m.items[i].hidden = false
+	}
+}
+
+// best returns the index of the best visible item (of every item, with
+// all) that fits limits (nil: any), or -1.
 func (m *model) best(kind queues.Kind, order queues.Order, limits []int64) int {
+	return m.bestOf(kind, order, limits, false)
+}
+
+func (m *model) bestOf(kind queues.Kind, order queues.Order, limits []int64, all bool) int {
 	bi := -1
 	for i, it := range m.items {
+		if it.hidden && !all {
+			continue
+		}
 		if limits != nil && !slices.EqualFunc(it.res, limits, func(r, l int64) bool { return r <= l }) {
 			continue
 		}
@@ -107,6 +164,7 @@ func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, st
 	db, q := setup(t, kind, resNames...)
 	r := rand.New(rand.NewPCG(seed, 99))
 	m := &model{}
+	q = q.WithOptions(queues.Options{Clock: func() time.Time { return modelEpoch.Add(time.Duration(m.now) * time.Second) }})
 	var ids []int64
 	d := len(resNames)
 	randRes := func() []int64 {
@@ -121,7 +179,7 @@ func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, st
 	}
 	orderOf := func() queues.Order { return queues.Order(r.IntN(2)) }
 	for step := 0; step < steps; step++ {
-		op := r.IntN(10)
+		op := r.IntN(16)
 		switch {
 		case op < 4: // push, sometimes several in one transaction
 			n := 1 + r.IntN(3)
@@ -164,7 +222,10 @@ func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, st
 				}
 				return err
 			}))
-			bi := m.best(kind, order, nil)
+			if !peek {
+				m.promote(kind)
+			}
+			bi := m.bestOf(kind, order, nil, peek)
 			require.Equal(t, bi >= 0, ok, "step %d", step)
 			if ok {
 				require.Equal(t, m.items[bi].val, string(it.Value), "step %d order %v", step, order)
@@ -185,6 +246,7 @@ func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, st
 				return err
 			}))
 			// The model's answer: n successive single pops.
+			m.promote(kind)
 			var want, got []string
 			for len(want) < n {
 				bi := m.best(kind, order, limits)
@@ -211,7 +273,10 @@ func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, st
 				}
 				return err
 			}))
-			bi := m.best(kind, order, limits)
+			if !peek {
+				m.promote(kind)
+			}
+			bi := m.bestOf(kind, order, limits, peek)
 			require.Equal(t, bi >= 0, ok, "step %d limits %v", step, limits)
 			if ok {
 				require.Equal(t, m.items[bi].val, string(it.Value), "step %d order %v limits %v", step, order, limits)
@@ -233,7 +298,8 @@ func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, st
 				require.Equal(t, mi >= 0, ok)
 				if ok {
 					it := m.take(mi)
-					m.push(it.id, prio, it.res, it.val)
+					it.prio = prio
+					m.pushItem(it)
 				}
 			} else {
 				var ok bool
@@ -247,9 +313,130 @@ func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, st
 					m.take(mi)
 				}
 			}
+		case op == 10: // lease, sometimes with limits, sometimes with a dead letter bound
+			order := orderOf()
+			var limits []int64
+			if d > 0 && r.IntN(2) == 0 {
+				limits = randRes()
+			}
+			n, dur := 1+r.IntN(4), int64(1+r.IntN(6))
+			maxAttempts := int64(r.IntN(2) * 3)
+			var got []queues.Item
+			var dead []string
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				var err error
+				dead = nil
+				got, err = q.Lease(tr, queues.LeaseRequest{Order: order, Limits: limits, N: n, For: time.Duration(dur) * time.Second,
+					MaxAttempts: maxAttempts, Dead: func(it queues.Item) error { dead = append(dead, string(it.Value)); return nil }})
+				return err
+			}))
+			m.promote(kind)
+			want, wantDead := []string{}, []string(nil)
+			for len(want) < n {
+				bi := m.best(kind, order, limits)
+				if bi < 0 {
+					break
+				}
+				if maxAttempts > 0 && m.items[bi].attempts >= maxAttempts {
+					wantDead = append(wantDead, m.take(bi).val)
+					continue
+				}
+				it := &m.items[bi]
+				it.hidden, it.vis, it.attempts = true, m.now+dur, it.attempts+1
+				want = append(want, it.val)
+			}
+			require.Equal(t, want, values(got), "step %d order %v limits %v n %d", step, order, limits, n)
+			require.Equal(t, wantDead, dead, "step %d", step)
+			for _, it := range got {
+				mi := m.find(it.ID)
+				require.NotZero(t, it.Lease)
+				require.Equal(t, m.items[mi].attempts, it.Attempts)
+				require.Equal(t, modelTime(m.items[mi].vis), it.VisibleAt)
+				m.items[mi].lease = it.Lease
+			}
+		case op == 11 || op == 12: // ack, extend or release a leased item, maybe with a lost token
+			var leased []int
+			for i, it := range m.items {
+				if it.lease != 0 {
+					leased = append(leased, i)
+				}
+			}
+			if len(leased) == 0 {
+				continue
+			}
+			mi := leased[r.IntN(len(leased))]
+			mit := m.items[mi]
+			var stored queues.Item
+			require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
+				var err error
+				stored, _, err = q.Get(tr, mit.id)
+				return err
+			}))
+			require.Equal(t, mit.val, string(stored.Value))
+			require.Equal(t, mit.lease, stored.Lease)
+			require.Equal(t, mit.attempts, stored.Attempts)
+			require.Equal(t, modelTime(mit.vis), stored.VisibleAt)
+			token := mit.lease
+			if r.IntN(4) == 0 {
+				token++
+			}
+			action, delay := r.IntN(3), int64(r.IntN(6))
+			if action == 1 {
+				delay++ // an extension is positive
+			}
+			var ok bool
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				var err error
+				switch action {
+				case 0:
+					ok, err = q.Ack(tr, mit.id, token)
+				case 1:
+					ok, err = q.Extend(tr, mit.id, token, time.Duration(delay)*time.Second)
+				default:
+					ok, err = q.Release(tr, mit.id, token, time.Duration(delay)*time.Second)
+				}
+				return err
+			}))
+			require.Equal(t, token == mit.lease, ok, "step %d", step)
+			if ok && action == 0 {
+				m.take(mi)
+			} else if ok {
+				m.items[mi].vis = m.now + delay
+				m.items[mi].hidden = delay > 0
+			}
+		case op == 13: // time passes
+			m.now += int64(r.IntN(4))
+		case op == 14: // a delayed push
+			id := int64(step*10 + 1)
+			prio := r.Int64N(5) - 2
+			if kind == queues.FIFO {
+				prio = 0
+			}
+			it := modelItem{id: id, prio: prio, res: randRes(), val: fmt.Sprint(id), vis: m.now + 1 + r.Int64N(5)}
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				return q.Push(tr, queues.Item{ID: id, Priority: prio, Resources: it.res, Value: []byte(it.val), VisibleAt: modelTime(it.vis)})
+			}))
+			m.pushItem(it)
+			ids = append(ids, id)
+		case op == 15: // every row, visible or not, in order
+			order := orderOf()
+			require.Equal(t, m.sorted(kind, order), scanAll(t, db, q, order), "step %d", step)
 		default:
 			require.Equal(t, int64(len(m.items)), count(t, db, q))
 		}
 	}
 	require.Equal(t, int64(len(m.items)), count(t, db, q))
+}
+
+// sorted returns every item's value, visible or not, in order.
+func (m *model) sorted(kind queues.Kind, order queues.Order) []string {
+	c := &model{items: slices.Clone(m.items)}
+	out := []string{}
+	for {
+		bi := c.bestOf(kind, order, nil, true)
+		if bi < 0 {
+			return out
+		}
+		out = append(out, c.take(bi).val)
+	}
 }

@@ -2,14 +2,21 @@ package queues
 
 import (
 	"bytes"
+	"iter"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
-// first returns the first item in order.
+// first returns the first visible item in order.
 func (q *Queue) first(tr kv.ReadTransaction, order Order) (kv.KeyValue, bool, error) {
-	items := kv.PrefixRange(q.sub[tagItems])
+	return q.firstUnder(tr, tagItems, order)
+}
+
+// firstUnder returns the first item under tag (tagItems or tagHidden) in
+// order.
+func (q *Queue) firstUnder(tr kv.ReadTransaction, tag int, order Order) (kv.KeyValue, bool, error) {
+	items := kv.PrefixRange(q.sub[tag])
 	if q.kind == FIFO || order == Min {
 		return kv.First(tr, items, false)
 	}
@@ -19,25 +26,44 @@ func (q *Queue) first(tr kv.ReadTransaction, order Order) (kv.KeyValue, bool, er
 	if err != nil || !ok {
 		return last, ok, err
 	}
-	p, err := q.decodeItemKey(last.Key)
+	p, err := q.decodeKeyUnder(tag, last.Key)
 	if err != nil {
 		return last, false, err
 	}
-	return kv.First(tr, kv.PrefixRange(q.key(tagItems, p.prio)), false)
+	return kv.First(tr, kv.PrefixRange(q.key(tag, p.prio)), false)
 }
 
-// Peek returns the first item in order without removing it.
+// Peek returns the first item in order without removing it, visible or
+// not: the first row, where Pop returns the first one due.
 func (q *Queue) Peek(tr kv.ReadTransaction, order Order) (Item, bool, error) {
-	e, ok, err := q.first(tr, order)
-	if err != nil || !ok {
+	var best Item
+	var bestPos pos
+	found := false
+	for _, tag := range []int{tagItems, tagHidden} {
+		e, ok, err := q.firstUnder(tr, tag, order)
+		if err != nil {
+			return Item{}, false, err
+		}
+		if !ok {
+			continue
+		}
+		it, p, err := q.decodeItemUnder(tag, e.Key, e.Value)
+		if err != nil {
+			return Item{}, false, err
+		}
+		if !found || better(p, bestPos, order) {
+			best, bestPos, found = it, p, true
+		}
+	}
+	return best, found, nil
+}
+
+// Pop removes and returns the first visible item in order, after moving
+// the items due by now back to their places (see lease.go).
+func (q *Queue) Pop(tr kv.Transaction, order Order) (Item, bool, error) {
+	if _, err := q.promote(tr); err != nil {
 		return Item{}, false, err
 	}
-	it, _, err := q.decodeItem(e.Key, e.Value)
-	return it, err == nil, err
-}
-
-// Pop removes and returns the first item in order.
-func (q *Queue) Pop(tr kv.Transaction, order Order) (Item, bool, error) {
 	e, ok, err := q.first(tr, order)
 	if err != nil || !ok {
 		return Item{}, false, err
@@ -49,23 +75,17 @@ func (q *Queue) Pop(tr kv.Transaction, order Order) (Item, bool, error) {
 	return it, true, q.remove(tr, p, it.Resources)
 }
 
-// PopN removes and returns up to n items in order, reading the queue once:
-// n calls to Pop in one transaction would each read past the items the
-// earlier ones removed.
+// PopN removes and returns up to n visible items in order, reading the
+// queue once: n calls to Pop in one transaction would each read past the
+// items the earlier ones removed.
 func (q *Queue) PopN(tr kv.Transaction, order Order, n int) ([]Item, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	var items []Item
-	var poss []pos
-	_, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
-		it, _, err := q.decodeItem(e.Key, e.Value)
-		if err != nil {
-			return false, err
-		}
-		items, poss = append(items, it), append(poss, p)
-		return len(items) < n, nil
-	})
+	if _, err := q.promote(tr); err != nil {
+		return nil, err
+	}
+	items, poss, err := q.findN(tr, order, n)
 	if err != nil {
 		return nil, err
 	}
@@ -77,9 +97,40 @@ func (q *Queue) PopN(tr kv.Transaction, order Order, n int) ([]Item, error) {
 	return items, nil
 }
 
-// Scan calls fn with the queue's items in order until fn returns false or an
-// error. It streams: the queue is never loaded whole.
+// findN returns the first n visible items in order, with their positions.
+func (q *Queue) findN(tr kv.ReadTransaction, order Order, n int) ([]Item, []pos, error) {
+	var items []Item
+	var poss []pos
+	_, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
+		it, _, err := q.decodeItem(e.Key, e.Value)
+		if err != nil {
+			return false, err
+		}
+		items, poss = append(items, it), append(poss, p)
+		return len(items) < n, nil
+	})
+	return items, poss, err
+}
+
+// Scan calls fn with the queue's items, visible or not, in order until fn
+// returns false or an error. It streams: the queue is never loaded whole.
 func (q *Queue) Scan(tr kv.ReadTransaction, order Order, fn func(Item) (bool, error)) error {
+	return q.scanAll(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
+		tag := tagItems
+		if p.due != 0 {
+			tag = tagHidden
+		}
+		it, _, err := q.decodeItemUnder(tag, e.Key, e.Value)
+		if err != nil {
+			return false, err
+		}
+		return fn(it)
+	})
+}
+
+// ScanVisible is Scan for the visible items only: the items a pop may
+// take.
+func (q *Queue) ScanVisible(tr kv.ReadTransaction, order Order, fn func(Item) (bool, error)) error {
 	_, err := q.scan(tr, order, func(e kv.KeyValue, _ pos) (bool, error) {
 		it, _, err := q.decodeItem(e.Key, e.Value)
 		if err != nil {
@@ -90,10 +141,59 @@ func (q *Queue) Scan(tr kv.ReadTransaction, order Order, fn func(Item) (bool, er
 	return err
 }
 
-// scan is Scan with positions; it also reports whether fn stopped it.
+// scanAll visits every item, visible or not, in order: it merges the
+// visible items with the invisible ones, whose positions have a non-zero
+// due (a placeholder: the value has the real one). When no item is
+// invisible it is scan.
+func (q *Queue) scanAll(tr kv.ReadTransaction, order Order, fn func(kv.KeyValue, pos) (bool, error)) error {
+	if _, any, err := kv.First(tr, kv.PrefixRange(q.sub[tagHidden]), false); err != nil {
+		return err
+	} else if !any {
+		_, err := q.scan(tr, order, fn)
+		return err
+	}
+	var herr error
+	next, stop := iter.Pull2(func(yield func(kv.KeyValue, pos) bool) {
+		_, herr = q.scanUnder(tr, tagHidden, order, func(e kv.KeyValue, p pos) (bool, error) {
+			p.due = 1
+			return yield(e, p), nil
+		})
+	})
+	defer stop()
+	he, hp, hok := next()
+	stopped, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
+		for hok && better(hp, p, order) {
+			if more, err := fn(he, hp); err != nil || !more {
+				return false, err
+			}
+			he, hp, hok = next()
+		}
+		return fn(e, p)
+	})
+	if err != nil || stopped {
+		return err
+	}
+	for hok {
+		if more, err := fn(he, hp); err != nil || !more {
+			return err
+		}
+		he, hp, hok = next()
+	}
+	return herr
+}
+
+// scan visits the visible items in order, with their positions; it also
+// reports whether fn stopped it.
 func (q *Queue) scan(tr kv.ReadTransaction, order Order, fn func(kv.KeyValue, pos) (bool, error)) (stopped bool, err error) {
-	prefix := q.sub[tagItems]
-	return scanOrdered(tr, prefix, q.kind == Priority && order == Max, q.decodeItemKey, func(p pos) []byte {
+	return q.scanUnder(tr, tagItems, order, fn)
+}
+
+// scanUnder is scan for the items under tag (tagItems or tagHidden).
+func (q *Queue) scanUnder(tr kv.ReadTransaction, tag int, order Order, fn func(kv.KeyValue, pos) (bool, error)) (stopped bool, err error) {
+	prefix := q.sub[tag]
+	return scanOrdered(tr, prefix, q.kind == Priority && order == Max, func(k []byte) (pos, error) {
+		return q.decodeKeyUnder(tag, k)
+	}, func(p pos) []byte {
 		return tuple.AppendInt(bytes.Clone(prefix), p.prio)
 	}, fn)
 }

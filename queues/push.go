@@ -63,47 +63,71 @@ func (q *Queue) checkItem(it Item) error {
 	if it.ID <= 0 {
 		return fmt.Errorf("%w: id %d is not positive", ErrInvalidItem, it.ID)
 	}
+	if it.Attempts < 0 {
+		return fmt.Errorf("%w: %d attempts: attempts are 0 or more", ErrInvalidItem, it.Attempts)
+	}
+	if !it.VisibleAt.IsZero() && it.VisibleAt.UnixNano() <= 0 {
+		return fmt.Errorf("%w: visible_at %v is before 1970: use the zero time for an item visible at once", ErrInvalidItem, it.VisibleAt)
+	}
 	return q.checkResources(it.Resources, "resources")
 }
 
-// push adds it without a push marker.
+// push adds it without a push marker: visible, or invisible until
+// it.VisibleAt when that is in the future (a delayed item).
 func (q *Queue) push(tr kv.Transaction, it Item) error {
 	p := pos{id: it.ID}
 	if q.kind == Priority {
 		p.prio = it.Priority
 	}
-	// The seq is one more than the last in use, read with a snapshot read:
-	// pushes never conflict with each other over it.
-	var tail kv.Range
-	if q.kind == FIFO {
-		tail = kv.PrefixRange(q.sub[tagItems])
-	} else {
-		tail = kv.PrefixRange(q.key(tagItems, p.prio))
-	}
-	last, ok, err := kv.First(tr.Snapshot(), tail, true)
+	seq, err := q.nextSeq(tr, p.prio)
 	if err != nil {
 		return err
 	}
-	p.seq = 1
-	if ok {
-		lp, err := q.decodeItemKey(last.Key)
-		if err != nil {
-			return err
-		}
-		p.seq = lp.seq + 1
-	}
+	p.seq = seq
 	if v, err := tr.Get(q.idKey(it.ID)); err != nil {
 		return err
 	} else if v != nil {
 		return fmt.Errorf("%w: id %d", ErrDuplicateID, it.ID)
 	}
+	if due := nanos(it.VisibleAt); due > q.opts.now().UnixNano() {
+		p.due = due
+		q.insert(tr, p, it)
+		tr.Set(q.dueKey(p), nil)
+		return nil
+	}
 	q.insert(tr, p, it)
 	return q.indexAdd(tr, p, it.Resources)
 }
 
+// nextSeq returns the seq a push of priority prio takes: one more than the
+// last in use by the priority's items, visible or not (so an invisible item
+// comes back before later pushes), read with snapshot reads, so pushes never
+// conflict with each other over it.
+func (q *Queue) nextSeq(tr kv.Transaction, prio int64) (int64, error) {
+	seq := int64(1)
+	for _, tag := range []int{tagItems, tagHidden} {
+		tail := kv.PrefixRange(q.sub[tag])
+		if q.kind == Priority {
+			tail = kv.PrefixRange(q.key(tag, prio))
+		}
+		last, ok, err := kv.First(tr.Snapshot(), tail, true)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lp, err := q.decodeKeyUnder(tag, last.Key)
+			if err != nil {
+				return 0, err
+			}
+			seq = max(seq, lp.seq+1)
+		}
+	}
+	return seq, nil
+}
+
 // insert writes an item, its id index entry and its count.
 func (q *Queue) insert(tr kv.Transaction, p pos, it Item) {
-	tr.Set(q.itemKey(p), encodeValue(it.Resources, it.Value))
+	tr.Set(q.itemKey(p), encodeValue(it))
 	tr.Set(q.idKey(p.id), q.idValue(p))
 	tr.Add(q.countKey(), 1)
 }
@@ -141,19 +165,28 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64) error {
 	return nil
 }
 
-// remove deletes the item at p (whose resources are res). It leaves the
-// directory keys of the item's cell and shape even if they are now empty: a
-// fit pop that finds a listed cell empty clears its key (see
-// bestFromIndex). Checking for emptiness here would read the cell
+// remove deletes the item at p (whose resources are res), visible or
+// not. It leaves the directory keys of the item's cell and shape even if
+// they are now empty: a fit pop that finds a listed cell empty clears its
+// key (see bestFromIndex). Checking for emptiness here would read the cell
 // serializably and make concurrent pops of one cell conflict.
 func (q *Queue) remove(tr kv.Transaction, p pos, res []int64) error {
 	tr.Clear(q.itemKey(p))
 	tr.Clear(q.idKey(p.id))
 	tr.Add(q.countKey(), -1)
-	if len(res) == 0 {
+	if p.due != 0 {
+		tr.Clear(q.dueKey(p))
 		return nil
+	}
+	q.indexRemove(tr, p, res)
+	return nil
+}
+
+// indexRemove clears a visible item's fit index entries.
+func (q *Queue) indexRemove(tr kv.Transaction, p pos, res []int64) {
+	if len(res) == 0 {
+		return
 	}
 	tr.Clear(q.entryKey(tagCells, cellsOf(res), p))
 	tr.Clear(q.entryKey(tagShapes, res, p))
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/tuple"
@@ -49,6 +50,16 @@ type Item struct {
 	Resources []int64
 	// Value is the item's payload.
 	Value []byte
+	// VisibleAt is when the item may be popped or leased again: pops and
+	// leases take an item only once it has passed (the zero time: always).
+	// A push with a VisibleAt in the future is a delayed item; Lease sets
+	// it to the end of the lease. See lease.go.
+	VisibleAt time.Time
+	// Lease is the token of the item's current (or last) lease, 0 if it
+	// was never leased.
+	Lease int64
+	// Attempts is how many times the item was leased.
+	Attempts int64
 }
 
 // Errors of the queue layer.
@@ -116,9 +127,12 @@ func NewID() int64 {
 	}
 }
 
-// pos is an item's place in queue order.
+// pos is an item's place in queue order. due is 0 for a visible item, and
+// an invisible item's visible_at (unix nanoseconds) otherwise: it says
+// where the item is stored (see itemKey), not where it sorts.
 type pos struct {
 	prio, seq, id int64
+	due           int64
 }
 
 // better reports whether a comes before b in order.
@@ -159,9 +173,11 @@ func (q *Queue) Clear(tr kv.Transaction) {
 	tr.ClearRange(q.Range())
 }
 
-// ClearItems removes every item, with its indexes and count, and keeps the
-// push markers and pop receipts, so that a push or pop retried after
-// commit_unknown_result still finds what its committed attempt did.
+// ClearItems removes every item, visible or not, with its indexes and
+// count, and keeps the push markers and pop receipts, so that a push or pop
+// retried after commit_unknown_result still finds what its committed
+// attempt did.
 func (q *Queue) ClearItems(tr kv.Transaction) {
 	tr.ClearRange(kv.Range{Begin: q.sub[tagItems], End: q.sub[tagMarks]})
+	tr.ClearRange(kv.Range{Begin: q.sub[tagDue], End: kv.PrefixRange(q.sub[tagHidden]).End})
 }

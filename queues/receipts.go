@@ -169,7 +169,7 @@ func (q *Queue) Receipt(tr kv.ReadTransaction, token int64) ([]Item, bool, error
 	items := make([]Item, 0, len(parts))
 	for _, p := range parts {
 		t, err := tuple.Unpack(p)
-		if err != nil || len(t) != 4 {
+		if err != nil || (len(t) != 4 && len(t) != 7) {
 			return nil, false, fmt.Errorf("%w: unreadable receipt", ErrCorrupt)
 		}
 		id, _ := t[0].(int64)
@@ -177,6 +177,12 @@ func (q *Queue) Receipt(tr kv.ReadTransaction, token int64) ([]Item, bool, error
 		value, _ := t[3].([]byte)
 		resT, _ := t[2].(tuple.Tuple)
 		item := Item{ID: id, Priority: prio, Value: value}
+		if len(t) == 7 { // a lease's receipt
+			vis, _ := t[4].(int64)
+			item.VisibleAt = fromNanos(vis)
+			item.Lease, _ = t[5].(int64)
+			item.Attempts, _ = t[6].(int64)
+		}
 		for _, r := range resT {
 			n, _ := r.(int64)
 			item.Resources = append(item.Resources, n)
@@ -186,8 +192,8 @@ func (q *Queue) Receipt(tr kv.ReadTransaction, token int64) ([]Item, bool, error
 	return items, true, nil
 }
 
-// RecordReceipt records what the pop operation token popped in this
-// transaction, so that a retry after commit_unknown_result can find it
+// RecordReceipt records what the pop (or lease) operation token took in
+// this transaction, with the items' lease tokens, attempts and visible_at, so that a retry after commit_unknown_result can find it
 // with Receipt instead of popping again. An empty pop needs no receipt (a
 // retry that then finds an item may pop it), and writes nothing.
 func (q *Queue) RecordReceipt(tr kv.Transaction, token int64, items []Item) error {
@@ -200,7 +206,11 @@ func (q *Queue) RecordReceipt(tr kv.Transaction, token int64, items []Item) erro
 		for _, r := range it.Resources {
 			res = append(res, r)
 		}
-		v, err := tuple.Tuple{it.ID, it.Priority, res, it.Value}.PackWithError()
+		t := tuple.Tuple{it.ID, it.Priority, res, it.Value}
+		if vis := nanos(it.VisibleAt); vis != 0 || it.Lease != 0 || it.Attempts != 0 {
+			t = append(t, vis, it.Lease, it.Attempts)
+		}
+		v, err := t.PackWithError()
 		if err != nil {
 			return err
 		}

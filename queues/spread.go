@@ -14,6 +14,9 @@ import (
 // Every pop stays exactly-once: the chosen item is read serializably, so two
 // pops that choose it conflict. Use it when exact pops keep conflicting.
 func (q *Queue) PopSpread(tr kv.Transaction, order Order, k int) (Item, bool, error) {
+	if _, err := q.promote(tr); err != nil {
+		return Item{}, false, err
+	}
 	head, ok, err := q.first(tr.Snapshot(), order)
 	if err != nil || !ok {
 		return Item{}, false, err
@@ -77,6 +80,9 @@ func (q *Queue) takeSpread(tr kv.Transaction, order Order, key []byte) (Item, bo
 // PopFit.
 func (q *Queue) PopFitSpread(tr kv.Transaction, order Order, limits []int64, k int) (Item, bool, error) {
 	if err := q.checkResources(limits, "limits"); err != nil {
+		return Item{}, false, err
+	}
+	if _, err := q.promote(tr); err != nil {
 		return Item{}, false, err
 	}
 	var cands [][]byte

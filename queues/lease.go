@@ -1,0 +1,346 @@
+package queues
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// Leases, delayed items and the due index: the task lifecycle.
+//
+// A lease is a visibility move, as in Apple's QuiCK: Lease takes the items
+// a pop would take, leaves them in the queue, and makes them invisible
+// until the lease ends (Item.VisibleAt), with a fresh token (Item.Lease)
+// and one more attempt (Item.Attempts). The holder acks the item (Ack:
+// removes it if the token still matches), extends the lease (Extend), or
+// releases it for a retry now or later (Release). A lease that is neither
+// acked nor extended simply ends: the item is due again, with nothing to
+// sweep it.
+//
+// An invisible item (leased, or pushed with a VisibleAt in the future)
+// leaves the visible indexes (the items under tag 0 and the fit index) for
+// tag 13, and is filed by due time under tag 12; it keeps its (priority,
+// seq, id), and pushes take a seq above it (nextSeq), so when it is due it
+// comes back at its original place: before later pushes of its priority.
+// Every pop and lease first promotes the items due by now (promote): one
+// snapshot read of the head of the due index, which finds nothing in the
+// common case, so a pop's cost does not depend on how many items are
+// invisible. Count, Get, Peek, PeekFit and Scan see every item, visible or
+// not.
+//
+// The clock is Options.Clock, the client's wall clock (as in QuiCK): a
+// client whose clock runs ahead takes leased items early. Keep clocks in
+// sync (NTP), and leases well above the clocks' skew.
+
+// promoteBatch is the most due items a pop or lease moves back to the
+// visible queue. A pop that finds more (a mass expiry) promotes the oldest
+// promoteBatch, and the next pops the rest: until they do, a pop may take an
+// item after a due one it should have come after.
+const promoteBatch = 64
+
+// promote moves the items due by now back to the visible queue, at their
+// original place, up to promoteBatch of them, and returns the earliest due
+// time still in the due index after them (0: none).
+//
+// The due index is read with a snapshot read, so pops do not conflict with
+// leases; each due item is read serializably before it moves, so two pops
+// promoting the same item, or a promotion and an ack or extend of it,
+// conflict and one retries.
+func (q *Queue) promote(tr kv.Transaction) (int64, error) {
+	now := q.opts.now().UnixNano()
+	it := tr.Snapshot().GetRange(kv.PrefixRange(q.sub[tagDue]), kv.RangeOptions{Limit: promoteBatch + 1})
+	var due []pos
+	earliest := int64(0)
+	for it.Next() {
+		p, err := q.decodeDueKey(it.KeyValue().Key)
+		if err != nil {
+			return 0, err
+		}
+		if p.due > now || len(due) == promoteBatch {
+			earliest = p.due
+			break
+		}
+		due = append(due, p)
+	}
+	if err := it.Err(); err != nil {
+		return 0, err
+	}
+	for _, p := range due {
+		item, ok, err := q.getAt(tr, p)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		if _, err := q.rewrite(tr, p, item, now); err != nil {
+			return 0, err
+		}
+	}
+	return earliest, nil
+}
+
+// decodeDueKey returns the position of a due index key.
+func (q *Queue) decodeDueKey(k []byte) (pos, error) {
+	var v [4]int64
+	err := decodeInts(k[len(q.sub[tagDue]):], v[:])
+	return pos{due: v[0], prio: v[1], seq: v[2], id: v[3]}, err
+}
+
+// getAt reads the item at p, serializably.
+func (q *Queue) getAt(tr kv.ReadTransaction, p pos) (Item, bool, error) {
+	k := q.itemKey(p)
+	v, err := tr.Get(k)
+	if err != nil || v == nil {
+		return Item{}, false, err
+	}
+	tag := tagItems
+	if p.due != 0 {
+		tag = tagHidden
+	}
+	it, _, err := q.decodeItemUnder(tag, k, v)
+	return it, err == nil, err
+}
+
+// rewrite stores it, the item at old, with its new visible_at, lease and
+// attempts: visible if it.VisibleAt has passed (now, unix nanoseconds),
+// invisible until then otherwise, at the same (priority, seq, id). It
+// returns the item's new position. The count does not change.
+func (q *Queue) rewrite(tr kv.Transaction, old pos, it Item, now int64) (pos, error) {
+	np := old
+	np.due = 0
+	if vis := nanos(it.VisibleAt); vis > now {
+		np.due = vis
+	}
+	if old.due != 0 {
+		tr.Clear(q.dueKey(old))
+	}
+	if (old.due == 0) != (np.due == 0) {
+		tr.Clear(q.itemKey(old))
+	}
+	tr.Set(q.itemKey(np), encodeValue(it))
+	if np.due != old.due {
+		tr.Set(q.idKey(np.id), q.idValue(np))
+	}
+	switch {
+	case np.due != 0:
+		tr.Set(q.dueKey(np), nil)
+		if old.due == 0 {
+			q.indexRemove(tr, old, it.Resources)
+		}
+	case old.due != 0:
+		if err := q.indexAdd(tr, np, it.Resources); err != nil {
+			return np, err
+		}
+	}
+	return np, nil
+}
+
+// earliestDue returns the earliest due time in the due index (0: none),
+// with a snapshot read.
+func (q *Queue) earliestDue(tr kv.ReadTransaction) (int64, error) {
+	e, ok, err := kv.First(tr.Snapshot(), kv.PrefixRange(q.sub[tagDue]), false)
+	if err != nil || !ok {
+		return 0, err
+	}
+	p, err := q.decodeDueKey(e.Key)
+	return p.due, err
+}
+
+// NextDue returns when the earliest invisible item becomes due, and
+// whether there is one, with a snapshot read: a consumer that found
+// nothing to pop waits for the push signal (WatchSignal) or this time,
+// whichever comes first. Leases and releases that make an item due sooner
+// than every other add to the push signal, so a waiter never sleeps past
+// an item's due time for long (a concurrent ack of the earliest item can
+// hide a sooner one from the test: the waiter then wakes at the time it
+// read, and looks again).
+func (q *Queue) NextDue(tr kv.ReadTransaction) (time.Time, bool, error) {
+	due, err := q.earliestDue(tr)
+	return fromNanos(due), due != 0, err
+}
+
+// wakeIfSooner bumps the push signal when an item became due at due
+// (unix nanoseconds), sooner than earliest (the earliest due time before
+// this operation; 0: none), so that consumers waiting until earliest
+// look again.
+func (q *Queue) wakeIfSooner(tr kv.Transaction, due, earliest int64) {
+	if earliest == 0 || due < earliest {
+		q.signal(tr, 1)
+	}
+}
+
+// LeaseRequest says which items Lease takes and for how long.
+type LeaseRequest struct {
+	// Order, Limits and N select the items as PopN (Limits nil) or PopFitN
+	// (Limits in the order of the queue's resources) would.
+	Order  Order
+	Limits []int64
+	N      int
+	// For is how long the lease lasts; it must be positive.
+	For time.Duration
+	// MaxAttempts, when positive, is how many times an item may be
+	// leased: an item that would be leased again after MaxAttempts
+	// attempts is removed and passed to Dead (in the same transaction),
+	// and Lease goes on to the next item.
+	MaxAttempts int64
+	// Dead receives the items removed for MaxAttempts, with their id and
+	// attempts (a dead-letter queue pushes them). It may be nil.
+	Dead func(Item) error
+}
+
+// Lease takes up to req.N of the visible items a pop would take, in
+// order, and leases them: each stays in the queue, invisible until now +
+// req.For, with one more attempt and a fresh random non-zero lease token.
+// It returns the items with those new values. Ack, Extend and Release
+// take the token. Make the operation exactly-once with RecordReceipt, as
+// for pops: the lease token is drawn in the transaction, so a retry that
+// leased again would hand out other tokens.
+func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
+	if req.For <= 0 {
+		return nil, fmt.Errorf("%w: a lease of %v: a lease lasts a positive duration", ErrInvalidItem, req.For)
+	}
+	if req.Limits != nil {
+		if err := q.checkResources(req.Limits, "limits"); err != nil {
+			return nil, err
+		}
+	}
+	if req.N <= 0 {
+		return nil, nil
+	}
+	earliest, err := q.promote(tr)
+	if err != nil {
+		return nil, err
+	}
+	now := q.opts.now()
+	until := now.Add(req.For)
+	var out []Item
+	for len(out) < req.N {
+		items, poss, err := q.find(tr, req.Order, req.Limits, req.N-len(out))
+		if err != nil {
+			return nil, err
+		}
+		dead := 0
+		for i, it := range items {
+			if req.MaxAttempts > 0 && it.Attempts >= req.MaxAttempts {
+				if err := q.remove(tr, poss[i], it.Resources); err != nil {
+					return nil, err
+				}
+				if req.Dead != nil {
+					if err := req.Dead(it); err != nil {
+						return nil, err
+					}
+				}
+				dead++
+				continue
+			}
+			it.VisibleAt, it.Lease, it.Attempts = until, newToken(), it.Attempts+1
+			if _, err := q.rewrite(tr, poss[i], it, now.UnixNano()); err != nil {
+				return nil, err
+			}
+			out = append(out, it)
+		}
+		if dead == 0 {
+			break // fewer than wanted: nothing else is visible
+		}
+	}
+	if len(out) > 0 {
+		q.wakeIfSooner(tr, until.UnixNano(), earliest)
+	}
+	return out, nil
+}
+
+// find returns up to n visible items in order, as PopN (limits nil) or
+// PopFitN would, without removing them.
+func (q *Queue) find(tr kv.Transaction, order Order, limits []int64, n int) ([]Item, []pos, error) {
+	if limits != nil {
+		return q.findFitN(tr, order, limits, n)
+	}
+	return q.findN(tr, order, n)
+}
+
+// newToken returns a random non-zero (positive) lease token.
+func newToken() int64 { return NewID() }
+
+// Ack removes the item with id if its current lease is lease (the token
+// Lease returned), and reports whether it did: false when the item is
+// gone or was leased again after the lease ended (the lease was lost).
+func (q *Queue) Ack(tr kv.Transaction, id, lease int64) (bool, error) {
+	it, p, ok, err := q.holding(tr, id, lease)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, q.remove(tr, p, it.Resources)
+}
+
+// Extend makes the lease of the item with id last until now + d, if it is
+// still lease, and reports whether it was (a heartbeat).
+func (q *Queue) Extend(tr kv.Transaction, id, lease int64, d time.Duration) (bool, error) {
+	if d <= 0 {
+		return false, fmt.Errorf("%w: an extension of %v: a lease lasts a positive duration", ErrInvalidItem, d)
+	}
+	return q.setVisibleIfHeld(tr, id, lease, q.opts.now().Add(d))
+}
+
+// Release ends the lease of the item with id, if it is still lease, and
+// makes the item visible again after delay (0: at once), at its original
+// place; it reports whether the lease was held. The item keeps its lease
+// token and attempts.
+func (q *Queue) Release(tr kv.Transaction, id, lease int64, delay time.Duration) (bool, error) {
+	return q.setVisibleIfHeld(tr, id, lease, q.opts.now().Add(max(delay, 0)))
+}
+
+func (q *Queue) setVisibleIfHeld(tr kv.Transaction, id, lease int64, at time.Time) (bool, error) {
+	it, p, ok, err := q.holding(tr, id, lease)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, q.setVisible(tr, it, p, at)
+}
+
+// holding returns the item with id if its lease is lease.
+func (q *Queue) holding(tr kv.Transaction, id, lease int64) (Item, pos, bool, error) {
+	if lease == 0 {
+		return Item{}, pos{}, false, fmt.Errorf("%w: lease token 0: a token is what Lease returned, never 0", ErrInvalidItem)
+	}
+	it, p, ok, err := q.getByID(tr, id)
+	if err != nil || !ok || it.Lease != lease {
+		return Item{}, pos{}, false, err
+	}
+	return it, p, true, nil
+}
+
+// SetVisibleAt sets the visible_at of the item with id, whoever holds it:
+// invisible until at if at is in the future, visible at once otherwise,
+// at its original place. It reports whether the item is queued.
+func (q *Queue) SetVisibleAt(tr kv.Transaction, id int64, at time.Time) (bool, error) {
+	if !at.IsZero() && at.UnixNano() <= 0 {
+		return false, fmt.Errorf("%w: visible_at %v is before 1970", ErrInvalidItem, at)
+	}
+	it, p, ok, err := q.getByID(tr, id)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, q.setVisible(tr, it, p, at)
+}
+
+func (q *Queue) setVisible(tr kv.Transaction, it Item, p pos, at time.Time) error {
+	earliest, err := q.earliestDue(tr)
+	if err != nil {
+		return err
+	}
+	now := q.opts.now().UnixNano()
+	it.VisibleAt = at
+	np, err := q.rewrite(tr, p, it, now)
+	if err != nil {
+		return err
+	}
+	switch {
+	case np.due == 0 && p.due != 0:
+		q.signal(tr, 1) // visible again: wake a consumer
+	case np.due != 0:
+		q.wakeIfSooner(tr, np.due, earliest)
+	}
+	return nil
+}
