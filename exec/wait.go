@@ -106,6 +106,13 @@ func (b *bound) bindWait() error {
 		}
 		b.wait.d = d
 	}
+	if sel, ok := b.p.Stmt.(*parser.Select); ok && sel.Lease != nil {
+		d, err := leaseOf(b.value(*sel.Lease))
+		if err != nil {
+			return err
+		}
+		b.lease = d
+	}
 	var pos []any
 	for i, v := range b.args.Positional {
 		if d, ok := v.(time.Duration); ok {
