@@ -27,6 +27,9 @@ func (e *Executor) ddlDone(tr kv.Transaction, token int64) (bool, error) {
 }
 
 func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Result, error) {
+	if st.MaxAttempts > 0 {
+		return nil, fmt.Errorf("%w: MAX_ATTEMPTS=%d: dead letters are not applied yet; create the table without it", parser.ErrUnsupported, st.MaxAttempts)
+	}
 	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName}
 	seen := map[string]bool{}
 	for _, pc := range st.Columns {
