@@ -176,7 +176,7 @@ func TestBadInput(t *testing.T) {
 		{"SELECT * FROM tasks LIMIT 1 FOR POP NOW", nil, "SQL not understood"},
 		{"DROP DATABASE x", nil, "not supported"},
 		{"SELECT * FROM tasks; DELETE FROM tasks", nil, "2 statements"},
-		{"UPDATE tasks SET cpu = 1 WHERE id = 1", nil, "the only UPDATE"},
+		{"UPDATE tasks SET cpu = 1 WHERE id = 1", nil, "the UPDATEs are"},
 		{"COMMIT", nil, "no transaction is open"},
 		{strings.Repeat("SELECT ", 200_000), nil, "statement of"},
 		{"\x00\xff garbage", nil, "SQL not understood"},

@@ -46,15 +46,15 @@ func (t *Table) Kind() queues.Kind {
 
 // column returns the index of the named column, -1 for id, or an error.
 func (t *Table) column(name string) (int, error) {
-	if strings.EqualFold(name, "id") {
-		return -1, nil
+	if i, ok := pseudoColumn(name); ok {
+		return i, nil
 	}
 	for i, c := range t.Columns {
 		if strings.EqualFold(c.Name, name) {
 			return i, nil
 		}
 	}
-	names := []string{"id"}
+	names := []string{"id", parser.ColVisibleAt, parser.ColLease, parser.ColAttempts}
 	for _, c := range t.Columns {
 		names = append(names, c.Name)
 	}

@@ -25,6 +25,7 @@ import (
 //	            line a row), or a write's affected count and last id.
 //	trace       runs one statement as exec does, then prints every key
 //	            read and write it made (see recorder).
+//	advance d   moves the executor's stopped clock by d (a Go duration).
 //	plan        prints the plan (access path) of each input line, a
 //	            SELECT, DELETE or UPDATE, without running it; spread=N
 //	            plans it as an attempt after conflicts would (see Auto).
@@ -56,13 +57,18 @@ func TestDataDriven(t *testing.T) {
 					}
 				}
 				return out.String()
+			case "advance":
+				d, err := time.ParseDuration(d.CmdArgs[0].Key)
+				require.NoError(t, err)
+				h.e.Advance(d)
+				return ""
 			case "trace":
 				h.rec.on, h.rec.log = true, nil
 				res := h.exec(t, strings.TrimSpace(d.Input))
 				h.rec.on = false
 				return res + strings.Join(h.rec.log, "\n") + "\n"
 			}
-			d.Fatalf(t, "unknown command %s (accepted: exec, plan, trace)", d.Cmd)
+			d.Fatalf(t, "unknown command %s (accepted: exec, plan, trace, advance)", d.Cmd)
 			return ""
 		})
 	})

@@ -27,12 +27,18 @@ func (e *Executor) ddlDone(tr kv.Transaction, token int64) (bool, error) {
 }
 
 func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Result, error) {
+	if st.MaxAttempts > 0 {
+		return nil, fmt.Errorf("%w: MAX_ATTEMPTS=%d: dead letters are not applied yet; create the table without it", parser.ErrUnsupported, st.MaxAttempts)
+	}
 	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName}
 	seen := map[string]bool{}
 	for _, pc := range st.Columns {
 		lower := strings.ToLower(pc.Name)
 		if lower == "id" {
 			return nil, fmt.Errorf("%w: column id is implicit (every row has one, assigned at insert)", ErrSchema)
+		}
+		if _, pseudo := pseudoColumn(lower); pseudo {
+			return nil, fmt.Errorf("%w: column %s is a pseudo-column every table has (id, _visible_at, _lease, _attempts); name yours otherwise", ErrSchema, pc.Name)
 		}
 		if seen[lower] {
 			return nil, fmt.Errorf("%w: column %s is declared twice", ErrSchema, pc.Name)
@@ -63,7 +69,10 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 		if err != nil {
 			return nil, fmt.Errorf("%w: INDEX names %s, which is not a column", ErrSchema, name)
 		}
-		if i < 0 || t.Columns[i].Type != parser.TypeInt {
+		if i < 0 {
+			return nil, fmt.Errorf("%w: INDEX column %s must be an integer resource column; %s is a pseudo-column every table has", ErrSchema, name, name)
+		}
+		if t.Columns[i].Type != parser.TypeInt {
 			return nil, fmt.Errorf("%w: INDEX column %s must be an integer resource column", ErrSchema, name)
 		}
 		for _, r := range t.Resources {

@@ -31,6 +31,9 @@ type Executor struct {
 	opts queues.Options
 	// ddl records the CREATE and DROP statements applied (see ddlDone).
 	ddl queues.Receipts
+	// advanced is how far tests moved a stopped clock (nanoseconds; see
+	// export_test.go).
+	advanced atomic.Int64
 }
 
 // now reads the executor's clock.
@@ -115,7 +118,7 @@ type Result struct {
 // IsReadOnly reports whether the statement writes nothing.
 func IsReadOnly(st parser.Statement) bool {
 	s, ok := st.(*parser.Select)
-	return ok && !s.ForPop
+	return ok && !s.Takes()
 }
 
 // Auto runs one statement in its own transaction, retrying conflicts; a
@@ -135,7 +138,7 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	case *parser.CreateTable, *parser.DropTable, *parser.Delete, *parser.Insert:
 		b.token = e.newToken()
 	case *parser.Select:
-		if st.ForPop {
+		if st.Takes() {
 			b.token = e.newToken()
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 // Deterministic makes e number the rows it inserts 1, 2, 3, ... and its
 // statement tokens (DDL tokens, pop and DELETE receipts) 1001, 1002, ...,
-// and stops its clock at at, so that a test can pin the keys statements
+// and stops its clock at at (Advance moves it), so that a test can pin the keys statements
 // read and write (testdata/*). Production ids and tokens are random (see
 // queues.NewID), which a test cannot pin. It is for tests only: call it
 // before e runs any statement.
@@ -22,9 +22,12 @@ func (e *Executor) Deterministic(at time.Time) {
 	e.newID = func() int64 { return ids.Add(1) }
 	e.newToken = func() int64 { return tokens.Add(1) }
 	opts := e.opts
-	opts.Clock = func() time.Time { return at }
+	opts.Clock = func() time.Time { return at.Add(time.Duration(e.advanced.Load())) }
 	e.setOptions(opts)
 }
+
+// Advance moves the clock Deterministic stopped by d.
+func (e *Executor) Advance(d time.Duration) { e.advanced.Add(int64(d)) }
 
 // SQLLiteral shows a value as SQL writes it, as plans show values.
 var SQLLiteral = sqlLiteral

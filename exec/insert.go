@@ -3,6 +3,7 @@ package exec
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
@@ -22,6 +23,7 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	}
 	t := s.t
 	targets := make([]int, 0, len(t.Columns))
+	visAt := -1 // the position of _visible_at among the values, if given
 	if st.Columns == nil {
 		for i := range t.Columns {
 			targets = append(targets, i)
@@ -33,13 +35,19 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 			if err != nil {
 				return nil, err
 			}
-			if i < 0 {
+			switch i {
+			case colID:
 				return nil, fmt.Errorf("%w: id is assigned by fdbqueue at insert; LastInsertId returns it", ErrValue)
+			case colLease, colAttempts:
+				return nil, readOnlyColumn(t.columnDef(i).Name)
 			}
 			if given[i] {
 				return nil, fmt.Errorf("%w: column %s is given twice", ErrValue, name)
 			}
 			given[i] = true
+			if i == colVisibleAt {
+				visAt = len(targets)
+			}
 			targets = append(targets, i)
 		}
 	}
@@ -53,14 +61,24 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		}
 		full := make([]any, len(t.Columns))
 		set := make([]bool, len(t.Columns))
+		item := queues.Item{ID: b.ids[r]}
 		for j, i := range targets {
-			v, err := convert(&t.Columns[i], b.value(vals[j]))
+			v, err := b.convert(t.columnDef(i), vals[j])
 			if err != nil {
 				return nil, &RowError{r + 1, err}
 			}
+			if j == visAt {
+				if v == nil {
+					return nil, &RowError{r + 1, fmt.Errorf("%w: _visible_at cannot be NULL (NOW() for at once)", ErrValue)}
+				}
+				item.VisibleAt = v.(time.Time)
+				if item.VisibleAt.UnixNano() <= 0 {
+					return nil, &RowError{r + 1, fmt.Errorf("%w: _visible_at %v is before 1970", ErrValue, item.VisibleAt)}
+				}
+				continue
+			}
 			full[i], set[i] = v, true
 		}
-		item := queues.Item{ID: b.ids[r]}
 		tup := make(tuple.Tuple, len(t.Columns))
 		for i := range t.Columns {
 			c := &t.Columns[i]

@@ -32,7 +32,19 @@ const (
 	goalPop                // return and remove them (SELECT ... FOR POP)
 	goalCount              // count them (SELECT COUNT(*))
 	goalDelete             // remove them and count them (DELETE)
+	goalLease              // lease and return them (SELECT ... FOR LEASE)
 )
+
+// take is what a plan does to the rows it finds.
+type take uint8
+
+const (
+	takeNone   take = iota // nothing: it reads them
+	takeRemove             // removes them
+	takeLease              // leases them (for the statement's lease)
+)
+
+func (k take) String() string { return [...]string{"", "remove", "lease"}[k] }
 
 // choosePlan returns the access path to the rows of t that match conds, in
 // order, n of them at the most (n < 0: all), for goal; spread is the
@@ -41,6 +53,34 @@ func choosePlan(t *Table, conds []cond, order queues.Order, n int64, g goal, spr
 	remove := g == goalPop || g == goalDelete
 	id, byIDOK := idLookup(conds)
 	f, fitOK := fitLimits(t, conds)
+	// Pops and leases take visible rows only; a DELETE removes rows,
+	// visible or not: where the pop plans below would serve it, it runs
+	// them only while the table has no invisible row (allRows).
+	visible := g == goalPop || g == goalLease
+	tk := takeNone
+	switch g {
+	case goalPop, goalDelete:
+		tk = takeRemove
+	case goalLease:
+		tk = takeLease
+	}
+	switch {
+	case g == goalLease && n == 0:
+		return limitZero{}
+	case g == goalLease && byIDOK:
+		return byID{id: id, conds: conds, take: tk, visible: true}
+	case g == goalLease && fitOK:
+		return leaseN{fit: &f, order: order, n: n}
+	case g == goalLease && len(conds) == 0:
+		return leaseN{order: order, n: n}
+	case g == goalLease:
+		return scan{conds: conds, order: order, n: n, take: tk, visible: true}
+	case g == goalDelete && !byIDOK && n != 0 && (fitOK || len(conds) == 0 && n > 0):
+		return allRows{
+			pop:  choosePlan(t, conds, order, n, goalPop, spread),
+			scan: scan{conds: conds, order: order, n: n, take: tk},
+		}
+	}
 	switch {
 	case g == goalCount && len(conds) == 0:
 		return countAll{}
@@ -49,7 +89,7 @@ func choosePlan(t *Table, conds []cond, order queues.Order, n int64, g goal, spr
 	case n == 0:
 		return limitZero{}
 	case byIDOK:
-		return byID{id: id, conds: conds, remove: remove}
+		return byID{id: id, conds: conds, take: tk, visible: visible}
 	case fitOK && remove && spread > 0 && n == 1:
 		return fitSpreadPop{fit: f, order: order, spread: spread}
 	case fitOK && remove:
@@ -61,13 +101,13 @@ func choosePlan(t *Table, conds []cond, order queues.Order, n int64, g goal, spr
 	case len(conds) == 0 && remove:
 		return popN{order: order, n: n}
 	}
-	return scan{conds: conds, order: order, n: n, remove: remove}
+	return scan{conds: conds, order: order, n: n, take: tk, visible: visible}
 }
 
 // idLookup returns the id of an id = v condition.
 func idLookup(conds []cond) (int64, bool) {
 	for _, c := range conds {
-		if c.col < 0 && c.op == parser.OpEq {
+		if c.col == colID && c.op == parser.OpEq {
 			id, ok := c.val.(int64)
 			return id, ok
 		}
@@ -137,12 +177,13 @@ type (
 	clearAll struct{}
 	// limitZero reads nothing: LIMIT 0.
 	limitZero struct{}
-	// byID reads the row with id, keeps it if it matches every condition,
-	// and removes it if remove: a WHERE with id = v.
+	// byID reads the row with id, keeps it if it matches every condition
+	// (and is visible, if visible), and takes it: a WHERE with id = v.
 	byID struct {
-		id     int64
-		conds  []cond
-		remove bool
+		id      int64
+		conds   []cond
+		take    take
+		visible bool
 	}
 	// fitPop pops the best row that fits, up to n times (n < 0: until
 	// none fits): resource limits a pop or DELETE.
@@ -176,14 +217,15 @@ type (
 		order queues.Order
 		n     int64
 	}
-	// scan reads the rows in order, keeps those that match every
-	// condition, stops after n (n < 0: reads all), and removes those it
-	// keeps if remove: any other WHERE.
+	// scan reads the rows in order (the visible ones only, if visible),
+	// keeps those that match every condition, stops after n (n < 0: reads
+	// all), and takes those it keeps: any other WHERE.
 	scan struct {
-		conds  []cond
-		order  queues.Order
-		n      int64
-		remove bool
+		conds   []cond
+		order   queues.Order
+		n       int64
+		take    take
+		visible bool
 	}
 	// moveByID moves the row with id to another priority, without
 	// reading or rewriting its values: UPDATE t SET priority = v WHERE
@@ -218,15 +260,10 @@ func (p byID) run(s *stmtCtx) ([]row, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if !matchAll(p.conds, r) {
+	if !matchAll(p.conds, r) || p.visible && it.VisibleAt.After(s.now()) {
 		return nil, 0, nil
 	}
-	if p.remove {
-		if _, _, err := s.t.Queue.Remove(s.tr, p.id); err != nil {
-			return nil, 0, err
-		}
-	}
-	return []row{r}, 1, nil
+	return counted(s.takeRows([]row{r}, p.take))
 }
 
 func (p fitPop) run(s *stmtCtx) ([]row, int64, error) {
@@ -272,7 +309,11 @@ func (p popN) run(s *stmtCtx) ([]row, int64, error) {
 
 func (p scan) run(s *stmtCtx) ([]row, int64, error) {
 	var out []row
-	err := s.t.Queue.Scan(s.tr, p.order, func(it queues.Item) (bool, error) {
+	scan := s.t.Queue.Scan
+	if p.visible {
+		scan = s.t.Queue.ScanVisible
+	}
+	err := scan(s.tr, p.order, func(it queues.Item) (bool, error) {
 		r, err := s.decode(it)
 		if err != nil {
 			return false, err
@@ -285,14 +326,7 @@ func (p scan) run(s *stmtCtx) ([]row, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	if p.remove {
-		for _, r := range out {
-			if _, _, err := s.t.Queue.Remove(s.tr, r.item.ID); err != nil {
-				return nil, 0, err
-			}
-		}
-	}
-	return counted(out, nil)
+	return counted(s.takeRows(out, p.take))
 }
 
 func (p moveByID) run(s *stmtCtx) ([]row, int64, error) {
@@ -358,15 +392,18 @@ func (p byID) String() string {
 	args := []string{fmt.Sprintf("id=%d", p.id)}
 	var others []string
 	for _, c := range p.conds {
-		if !(c.col < 0 && c.op == parser.OpEq && c.val == any(p.id)) {
+		if !(c.col == colID && c.op == parser.OpEq && c.val == any(p.id)) {
 			others = append(others, c.String())
 		}
 	}
 	if len(others) > 0 {
 		args = append(args, "where "+strings.Join(others, " AND "))
 	}
-	if p.remove {
-		args = append(args, "remove")
+	if p.visible {
+		args = append(args, "visible")
+	}
+	if p.take != takeNone {
+		args = append(args, p.take.String())
 	}
 	return "byID(" + strings.Join(args, ", ") + ")"
 }
@@ -401,8 +438,11 @@ func (p scan) String() string {
 		args = append(args, "where "+strings.Join(where, " AND "))
 	}
 	args = append(args, "order="+orderName(p.order), "n="+count(p.n))
-	if p.remove {
-		args = append(args, "remove")
+	if p.visible {
+		args = append(args, "visible")
+	}
+	if p.take != takeNone {
+		args = append(args, p.take.String())
 	}
 	return "scan(" + strings.Join(args, ", ") + ")"
 }

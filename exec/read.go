@@ -106,11 +106,8 @@ func (s *stmtCtx) planSelect(st *parser.Select) (*query, error) {
 	q := &query{res: &Result{HasRows: true}}
 	add := func(i int) {
 		q.proj = append(q.proj, i)
-		c := &idColumn
-		if i >= 0 {
-			c = &t.Columns[i]
-		}
-		nullable := !c.NotNull && i >= 0 && i != t.Priority && !slices.Contains(t.Resources, i)
+		c := t.columnDef(i)
+		nullable := i >= 0 && !c.NotNull && i != t.Priority && !slices.Contains(t.Resources, i)
 		q.res.Columns = append(q.res.Columns, c.Name)
 		q.res.Types = append(q.res.Types, c.Type)
 		q.res.Nullable = append(q.res.Nullable, nullable)
@@ -134,8 +131,11 @@ func (s *stmtCtx) planSelect(st *parser.Select) (*query, error) {
 	}
 	s.idsOnly = idsOnly(q.proj, conds)
 	g := goalRead
-	if st.ForPop {
+	switch {
+	case st.ForPop:
 		g = goalPop
+	case st.Lease != nil:
+		g = goalLease
 	}
 	q.plan = choosePlan(t, conds, order, n, g, s.b.spread)
 	return q, nil
@@ -163,12 +163,12 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, b *bound) (*
 		return res, nil
 	}
 	var rows []row
-	if st.ForPop && b.token != 0 {
+	if st.Takes() && b.token != 0 {
 		rows, err = s.popOnce(q.plan)
 	} else {
 		rows, _, err = q.plan.run(s)
 	}
-	if err == nil && st.ForPop {
+	if err == nil && st.Takes() {
 		err = s.armWait(rows, q.plan)
 	}
 	if err != nil {
@@ -178,15 +178,11 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, b *bound) (*
 	for k, r := range rows {
 		out := make([]any, len(q.proj))
 		for j, i := range q.proj {
-			if i < 0 {
-				out[j] = r.item.ID
-			} else {
-				out[j] = r.vals[i]
-			}
+			out[j] = r.value(i)
 		}
 		res.Rows[k] = out
 	}
-	if st.ForPop {
+	if st.Takes() {
 		res.RowsAffected = int64(len(rows))
 	}
 	return res, nil

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
@@ -24,6 +25,10 @@ type bound struct {
 	token int64
 	// wait is a FOR POP WAIT's wait, and what it keeps across its rounds.
 	wait waitState
+	// lease is FOR LEASE's duration (0: not a lease).
+	lease time.Duration
+	// now is the statement's time: NOW(), read once when it is bound.
+	now time.Time
 }
 
 // bind checks args against p's placeholders and makes the ids of the rows
@@ -32,7 +37,7 @@ func (e *Executor) bind(p *parser.Parsed, args Args) (*bound, error) {
 	if err := checkArgs(p, args); err != nil {
 		return nil, err
 	}
-	b := &bound{p: p, args: args}
+	b := &bound{p: p, args: args, now: e.now()}
 	if err := b.bindWait(); err != nil {
 		return nil, err
 	}
@@ -90,6 +95,8 @@ type stmtCtx struct {
 	// ids: a DELETE whose WHERE names no column but id, a SELECT id. Its
 	// rows are not decoded (see decode).
 	idsOnly bool
+	// now reads the clock of the tables' queues.
+	now func() time.Time
 }
 
 // stmt starts a run of b on table in tr: it reads the table's schema,
@@ -99,5 +106,5 @@ func (e *Executor) stmt(tr kv.Transaction, table string, b *bound) (*stmtCtx, er
 	if err != nil {
 		return nil, err
 	}
-	return &stmtCtx{tr: tr, t: t, b: b}, nil
+	return &stmtCtx{tr: tr, t: t, b: b, now: e.now}, nil
 }

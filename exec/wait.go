@@ -106,6 +106,16 @@ func (b *bound) bindWait() error {
 		}
 		b.wait.d = d
 	}
+	if sel, ok := b.p.Stmt.(*parser.Select); ok && sel.Lease != nil && sel.Wait != nil {
+		return fmt.Errorf("%w: FOR LEASE ... WAIT is not applied yet: lease without WAIT, in a loop", parser.ErrUnsupported)
+	}
+	if sel, ok := b.p.Stmt.(*parser.Select); ok && sel.Lease != nil {
+		d, err := leaseOf(b.value(*sel.Lease))
+		if err != nil {
+			return err
+		}
+		b.lease = d
+	}
 	var pos []any
 	for i, v := range b.args.Positional {
 		if d, ok := v.(time.Duration); ok {

@@ -40,12 +40,7 @@ func sqlLiteral(v any) string {
 
 // match reports whether r satisfies c.
 func (c cond) match(r row) bool {
-	var v any
-	if c.col < 0 {
-		v = r.item.ID
-	} else {
-		v = r.vals[c.col]
-	}
+	v := r.value(c.col)
 	if v == nil || c.val == nil {
 		return false
 	}
@@ -72,8 +67,6 @@ func (c cond) match(r row) bool {
 	return false
 }
 
-var idColumn = Column{Name: "id", Type: parser.TypeInt}
-
 // where binds a WHERE to the statement's table and arguments: each value
 // converted to its column's type.
 func (s *stmtCtx) where(where []parser.Cond) ([]cond, error) {
@@ -84,11 +77,8 @@ func (s *stmtCtx) where(where []parser.Cond) ([]cond, error) {
 		if err != nil {
 			return nil, err
 		}
-		col := &idColumn
-		if i >= 0 {
-			col = &t.Columns[i]
-		}
-		v, err := convert(col, s.b.value(w.Value))
+		col := t.columnDef(i)
+		v, err := s.b.convert(col, w.Value)
 		if err != nil {
 			return nil, fmt.Errorf("WHERE %s %s: %w", w.Column, w.Op, err)
 		}
@@ -133,7 +123,7 @@ func (s *stmtCtx) limit(l *parser.Value) (int64, error) {
 	if l == nil {
 		return -1, nil
 	}
-	v, err := convert(&Column{Name: "LIMIT", Type: parser.TypeInt, NotNull: true}, s.b.value(*l))
+	v, err := s.b.convert(&Column{Name: "LIMIT", Type: parser.TypeInt, NotNull: true}, *l)
 	if err != nil {
 		return 0, err
 	}

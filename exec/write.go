@@ -3,6 +3,7 @@ package exec
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
@@ -51,10 +52,22 @@ func (e *Executor) deleteRows(tr kv.Transaction, st *parser.Delete, b *bound) (*
 	return &Result{RowsAffected: count}, nil
 }
 
-// planUpdate binds the one UPDATE there is, of a row's priority by its id.
+// planUpdate binds the UPDATEs there are: of a row's priority by its id,
+// and of its _visible_at (see planSetVisible).
 func (s *stmtCtx) planUpdate(st *parser.Update) (plan, error) {
 	t := s.t
-	const form = "the only UPDATE is UPDATE t SET priority = v WHERE id = v"
+	for _, a := range st.Set {
+		if i, ok := pseudoColumn(a.Column); ok {
+			if i == colVisibleAt && len(st.Set) == 1 {
+				return s.planSetVisible(st)
+			}
+			if i == colLease || i == colAttempts {
+				return nil, readOnlyColumn(t.columnDef(i).Name)
+			}
+			return nil, fmt.Errorf("%w: %s; %s", ErrStatement, "an UPDATE sets either _visible_at or priority, alone", updateForms)
+		}
+	}
+	const form = updateForms
 	if t.Priority < 0 {
 		return nil, fmt.Errorf("%w: %s is a FIFO table (no priority column); %s", ErrStatement, t.Name, form)
 	}
@@ -69,7 +82,7 @@ func (s *stmtCtx) planUpdate(st *parser.Update) (plan, error) {
 	if !ok || len(conds) != 1 {
 		return nil, fmt.Errorf("%w: %s", ErrStatement, form)
 	}
-	v, err := convert(&t.Columns[t.Priority], s.b.value(st.Set[0].Value))
+	v, err := s.b.convert(&t.Columns[t.Priority], st.Set[0].Value)
 	if err != nil {
 		return nil, err
 	}
@@ -93,4 +106,76 @@ func (e *Executor) update(tr kv.Transaction, st *parser.Update, b *bound) (*Resu
 		return nil, err
 	}
 	return &Result{RowsAffected: n}, nil
+}
+
+// updateForms are the UPDATEs there are, for errors.
+const updateForms = "the UPDATEs are UPDATE t SET priority = v WHERE id = v, and UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v]"
+
+// planSetVisible binds UPDATE t SET _visible_at = v WHERE id = v [AND
+// _lease = v]: a heartbeat or release of a lease when _lease is given,
+// and of the row whoever holds it when it is not.
+func (s *stmtCtx) planSetVisible(st *parser.Update) (plan, error) {
+	conds, err := s.where(st.Where)
+	if err != nil {
+		return nil, err
+	}
+	p := setVisible{}
+	var hasID bool
+	for _, c := range conds {
+		switch {
+		case c.col == colID && c.op == parser.OpEq && !hasID && c.val != nil:
+			p.id, hasID = c.val.(int64), true
+		case c.col == colLease && c.op == parser.OpEq && p.lease == nil && c.val != nil:
+			l := c.val.(int64)
+			p.lease = &l
+		default:
+			return nil, fmt.Errorf("%w: UPDATE of _visible_at WHERE %s; it takes WHERE id = v [AND _lease = v] (one row, by id)", ErrStatement, c)
+		}
+	}
+	if !hasID {
+		return nil, fmt.Errorf("%w: UPDATE of _visible_at without WHERE id = v; it takes WHERE id = v [AND _lease = v] (one row, by id)", ErrStatement)
+	}
+	v, err := s.b.convert(pseudoColumns[colVisibleAt], st.Set[0].Value)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, fmt.Errorf("%w: _visible_at cannot be NULL (NOW() for at once)", ErrValue)
+	}
+	p.at = v.(time.Time)
+	if p.at.UnixNano() <= 0 {
+		return nil, fmt.Errorf("%w: _visible_at %v is before 1970", ErrValue, p.at)
+	}
+	return p, nil
+}
+
+// setVisible sets the _visible_at of the row with id, if its _lease is
+// lease (when set): UPDATE t SET _visible_at = v WHERE id = v [AND
+// _lease = v].
+type setVisible struct {
+	id    int64
+	lease *int64
+	at    time.Time
+}
+
+func (p setVisible) run(s *stmtCtx) ([]row, int64, error) {
+	if p.lease != nil {
+		it, ok, err := s.t.Queue.Get(s.tr, p.id)
+		if err != nil || !ok || it.Lease != *p.lease {
+			return nil, 0, err
+		}
+	}
+	ok, err := s.t.Queue.SetVisibleAt(s.tr, p.id, p.at)
+	if err != nil || !ok {
+		return nil, 0, err
+	}
+	return nil, 1, nil
+}
+
+func (p setVisible) String() string {
+	args := []string{fmt.Sprintf("id=%d", p.id)}
+	if p.lease != nil {
+		args = append(args, fmt.Sprintf("lease=%d", *p.lease))
+	}
+	return "setVisible(" + strings.Join(args, ", ") + ", at=" + sqlLiteral(p.at) + ")"
 }

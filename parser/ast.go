@@ -9,6 +9,8 @@
 // supported. Parsed statements are cached by their text (see Parse).
 package parser
 
+import "time"
+
 // Statement is one parsed statement: *CreateTable, *DropTable, *Insert,
 // *Select, *Delete, *Update, *Begin, *Commit or *Rollback.
 type Statement interface{ statement() }
@@ -60,6 +62,10 @@ type CreateTable struct {
 	Name        string
 	IfNotExists bool
 	Columns     []Column
+	// MaxAttempts is the MAX_ATTEMPTS=n table option (0: none): how many
+	// times a row may be leased before FOR LEASE moves it to the table
+	// <name>_dead.
+	MaxAttempts int64
 	// Index lists the resource columns of the fit index, in order; empty
 	// without INDEX.
 	Index     []string
@@ -85,6 +91,9 @@ const (
 	ValueBool
 	// ValueArg is a placeholder, bound at execution.
 	ValueArg
+	// ValueNow is NOW() [+|- INTERVAL n SECOND|MINUTE|HOUR]: the
+	// statement's time (the client's clock), moved by Interval times Unit.
+	ValueNow
 )
 
 // Value is a literal or a placeholder.
@@ -97,6 +106,11 @@ type Value struct {
 	// Placeholders: Ordinal (1-based) for ?, Name for :name.
 	Ordinal int
 	Name    string
+	// ValueNow: Interval is the INTERVAL's count (a number or a
+	// placeholder; nil without INTERVAL), and Unit its unit, negative
+	// for NOW() - INTERVAL.
+	Interval *Value
+	Unit     time.Duration
 }
 
 // Op is a comparison operator.
@@ -137,7 +151,7 @@ type Insert struct {
 }
 
 // Select is SELECT columns|*|COUNT(*) FROM table [WHERE] [ORDER BY] [LIMIT]
-// [FOR POP [WAIT seconds]].
+// [FOR POP [WAIT seconds] | FOR LEASE seconds [WAIT seconds]].
 type Select struct {
 	Table   string
 	Star    bool
@@ -147,7 +161,11 @@ type Select struct {
 	OrderBy *OrderBy
 	Limit   *Value // nil: no LIMIT
 	ForPop  bool
-	// Wait is FOR POP WAIT's seconds: an integer or a float from 0 to
+	// Lease is FOR LEASE's seconds: a positive integer or float, or a
+	// placeholder (bound to a time.Duration or a number of seconds); nil
+	// without FOR LEASE. ForPop is false for a lease.
+	Lease *Value
+	// Wait is FOR POP WAIT's (or FOR LEASE's WAIT's) seconds: an integer or a float from 0 to
 	// MaxWait, or a placeholder (bound to a time.Duration or a number of
 	// seconds); nil without WAIT.
 	Wait *Value
@@ -190,3 +208,17 @@ func (*Update) statement()      {}
 func (*Begin) statement()       {}
 func (*Commit) statement()      {}
 func (*Rollback) statement()    {}
+
+// Takes reports whether the SELECT takes the rows it finds: FOR POP or
+// FOR LEASE.
+func (s *Select) Takes() bool { return s.ForPop || s.Lease != nil }
+
+// Pseudo-columns every table has, read-only, selectable like id.
+const (
+	// ColVisibleAt is when the row may be popped or leased (TIMESTAMP).
+	ColVisibleAt = "_visible_at"
+	// ColLease is the token of the row's current lease, 0 if never leased.
+	ColLease = "_lease"
+	// ColAttempts is how many times the row was leased.
+	ColAttempts = "_attempts"
+)

@@ -21,8 +21,8 @@ var ErrUnsupported = errors.New("fdbqueue: not supported")
 
 // Supported summarises the dialect for error messages.
 const Supported = "supported: CREATE TABLE [IF NOT EXISTS], DROP TABLE [IF EXISTS], " +
-	"INSERT INTO t [(cols)] VALUES (...), SELECT cols|*|COUNT(*) FROM t [WHERE] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP [WAIT seconds]], " +
-	"DELETE FROM t [WHERE] [ORDER BY priority] [LIMIT n], UPDATE t SET priority = v WHERE id = v, BEGIN, COMMIT, ROLLBACK"
+	"INSERT INTO t [(cols)] VALUES (...), SELECT cols|*|COUNT(*) FROM t [WHERE] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP [WAIT seconds] | FOR LEASE seconds [WAIT seconds]], " +
+	"DELETE FROM t [WHERE] [ORDER BY priority] [LIMIT n], UPDATE t SET priority = v WHERE id = v, UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v], BEGIN, COMMIT, ROLLBACK"
 
 // MaxStatementSize bounds the text Parse accepts.
 const MaxStatementSize = 1 << 20
@@ -105,8 +105,10 @@ func tokenize(sql string) ([]token, error) {
 // boolean DEFAULTs, and unnamed indexes. It returns the text for sqlparser.
 type prepass struct {
 	forPop      bool
-	wait        *Value // FOR POP WAIT's seconds or placeholder
+	lease       *Value // FOR LEASE's seconds or placeholder
+	wait        *Value // FOR POP WAIT's (or FOR LEASE's WAIT's) seconds or placeholder
 	ifNotExists bool
+	maxAttempts int64 // MAX_ATTEMPTS=n
 	boolCols    map[string]bool
 	positional  int // ? placeholders
 	named       bool
@@ -150,21 +152,26 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 		return "", fmt.Errorf("%w: a statement uses either ? or :name placeholders, not both", ErrUnsupported)
 	}
 
-	// FOR POP [WAIT n] at the end of a SELECT.
-	end, err := pp.waitClause(sql, tokAt, n)
+	// FOR LEASE d [WAIT n], or FOR POP [WAIT n], at the end of a SELECT.
+	end, err := pp.leaseClause(sql, tokAt, n)
 	if err != nil {
 		return "", err
+	}
+	if pp.lease == nil {
+		if end, err = pp.waitClause(sql, tokAt, n); err != nil {
+			return "", err
+		}
 	}
 	for k := end; k < n; k++ {
 		drop[code[k]] = true
 	}
-	if end >= 2 && tokAt(end-2).typ == sqlparser.FOR {
+	if pp.lease == nil && end >= 2 && tokAt(end-2).typ == sqlparser.FOR {
 		last := tokAt(end - 1)
 		if last.typ == sqlparser.ID && strings.EqualFold(last.val, "pop") {
 			pp.forPop = true
 			drop[code[end-2]], drop[code[end-1]] = true, true
 		} else if last.typ != sqlparser.UPDATE {
-			return "", fmt.Errorf("%w: trailing clause FOR %s; the only trailing clause is FOR POP [WAIT seconds]", ErrUnsupported, strings.ToUpper(last.val))
+			return "", fmt.Errorf("%w: trailing clause FOR %s; the trailing clauses are FOR POP [WAIT seconds] and FOR LEASE seconds [WAIT seconds]", ErrUnsupported, strings.ToUpper(last.val))
 		}
 	}
 
@@ -176,6 +183,9 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 			k = 5
 		}
 		pp.boolCols = map[string]bool{}
+		if err := pp.maxAttemptsOption(sql, tokAt, code, n, drop); err != nil {
+			return "", err
+		}
 		for ; k < n; k++ {
 			t, prev := tokAt(k), tokAt(k-1)
 			switch {
@@ -246,18 +256,26 @@ func parse(sql string) (*Parsed, error) {
 		return nil, err
 	}
 	if sel, ok := st.(*Select); ok {
-		sel.ForPop, sel.Wait = pp.forPop, pp.wait
-		if w := pp.wait; w != nil && w.Kind == ValueArg && w.Name != "" {
-			c.addName(w.Name)
+		sel.ForPop, sel.Lease, sel.Wait = pp.forPop, pp.lease, pp.wait
+		for _, w := range []*Value{pp.lease, pp.wait} {
+			if w != nil && w.Kind == ValueArg && w.Name != "" {
+				c.addName(w.Name)
+			}
 		}
-		if sel.ForPop && sel.Limit == nil {
-			return nil, fmt.Errorf("%w: FOR POP needs a LIMIT (how many rows to pop)", ErrUnsupported)
+		clause, verb := "FOR POP", "pop"
+		if sel.Lease != nil {
+			clause, verb = "FOR LEASE", "lease"
 		}
-		if sel.ForPop && sel.Count {
-			return nil, fmt.Errorf("%w: SELECT COUNT(*) ... FOR POP; pop rows, then count them", ErrUnsupported)
+		if sel.Takes() && sel.Limit == nil {
+			return nil, fmt.Errorf("%w: %s needs a LIMIT (how many rows to %s)", ErrUnsupported, clause, verb)
+		}
+		if sel.Takes() && sel.Count {
+			return nil, fmt.Errorf("%w: SELECT COUNT(*) ... %s; %s rows, then count them", ErrUnsupported, clause, verb)
 		}
 	} else if pp.forPop {
 		return nil, fmt.Errorf("%w: FOR POP ends a SELECT", ErrUnsupported)
+	} else if pp.lease != nil {
+		return nil, fmt.Errorf("%w: FOR LEASE ends a SELECT", ErrUnsupported)
 	}
 	p := &Parsed{Stmt: st, NumInput: pp.positional}
 	if pp.named {
@@ -461,10 +479,11 @@ func (c *converter) createTable(d *sqlparser.DDL) (Statement, error) {
 		return nil, unsupported("CREATE TABLE without columns")
 	}
 	ts := d.TableSpec
-	if strings.TrimSpace(ts.Options) != "" {
-		return nil, unsupported("table options %q (a table has none: drop them)", strings.TrimSpace(ts.Options))
-	}
 	ct := &CreateTable{Name: name, IfNotExists: c.pp.ifNotExists}
+	if strings.TrimSpace(ts.Options) != "" {
+		return nil, unsupported("table options %q (the only table option is MAX_ATTEMPTS=n)", strings.TrimSpace(ts.Options))
+	}
+	ct.MaxAttempts = c.pp.maxAttempts
 	for _, cd := range ts.Columns {
 		col, err := c.column(cd)
 		if err != nil {
@@ -884,6 +903,9 @@ func (c *converter) addName(name string) {
 
 // expr converts a value expression: a literal or a placeholder.
 func (c *converter) expr(e sqlparser.Expr) (Value, error) {
+	if v, ok, err := c.now(e); ok || err != nil {
+		return v, err
+	}
 	switch x := e.(type) {
 	case *sqlparser.SQLVal:
 		return c.value(x)
@@ -902,7 +924,7 @@ func (c *converter) expr(e sqlparser.Expr) (Value, error) {
 	case *sqlparser.ParenExpr:
 		return c.expr(x.Expr)
 	}
-	return Value{}, unsupported("expression %s (values are literals or placeholders)", sqlparser.String(e))
+	return Value{}, unsupported("expression %s (values are literals or placeholders); a time may also be NOW() [+|- INTERVAL n SECOND|MINUTE|HOUR]", sqlparser.String(e))
 }
 
 func (c *converter) value(v *sqlparser.SQLVal) (Value, error) {

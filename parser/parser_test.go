@@ -127,7 +127,7 @@ var rejected = []struct {
 	{"SELEC * FROM t", "syntax error"},
 	{"CREATE TABLE t (a INT", "syntax error"},
 	{"SELECT * FROM t LIMIT 1 FOR UPDATE", "FOR UPDATE"},
-	{"SELECT * FROM t LIMIT 1 FOR SHARE", "the only trailing clause is FOR POP"},
+	{"SELECT * FROM t LIMIT 1 FOR SHARE", "the trailing clauses are FOR POP"},
 	{"SELECT * FROM t LIMIT 1 FOR POP WAIT", "FOR POP WAIT without the seconds to wait"},
 	{"SELECT * FROM t LIMIT 1 FOR POP WAIT -1", "FOR POP WAIT -1: a wait is 0 or more seconds"},
 	{"SELECT * FROM t LIMIT 1 FOR POP WAIT 301", "WAIT 301: at most 300 seconds"},

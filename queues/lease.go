@@ -178,6 +178,11 @@ type LeaseRequest struct {
 	Order  Order
 	Limits []int64
 	N      int
+	// IDs, when not nil, are the items to lease instead, in this order
+	// (Order, Limits and N are then ignored): those that are queued and
+	// visible now; the others are skipped. A caller that chose the items
+	// itself (by a condition the queue does not index) leases them so.
+	IDs []int64
 	// For is how long the lease lasts; it must be positive.
 	For time.Duration
 	// MaxAttempts, when positive, is how many times an item may be
@@ -206,6 +211,9 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 			return nil, err
 		}
 	}
+	if req.IDs != nil {
+		req.N = len(req.IDs)
+	}
 	if req.N <= 0 {
 		return nil, nil
 	}
@@ -217,7 +225,13 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 	until := now.Add(req.For)
 	var out []Item
 	for len(out) < req.N {
-		items, poss, err := q.find(tr, req.Order, req.Limits, req.N-len(out))
+		var items []Item
+		var poss []pos
+		if req.IDs != nil {
+			items, poss, err = q.findIDs(tr, req.IDs, now.UnixNano())
+		} else {
+			items, poss, err = q.find(tr, req.Order, req.Limits, req.N-len(out))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +255,7 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 			}
 			out = append(out, it)
 		}
-		if dead == 0 {
+		if dead == 0 || req.IDs != nil {
 			break // fewer than wanted: nothing else is visible
 		}
 	}
@@ -258,6 +272,23 @@ func (q *Queue) find(tr kv.Transaction, order Order, limits []int64, n int) ([]I
 		return q.findFitN(tr, order, limits, n)
 	}
 	return q.findN(tr, order, n)
+}
+
+// findIDs returns the items with ids that are queued and visible at now
+// (unix nanoseconds), in the order of ids.
+func (q *Queue) findIDs(tr kv.Transaction, ids []int64, now int64) ([]Item, []pos, error) {
+	var items []Item
+	var poss []pos
+	for _, id := range ids {
+		it, p, ok, err := q.getByID(tr, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok && nanos(it.VisibleAt) <= now {
+			items, poss = append(items, it), append(poss, p)
+		}
+	}
+	return items, poss, nil
 }
 
 // newToken returns a random non-zero (positive) lease token.

@@ -455,3 +455,24 @@ func TestConcurrentLeaseAck(t *testing.T) {
 		require.Equal(t, 1, n, "item %d", id)
 	}
 }
+
+// TestLeaseIDs: a lease of chosen items takes those that are queued and
+// visible, in the order given, and skips the others.
+func TestLeaseIDs(t *testing.T) {
+	t.Parallel()
+	db, q, clock := setupClock(t, queues.Priority)
+	ids := make([]int64, 3)
+	for i, v := range []string{"a", "b", "c"} {
+		ids[i] = push(t, db, q, 1, v)
+	}
+	got := lease(t, db, q, queues.LeaseRequest{IDs: []int64{ids[1]}, For: time.Minute})
+	require.Equal(t, []string{"b"}, values(got))
+	require.Equal(t, int64(1), got[0].Attempts)
+	got = lease(t, db, q, queues.LeaseRequest{IDs: []int64{ids[2], ids[1], 12345, ids[0]}, For: time.Minute})
+	require.Equal(t, []string{"c", "a"}, values(got), "b is leased, 12345 is not queued")
+	clock.Advance(time.Minute)
+	got = lease(t, db, q, queues.LeaseRequest{IDs: []int64{ids[1]}, For: time.Minute})
+	require.Equal(t, []string{"b"}, values(got), "due again")
+	require.Equal(t, int64(2), got[0].Attempts)
+	require.Equal(t, int64(3), count(t, db, q))
+}

@@ -1,0 +1,134 @@
+package exec
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/queues"
+)
+
+// Pseudo-columns: every table has, besides its declared columns, id and
+// the read-only _visible_at, _lease and _attempts of its queue items
+// (queues.Item). Table.column returns them as these negative indexes.
+const (
+	colID        = -1
+	colVisibleAt = -2
+	colLease     = -3
+	colAttempts  = -4
+)
+
+var pseudoColumns = map[int]*Column{
+	colID:        {Name: "id", Type: parser.TypeInt, NotNull: true},
+	colVisibleAt: {Name: parser.ColVisibleAt, Type: parser.TypeTimestamp, NotNull: true},
+	colLease:     {Name: parser.ColLease, Type: parser.TypeInt, NotNull: true},
+	colAttempts:  {Name: parser.ColAttempts, Type: parser.TypeInt, NotNull: true},
+}
+
+// pseudoColumn returns the index of the pseudo-column name.
+func pseudoColumn(name string) (int, bool) {
+	for i, c := range pseudoColumns {
+		if strings.EqualFold(c.Name, name) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// columnDef returns the column at index i, declared or pseudo.
+func (t *Table) columnDef(i int) *Column {
+	if i < 0 {
+		return pseudoColumns[i]
+	}
+	return &t.Columns[i]
+}
+
+// value returns the value of column i (declared or pseudo) of r.
+func (r row) value(i int) any {
+	switch i {
+	case colID:
+		return r.item.ID
+	case colVisibleAt:
+		return visibleAt(r.item)
+	case colLease:
+		return r.item.Lease
+	case colAttempts:
+		return r.item.Attempts
+	}
+	return r.vals[i]
+}
+
+// visibleAt is an item's _visible_at: the zero time for an item that was
+// never delayed or leased (it has always been due).
+func visibleAt(it queues.Item) time.Time {
+	if it.VisibleAt.IsZero() {
+		return time.Time{}
+	}
+	return it.VisibleAt.UTC()
+}
+
+// readOnlyColumn is the error for a statement that writes a pseudo-column
+// other than _visible_at.
+func readOnlyColumn(name string) error {
+	return fmt.Errorf("%w: %s is read-only: FOR LEASE sets it (what is written is _visible_at: INSERT ... (_visible_at) VALUES (...), UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v])", ErrValue, name)
+}
+
+// leaseOf converts FOR LEASE's value (a literal, or the argument bound to
+// its placeholder) to a lease: a time.Duration, or a number of seconds.
+func leaseOf(v any) (time.Duration, error) {
+	var secs float64
+	switch x := v.(type) {
+	case time.Duration:
+		if x <= 0 {
+			return 0, fmt.Errorf("%w: FOR LEASE %v: a lease lasts a positive duration; bind a time.Duration or a number of seconds above 0", ErrArgs, x)
+		}
+		return x, nil
+	case int64:
+		secs = float64(x)
+	case float64:
+		secs = x
+	default:
+		return 0, fmt.Errorf("%w: FOR LEASE's argument is %s %v; bind a time.Duration or a number of seconds (an int or a float) above 0", ErrArgs, typeName(v), short(v))
+	}
+	d, err := parser.LeaseDuration(secs)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrArgs, err)
+	}
+	return d, nil
+}
+
+// convert converts the value of a literal, placeholder or NOW() to col's
+// type.
+func (b *bound) convert(col *Column, v parser.Value) (any, error) {
+	if v.Kind != parser.ValueNow {
+		return convert(col, b.value(v))
+	}
+	at, err := b.nowValue(v)
+	if err != nil {
+		return nil, err
+	}
+	return convert(col, at)
+}
+
+// nowValue returns NOW() [+|- INTERVAL n UNIT] at the statement's time.
+func (b *bound) nowValue(v parser.Value) (any, error) {
+	at := b.now
+	if v.Interval != nil {
+		var n float64
+		switch x := b.value(*v.Interval).(type) {
+		case int64:
+			n = float64(x)
+		case float64:
+			n = x
+		default:
+			return nil, fmt.Errorf("%w: INTERVAL %s %v: the interval is a number", ErrArgs, typeName(x), short(x))
+		}
+		d := n * float64(v.Unit)
+		if d != d || d > 1<<62 || d < -(1<<62) {
+			return nil, fmt.Errorf("%w: INTERVAL %v: out of range", ErrArgs, n)
+		}
+		at = at.Add(time.Duration(d))
+	}
+	return at.UTC(), nil
+}
