@@ -55,6 +55,10 @@ type waitState struct {
 	// table is the id of the table the statement waited on (0 before it
 	// waited).
 	table int64
+	// due is when the table's earliest leased or delayed row becomes
+	// visible, as the round that armed the watch read it (zero: none).
+	// Time passing fires no watch: the wait also ends then.
+	due time.Time
 }
 
 // pollInterval is how often a waiting statement polls when the database
@@ -105,9 +109,6 @@ func (b *bound) bindWait() error {
 			return err
 		}
 		b.wait.d = d
-	}
-	if sel, ok := b.p.Stmt.(*parser.Select); ok && sel.Lease != nil && sel.Wait != nil {
-		return fmt.Errorf("%w: FOR LEASE ... WAIT is not applied yet: lease without WAIT, in a loop", parser.ErrUnsupported)
 	}
 	if sel, ok := b.p.Stmt.(*parser.Select); ok && sel.Lease != nil {
 		d, err := leaseOf(b.value(*sel.Lease))
@@ -160,7 +161,15 @@ func (s *stmtCtx) armWait(rows []row, p plan) error {
 	if err != nil {
 		return err
 	}
-	w.watch, w.watchTable = watch, s.t.ID
+	due, ok, err := s.t.Queue.NextDue(s.tr)
+	if err != nil {
+		watch.Cancel()
+		return err
+	}
+	w.watch, w.watchTable, w.due = watch, s.t.ID, time.Time{}
+	if ok {
+		w.due = due
+	}
 	return nil
 }
 
@@ -196,7 +205,20 @@ func (e *Executor) waitPop(ctx context.Context, b *bound) (*Result, error) {
 			return res, err
 		}
 		b.wait.table = b.wait.watchTable
+		var dueC <-chan time.Time
+		var dueT *time.Timer
+		if !b.wait.due.IsZero() {
+			dueT = time.NewTimer(max(0, b.wait.due.Sub(e.now())))
+			dueC = dueT.C
+		}
+		stopDue := func() {
+			if dueT != nil {
+				dueT.Stop()
+			}
+		}
 		select {
+		case <-dueC:
+			w.Cancel() // a leased or delayed row became visible: take it
 		case <-w.Done():
 			err := w.Err()
 			switch {
@@ -209,12 +231,14 @@ func (e *Executor) waitPop(ctx context.Context, b *bound) (*Result, error) {
 				return nil, fmt.Errorf("fdbqueue: FOR POP WAIT: the watch on the table's pushes failed; nothing was taken: %w", err)
 			}
 		case <-wctx.Done():
+			stopDue()
 			w.Cancel()
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 			return res, nil // the wait is over: no rows
 		}
+		stopDue()
 	}
 }
 
