@@ -29,9 +29,10 @@
 //	CREATE TABLE [IF NOT EXISTS] t (col TYPE [NOT NULL] [DEFAULT v], ... [, INDEX name (col, ...)])
 //	DROP TABLE [IF EXISTS] t
 //	INSERT INTO t [(cols)] VALUES (...), (...)
-//	SELECT cols|*|COUNT(*) FROM t [WHERE c op v AND ...] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP [WAIT seconds]]
+//	SELECT cols|*|COUNT(*) FROM t [WHERE c op v AND ...] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP | FOR LEASE seconds] [WAIT seconds]
 //	DELETE FROM t [WHERE ...] [ORDER BY priority] [LIMIT n]
 //	UPDATE t SET priority = v WHERE id = v
+//	UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v]
 //	BEGIN | START TRANSACTION, COMMIT, ROLLBACK
 //
 // Types: INT/INTEGER/BIGINT (64-bit), DOUBLE/FLOAT/REAL (64-bit; NaN is
@@ -47,13 +48,26 @@
 // :name (sql.Named), not both in one statement. Anything else is refused with
 // an error that says what was not understood and what is supported.
 //
+// # Leases
+//
+// SELECT ... FOR LEASE d takes the rows FOR POP would but leaves them in the
+// table, hidden for d seconds (or a time.Duration): the pseudo-columns
+// _visible_at, _lease and _attempts (selectable like id) say until when, under
+// which token, and how many times. DELETE FROM t WHERE id = ? AND _lease = ?
+// acks (RowsAffected 0: the lease was lost); UPDATE t SET _visible_at = ...
+// WHERE id = ? AND _lease = ? extends or releases. A lease that expires makes
+// the row visible again at its original place. INSERT may set _visible_at
+// to delay a row. NOW() and NOW() +/- INTERVAL n SECOND|MINUTE|HOUR go where
+// a TIMESTAMP does. MAX_ATTEMPTS (dead letters) is refused: not applied yet.
+//
 // # Waiting for work
 //
 // SELECT ... FOR POP WAIT n waits up to n seconds (0 to 300, fractions
 // allowed; WAIT ? takes a time.Duration or a number of seconds) for a row
 // that fits, and returns it (up to LIMIT rows) as soon as a push commits
 // one; after n seconds it returns no rows (sql.ErrNoRows from QueryRow).
-// It waits on a watch of the table's pushes, not by polling, and ends at
+// It waits on a watch of the table's pushes, not by polling, also ends when
+// a leased or delayed row becomes due (FOR LEASE ... WAIT waits alike), and at
 // once with the context's error when its context is cancelled, and with
 // ErrNoTable when the table is dropped. WAIT 0 does not wait. WAIT is
 // refused inside a transaction (ErrUnsupported): arming the watch needs a
