@@ -33,7 +33,11 @@ type Table struct {
 	// Resources are the indexes of the INDEX columns, in index order.
 	Resources []int
 	IndexName string
-	Queue     *queues.Queue
+	// MaxAttempts is the MAX_ATTEMPTS=n option (0: none): a lease that
+	// would take a row already leased MaxAttempts times moves it to the
+	// dead-letter table instead (see dead.go).
+	MaxAttempts int64
+	Queue       *queues.Queue
 }
 
 // Kind returns the table's queue kind.
@@ -75,12 +79,18 @@ func (t *Table) encode() []byte {
 	for _, r := range t.Resources {
 		res = append(res, int64(r))
 	}
-	return tuple.Tuple{int64(schemaVersion), t.Name, t.ID, int64(t.Priority), cols, res, t.IndexName}.Pack()
+	tup := tuple.Tuple{int64(schemaVersion), t.Name, t.ID, int64(t.Priority), cols, res, t.IndexName}
+	if t.MaxAttempts > 0 {
+		// Only then: a table without the option keeps the 7 elements
+		// versions before MAX_ATTEMPTS read.
+		tup = append(tup, t.MaxAttempts)
+	}
+	return tup.Pack()
 }
 
 func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	tup, err := tuple.Unpack(b)
-	if err != nil || len(tup) != 7 {
+	if err != nil || len(tup) != 7 && len(tup) != 8 {
 		return nil, fmt.Errorf("%w: unreadable schema", ErrCatalog)
 	}
 	if v, _ := tup[0].(int64); v != schemaVersion {
@@ -126,6 +136,11 @@ func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 		names = append(names, t.Columns[i].Name)
 	}
 	t.IndexName, _ = tup[6].(string)
+	if len(tup) == 8 {
+		if t.MaxAttempts, _ = tup[7].(int64); t.MaxAttempts <= 0 {
+			return nil, fmt.Errorf("%w: MAX_ATTEMPTS %v", ErrCatalog, tup[7])
+		}
+	}
 	t.Queue = queues.New(tableKey(root, t.ID), t.Kind(), names...).WithOptions(opts)
 	return t, nil
 }

@@ -27,10 +27,10 @@ func (e *Executor) ddlDone(tr kv.Transaction, token int64) (bool, error) {
 }
 
 func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Result, error) {
-	if st.MaxAttempts > 0 {
-		return nil, fmt.Errorf("%w: MAX_ATTEMPTS=%d: dead letters are not applied yet; create the table without it", parser.ErrUnsupported, st.MaxAttempts)
+	if st.MaxAttempts < 0 {
+		return nil, fmt.Errorf("%w: MAX_ATTEMPTS=%d: how many times a row may be leased is an integer, 1 or more", ErrSchema, st.MaxAttempts)
 	}
-	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName}
+	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName, MaxAttempts: st.MaxAttempts}
 	seen := map[string]bool{}
 	for _, pc := range st.Columns {
 		lower := strings.ToLower(pc.Name)
@@ -63,7 +63,6 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 		}
 		t.Columns = append(t.Columns, c)
 	}
-	var names []string
 	for _, name := range st.Index {
 		i, err := t.column(name)
 		if err != nil {
@@ -81,7 +80,6 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 			}
 		}
 		t.Resources = append(t.Resources, i)
-		names = append(names, t.Columns[i].Name)
 	}
 	if len(t.Columns) == 0 {
 		return nil, fmt.Errorf("%w: a table needs at least one column", ErrSchema)
@@ -98,19 +96,37 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 		}
 		return nil, fmt.Errorf("%w: %s (use CREATE TABLE IF NOT EXISTS, or DROP TABLE first)", ErrTableExists, st.Name)
 	}
+	if err := e.addTable(tr, t); err != nil {
+		return nil, err
+	}
+	if t.MaxAttempts > 0 {
+		// In the same transaction, so under the same DDL token.
+		if _, err := e.deadTable(tr, t); err != nil {
+			return nil, err
+		}
+	}
+	return &Result{}, nil
+}
+
+// addTable gives t a fresh table id and its queue, and stores its schema.
+func (e *Executor) addTable(tr kv.Transaction, t *Table) error {
 	idKey := nextTableIDKey(e.cat.root)
 	raw, err := tr.Get(idKey)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(raw) == 8 {
 		t.ID = int64(binary.LittleEndian.Uint64(raw))
 	}
 	t.ID++
 	tr.Set(idKey, binary.LittleEndian.AppendUint64(nil, uint64(t.ID)))
+	names := make([]string, len(t.Resources))
+	for i, r := range t.Resources {
+		names[i] = t.Columns[r].Name
+	}
 	t.Queue = queues.New(tableKey(e.cat.root, t.ID), t.Kind(), names...).WithOptions(e.opts)
-	tr.Set(ck, t.encode())
-	return &Result{}, nil
+	tr.Set(catalogKey(e.cat.root, t.Name), t.encode())
+	return nil
 }
 
 func (e *Executor) dropTable(tr kv.Transaction, st *parser.DropTable) (*Result, error) {

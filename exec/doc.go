@@ -43,6 +43,7 @@
 //	wait.go      FOR POP WAIT: rounds of the pop, each empty one watching the push signal
 //	stmt.go      a statement bound to its arguments, and one run of it
 //	ddl.go       CREATE and DROP TABLE, and their retry tokens
+//	dead.go      MAX_ATTEMPTS: the dead-letter table, and moving rows there
 //	insert.go    INSERT
 //	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
 //	plan.go      the access paths (plans), choosePlan, and how each runs

@@ -31,7 +31,18 @@ type (
 
 // leaseRequest is the queue request of a lease of the statement's table.
 func (s *stmtCtx) leaseRequest() queues.LeaseRequest {
-	return queues.LeaseRequest{For: s.b.lease}
+	req := queues.LeaseRequest{For: s.b.lease}
+	if s.t.MaxAttempts > 0 {
+		req.MaxAttempts, req.Dead = s.t.MaxAttempts, s.moveDead
+	}
+	return req
+}
+
+// deadLetter reports whether taking it as k says moves it to the
+// dead-letter table instead (MAX_ATTEMPTS): a plan that chooses the rows
+// it leases does not count it, and goes on to the next candidate.
+func (s *stmtCtx) deadLetter(k take, it queues.Item) bool {
+	return k == takeLease && s.t.MaxAttempts > 0 && it.Attempts >= s.t.MaxAttempts
 }
 
 func (p leaseN) run(s *stmtCtx) ([]row, int64, error) {

@@ -309,6 +309,7 @@ func (p popN) run(s *stmtCtx) ([]row, int64, error) {
 
 func (p scan) run(s *stmtCtx) ([]row, int64, error) {
 	var out []row
+	taken := int64(0) // rows in out the statement takes: not dead letters
 	scan := s.t.Queue.Scan
 	if p.visible {
 		scan = s.t.Queue.ScanVisible
@@ -320,8 +321,11 @@ func (p scan) run(s *stmtCtx) ([]row, int64, error) {
 		}
 		if matchAll(p.conds, r) {
 			out = append(out, r)
+			if !s.deadLetter(p.take, it) {
+				taken++
+			}
 		}
-		return p.n < 0 || int64(len(out)) < p.n, nil
+		return p.n < 0 || taken < p.n, nil
 	})
 	if err != nil {
 		return nil, 0, err

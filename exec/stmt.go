@@ -97,6 +97,11 @@ type stmtCtx struct {
 	idsOnly bool
 	// now reads the clock of the tables' queues.
 	now func() time.Time
+	// e is the executor the statement runs on (its catalog).
+	e *Executor
+	// dead is t's dead-letter table, once a lease of this run moved a row
+	// there (see moveDead).
+	dead *Table
 }
 
 // stmt starts a run of b on table in tr: it reads the table's schema,
@@ -106,5 +111,5 @@ func (e *Executor) stmt(tr kv.Transaction, table string, b *bound) (*stmtCtx, er
 	if err != nil {
 		return nil, err
 	}
-	return &stmtCtx{tr: tr, t: t, b: b, now: e.now}, nil
+	return &stmtCtx{tr: tr, t: t, b: b, now: e.now, e: e}, nil
 }

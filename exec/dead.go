@@ -1,0 +1,139 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/queues"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// Dead letters: MAX_ATTEMPTS=n.
+//
+// CREATE TABLE t (...) MAX_ATTEMPTS=n also creates t_dead, in the same
+// transaction (so under the same DDL token), unless it exists: a FIFO table
+// with t's columns (their types, NOT NULL and DEFAULT), without INDEX, and
+// FIFO even when t has a priority column (there it is an ordinary INT
+// column holding the row's last priority), so dead letters read in the
+// order they died. An existing t_dead is used if it has t's columns (same
+// names, types and lengths, in order, and no NOT NULL where t allows NULL),
+// and refused otherwise.
+//
+// A FOR LEASE that would take a row of t already leased n times removes it
+// from t and pushes it into t_dead in the same transaction, keeping its id,
+// values, _attempts, _lease and _visible_at (when its last lease ended),
+// and goes on to the next candidate. DROP TABLE t leaves t_dead. If t_dead
+// was dropped since, the move creates it again, as CREATE did: a row is
+// never lost, and the queue never stalls behind a row it cannot move. If it
+// was created again with other columns, the lease fails with ErrSchema,
+// naming what differs.
+
+// deadSuffix names a table's dead-letter table: t_dead.
+const deadSuffix = "_dead"
+
+// deadTable returns the dead-letter table of src in tr, creating it if it
+// does not exist, or ErrSchema if it exists with other columns.
+func (e *Executor) deadTable(tr kv.Transaction, src *Table) (*Table, error) {
+	name := src.Name + deadSuffix
+	dead, err := e.cat.table(tr, name)
+	if errors.Is(err, ErrNoTable) {
+		dead = &Table{Name: name, Priority: -1, Columns: slices.Clone(src.Columns)}
+		return dead, e.addTable(tr, dead)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := deadCompatible(src, dead); err != nil {
+		return nil, err
+	}
+	return dead, nil
+}
+
+// deadCompatible reports whether dead can hold src's rows as they are:
+// the same columns (names, types, lengths) in the same order, and none
+// required in dead that src allows to be NULL.
+func deadCompatible(src, dead *Table) error {
+	bad := func(why string, args ...any) error {
+		return fmt.Errorf("%w: MAX_ATTEMPTS of %s moves rows to %s, which exists with other columns: %s (drop %s, or give it %s's columns: %s)",
+			ErrSchema, src.Name, dead.Name, fmt.Sprintf(why, args...), dead.Name, src.Name, columnList(src))
+	}
+	if len(dead.Columns) != len(src.Columns) {
+		return bad("%d columns for %d", len(dead.Columns), len(src.Columns))
+	}
+	for i := range src.Columns {
+		s, d := &src.Columns[i], &dead.Columns[i]
+		switch {
+		case !strings.EqualFold(s.Name, d.Name):
+			return bad("column %d is %s, not %s", i+1, d.Name, s.Name)
+		case s.Type != d.Type || s.Length != d.Length:
+			return bad("column %s is %s, not %s", d.Name, columnType(d), columnType(s))
+		case dead.required(i) && !src.required(i):
+			return bad("column %s cannot be NULL there", d.Name)
+		}
+	}
+	return nil
+}
+
+// required reports whether column i cannot hold NULL.
+func (t *Table) required(i int) bool {
+	return t.Columns[i].NotNull || i == t.Priority || slices.Contains(t.Resources, i)
+}
+
+func columnType(c *Column) string {
+	if c.Length > 0 {
+		return fmt.Sprintf("%s(%d)", c.Type, c.Length)
+	}
+	return c.Type.String()
+}
+
+func columnList(t *Table) string {
+	names := make([]string, len(t.Columns))
+	for i := range t.Columns {
+		names[i] = t.Columns[i].Name + " " + columnType(&t.Columns[i])
+	}
+	return strings.Join(names, ", ")
+}
+
+// moveDead pushes it, a row of the statement's table that a lease removed
+// for MAX_ATTEMPTS, into the dead-letter table (queues.LeaseRequest.Dead).
+func (s *stmtCtx) moveDead(it queues.Item) error {
+	if s.dead == nil {
+		d, err := s.e.deadTable(s.tr, s.t)
+		if err != nil {
+			return err
+		}
+		s.dead = d
+	}
+	r, err := decodeRow(s.t, it) // the row's priority is the item's
+	if err != nil {
+		return err
+	}
+	tup := make(tuple.Tuple, len(r.vals))
+	for i, v := range r.vals {
+		tup[i] = encodeValue(v)
+	}
+	d := queues.Item{ID: it.ID, VisibleAt: it.VisibleAt, Lease: it.Lease, Attempts: it.Attempts}
+	if d.Value, err = tup.PackWithError(); err != nil {
+		return err
+	}
+	ints := append([]int{s.dead.Priority}, s.dead.Resources...)
+	for k, i := range ints {
+		if i < 0 {
+			continue // FIFO
+		}
+		v, ok := r.vals[i].(int64)
+		if !ok { // deadCompatible keeps NULL out; a row not written by insert
+			return fmt.Errorf("%w: row %d of %s has no integer %s for %s", ErrUnreadableRow, it.ID, s.t.Name, s.t.Columns[i].Name, s.dead.Name)
+		}
+		if k == 0 {
+			d.Priority = v
+		} else {
+			d.Resources = append(d.Resources, v)
+		}
+	}
+	_, err = s.dead.Queue.PushAll(s.tr, 0, []queues.Item{d})
+	return err
+}
