@@ -58,7 +58,15 @@
 // WHERE id = ? AND _lease = ? extends or releases. A lease that expires makes
 // the row visible again at its original place. INSERT may set _visible_at
 // to delay a row. NOW() and NOW() +/- INTERVAL n SECOND|MINUTE|HOUR go where
-// a TIMESTAMP does. MAX_ATTEMPTS (dead letters) is refused: not applied yet.
+// a TIMESTAMP does.
+//
+// CREATE TABLE t (...) MAX_ATTEMPTS=n also creates t_dead (unless it
+// exists), a FIFO table with t's columns, FIFO even with a priority column. A
+// FOR LEASE that would take a row already leased n times moves it to t_dead
+// in the same transaction, keeping its id, values and _attempts, and goes on
+// to the next row. An existing t_dead must have t's columns (names, types,
+// in order); DROP TABLE t leaves t_dead, and a t_dead dropped meanwhile is
+// created again by the next move, so a row is never lost.
 //
 // # Waiting for work
 //
