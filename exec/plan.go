@@ -312,6 +312,11 @@ func (p scan) run(s *stmtCtx) ([]row, int64, error) {
 	taken := int64(0) // rows in out the statement takes: not dead letters
 	scan := s.t.Queue.Scan
 	if p.visible {
+		// Rows whose lease or delay ended are visible: bring them back to
+		// the indexes ScanVisible reads, as a pop through an index does.
+		if err := s.t.Queue.Promote(s.tr); err != nil {
+			return nil, 0, err
+		}
 		scan = s.t.Queue.ScanVisible
 	}
 	err := scan(s.tr, p.order, func(it queues.Item) (bool, error) {

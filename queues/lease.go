@@ -47,6 +47,15 @@ const promoteBatch = 64
 // leases; each due item is read serializably before it moves, so two pops
 // promoting the same item, or a promotion and an ack or extend of it,
 // conflict and one retries.
+// Promote moves items whose lease or delay has ended back to their place
+// in the visible indexes (up to promoteBatch of them), as every pop and
+// lease does first. Call it before ScanVisible in a transaction that takes
+// what it finds: ScanVisible reads the visible indexes only.
+func (q *Queue) Promote(tr kv.Transaction) error {
+	_, err := q.promote(tr)
+	return err
+}
+
 func (q *Queue) promote(tr kv.Transaction) (int64, error) {
 	now := q.opts.now().UnixNano()
 	it := tr.Snapshot().GetRange(kv.PrefixRange(q.sub[tagDue]), kv.RangeOptions{Limit: promoteBatch + 1})
