@@ -56,6 +56,19 @@ priority 0..9, cpu 1..8, mem 1..32 and a 64-byte payload:
            until --limit-ops or --limit-s, --wait-consumers consumers wait
            (WAIT 1) or poll: rows/s, latency from push to consumer, empty
            pops, CPU time per row
+  lease    (not in the default list: it also runs pops, and waits for
+           leases to expire) lease: for each --consumers and
+           --consumer-resources, a pop run, then the same on the same
+           prefill with SELECT id, _lease, cpu, mem, payload FROM t WHERE
+           cpu <= ? AND mem <= ? ORDER BY priority LIMIT 1 FOR LEASE 60 and
+           its ack, DELETE FROM t WHERE id = ? AND _lease = ?: tasks/s,
+           p50/p99 of the lease and of the ack, and the lease's cost
+           against the pop's. lease_kill: --kill-consumers consumers lease
+           (FOR LEASE --lease-s WAIT 1) and ack --kill-tasks tasks until
+           the table is empty; --kill-share of them die early, each holding
+           a lease it never acks, and the others take those tasks again
+           once the leases expire. Its check: every task acked exactly
+           once (an ack that removed the row), the table empty
 Each push and pop run stops at --limit-ops rows or --limit-s seconds,
 whichever comes first (0: no such limit). Every run checks its result and
 fails the bench if it is wrong: rows pushed = rows in the table; rows popped
@@ -78,10 +91,11 @@ examples:
   fdbqueue bench --bench latency --sizes 10000,100000,1000000 file:/tmp/benchdb
   fdbqueue bench --bench pop --consumers 1,64 --limit-s 10 --json memory: > pop.jsonl
   fdbqueue bench --bench wait file:/tmp/benchdb
+  fdbqueue bench --bench lease --consumer-resources random memory:
 `
 
 // The benchmarks, in the order they run.
-var benchNames = []string{"fsync", "push", "pop", "latency", "wait"}
+var benchNames = []string{"fsync", "push", "pop", "latency", "wait", "lease"}
 
 // Consumer resources of the pop runs.
 var resourceModes = []string{"random", "any"}
@@ -120,6 +134,11 @@ type benchOptions struct {
 	idleDur       time.Duration
 	waitRates     []int
 	waitConsumers int
+	// The lease workloads (bench_lease.go): the kill run's.
+	killTasks     int
+	killConsumers int
+	killShare     float64
+	leaseDur      time.Duration
 	json          bool
 	table         string
 	force         bool
@@ -151,7 +170,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
 	// flag gets one line, not the whole help.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	benches := fs.String("bench", "push,pop,latency,fsync", "the benchmarks to run: `LIST` of push, pop, latency, fsync, wait (fsync runs on file: DSNs only; by default it is skipped elsewhere)")
+	benches := fs.String("bench", "push,pop,latency,fsync", "the benchmarks to run: `LIST` of push, pop, latency, fsync, wait, lease (fsync runs on file: DSNs only; by default it is skipped elsewhere)")
 	clients := fs.String("clients", "1,8", "push: numbers of concurrent clients, a `LIST`")
 	batches := fs.String("batch", "1,100", "push: rows per INSERT, a `LIST`")
 	consumers := fs.String("consumers", "1,8,32", "pop: numbers of concurrent consumers, a `LIST`")
@@ -168,6 +187,10 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
 	idleS := fs.Float64("idle-s", 10, "wait: `SECONDS` of wait_idle")
 	waitRates := fs.String("wait-rate", "200,0", "wait: tasks a second the wait_pc producer pushes, a `LIST` (0: as fast as it can)")
 	fs.IntVar(&o.waitConsumers, "wait-consumers", 4, "wait: consumers of wait_pc")
+	fs.IntVar(&o.killTasks, "kill-tasks", 5000, "lease: tasks of lease_kill")
+	fs.IntVar(&o.killConsumers, "kill-consumers", 8, "lease: consumers of lease_kill")
+	fs.Float64Var(&o.killShare, "kill-share", 0.25, "lease: the `SHARE` of lease_kill's consumers that die (0..1; at least one, never all)")
+	leaseS := fs.Float64("lease-s", 0.5, "lease: `SECONDS` of lease_kill's leases")
 	fs.BoolVar(&o.json, "json", false, "print JSON lines, one object a run, instead of the table")
 	fs.StringVar(&o.table, "table", "fdbqueue_bench", "the `NAME` of the table the bench drops, creates and fills")
 	fs.BoolVar(&o.force, "force", false, "drop --table even if it exists before the bench starts")
@@ -195,6 +218,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
 	err := o.check(rest, set, *benches, *clients, *batches, *consumers, *resources, *sizes, *limitS)
 	if err == nil {
 		err = o.checkWait(*waiters, *waitRates, *idleS)
+	}
+	if err == nil {
+		err = o.checkLease(*leaseS)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -268,9 +294,9 @@ func (o *benchOptions) check(rest []string, set map[string]bool, benches, client
 		return usagef("--limit-ops %d: a number of rows, or 0 for no limit", o.lim.ops)
 	case limitS < 0 || math.IsNaN(limitS) || math.IsInf(limitS, 0) || limitS > 1e6:
 		return usagef("--limit-s %v: seconds (up to 1e6), or 0 for no limit", limitS)
-	case o.lim.ops == 0 && limitS == 0 && (o.runs("push") || o.runs("pop")):
+	case o.lim.ops == 0 && limitS == 0 && (o.runs("push") || o.runs("pop") || o.runs("lease")):
 		return usagef("--limit-ops 0 and --limit-s 0 would let a push or pop run go on forever; bound one of them")
-	case limitS == 0 && o.runs("pop") && (o.lim.ops == 0 || o.lim.ops > o.prefill):
+	case limitS == 0 && (o.runs("pop") || o.runs("lease")) && (o.lim.ops == 0 || o.lim.ops > o.prefill):
 		return usagef("--limit-s 0 with --limit-ops %d and --prefill %d: a pop run would go on popping an empty queue; give --limit-ops up to --prefill, or a time limit", o.lim.ops, o.prefill)
 	case o.prefill < 1:
 		return usagef("--prefill %d: the pop runs need at least 1 task", o.prefill)
@@ -307,6 +333,22 @@ func (o *benchOptions) checkWait(waiters, rates string, idleS float64) error {
 		return usagef("--limit-ops 0 and --limit-s 0 would let a wait_pc producer push forever; bound one of them")
 	}
 	o.idleDur = time.Duration(idleS * float64(time.Second))
+	return nil
+}
+
+// checkLease fills in and checks the lease workloads' options.
+func (o *benchOptions) checkLease(leaseS float64) error {
+	switch {
+	case o.killTasks < 1 || o.killTasks > 10_000_000:
+		return usagef("--kill-tasks %d: from 1 to 10000000 tasks", o.killTasks)
+	case o.killConsumers < 2 || o.killConsumers > maxClients:
+		return usagef("--kill-consumers %d: from 2 to %d (one dies, one at least lives)", o.killConsumers, maxClients)
+	case !(o.killShare >= 0 && o.killShare <= 1):
+		return usagef("--kill-share %v: a share of the consumers, from 0 to 1", o.killShare)
+	case !(leaseS >= 0.01 && leaseS <= 60):
+		return usagef("--lease-s %v: seconds, from 0.01 to 60", leaseS)
+	}
+	o.leaseDur = time.Duration(leaseS * float64(time.Second))
 	return nil
 }
 
@@ -381,6 +423,9 @@ func benchMain(ctx context.Context, o *benchOptions, stdout, stderr io.Writer, f
 	conns := max(64, slices.Max(o.clients)+1, slices.Max(o.consumers)+1)
 	if o.runs("wait") {
 		conns = max(conns, slices.Max(o.waiters)+2, o.idleConsumers+2, o.waitConsumers+2)
+	}
+	if o.runs("lease") {
+		conns = max(conns, o.killConsumers+2)
 	}
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)

@@ -18,8 +18,11 @@ type benchFaults struct {
 	// afterFill runs after a latency fill (workload random or worst),
 	// before the timed pops.
 	afterFill func(ctx context.Context, db *sql.DB, table, workload string) error
-	// popped may alter a popped task before it is checked.
+	// popped may alter a popped (or leased) task before it is checked.
 	popped func(t *poppedTask)
+	// acked may alter what an ack of the lease runs returned: the task's
+	// id and the rows it removed.
+	acked func(id, n int64) (int64, int64)
 }
 
 // poppedTask is what a pop returns.
@@ -70,13 +73,14 @@ func (b *bencher) checkTask(t *poppedTask, cpu, mem int) error {
 	return nil
 }
 
-// checkOnce: no task was popped twice, by one consumer or two.
-func checkOnce(ids [][]int64) error {
+// checkOnce: no task was popped (or leased: what) twice, by one consumer
+// or two.
+func checkOnce(ids [][]int64, what string) error {
 	seen := map[int64]bool{}
 	for _, l := range ids {
 		for _, id := range l {
 			if seen[id] {
-				return fmt.Errorf("self-check failed: task %d was popped twice", id)
+				return fmt.Errorf("self-check failed: task %d was %s twice", id, what)
 			}
 			seen[id] = true
 		}

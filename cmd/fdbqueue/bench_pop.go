@@ -33,11 +33,21 @@ func (b *bencher) popOne(ctx context.Context, st *sql.Stmt, cpu, mem int) (t pop
 // pop times FOR POP by consumers consumers on --prefill random tasks, then
 // checks what they popped against what is left.
 func (b *bencher) pop(consumers int, mode string) error {
-	if err := b.reset(); err != nil {
+	res, err := b.popRun(consumers, mode)
+	if err != nil {
 		return err
 	}
+	return b.rep.pop(res)
+}
+
+// popRun is a pop run, checked, and what it measured; the lease runs
+// compare with it.
+func (b *bencher) popRun(consumers int, mode string) (popResult, error) {
+	if err := b.reset(); err != nil {
+		return popResult{}, err
+	}
 	if err := b.fill("random", b.o.prefill); err != nil {
-		return err
+		return popResult{}, err
 	}
 	ids := make([][]int64, consumers)
 	res, err := b.workers(consumers, 1, func(c *sql.Conn, i int) (opFn, error) {
@@ -56,26 +66,26 @@ func (b *bencher) pop(consumers int, mode string) error {
 		}, nil
 	})
 	if err != nil {
-		return err
+		return popResult{}, err
 	}
-	if err := checkOnce(ids); err != nil {
-		return err
+	if err := checkOnce(ids, "popped"); err != nil {
+		return popResult{}, err
 	}
 	if err := b.afterRun(); err != nil {
-		return err
+		return popResult{}, err
 	}
 	left, err := b.count()
 	if err != nil {
-		return err
+		return popResult{}, err
 	}
 	if err := checkPopped(int64(b.o.prefill), res.rows, left); err != nil {
-		return err
+		return popResult{}, err
 	}
 	sec := res.elapsed.Seconds()
-	return b.rep.pop(popResult{
+	return popResult{
 		Bench: "pop", Consumers: consumers, ConsumerResources: mode, Prefill: b.o.prefill,
 		Rows: res.rows, EmptyPops: res.empty, Seconds: sec, RowsPerS: perSecond(res.rows, sec),
 		P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
 		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
-	})
+	}, nil
 }

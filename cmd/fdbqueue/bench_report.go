@@ -129,6 +129,49 @@ type waitPCResult struct {
 	resultMeta
 }
 
+// leaseResult is one lease run, beside the pop run on the same prefill
+// (bench_lease.go).
+type leaseResult struct {
+	Bench             string  `json:"bench"` // lease
+	Consumers         int     `json:"consumers"`
+	ConsumerResources string  `json:"consumer_resources"` // random or any
+	Prefill           int     `json:"prefill"`
+	Rows              int64   `json:"rows"` // tasks leased and acked
+	EmptyLeases       int64   `json:"empty_leases"`
+	Seconds           float64 `json:"seconds"`
+	RowsPerS          float64 `json:"rows_per_s"` // tasks leased and acked a second
+	LeaseP50MS        float64 `json:"lease_p50_ms"`
+	LeaseP99MS        float64 `json:"lease_p99_ms"`
+	AckP50MS          float64 `json:"ack_p50_ms"`
+	AckP99MS          float64 `json:"ack_p99_ms"`
+	PopRowsPerS       float64 `json:"pop_rows_per_s"` // the pop run's
+	PopP50MS          float64 `json:"pop_p50_ms"`
+	PopP99MS          float64 `json:"pop_p99_ms"`
+	LeaseOverPop      float64 `json:"lease_pop_p50_ratio"` // lease p50 / pop p50
+	TaskOverPop       float64 `json:"task_pop_ratio"`      // pop rows/s / lease rows/s: a task's lease and ack against a pop
+	Stop              string  `json:"stop"`
+	LimitOps          int     `json:"limit_ops"`
+	LimitS            float64 `json:"limit_s"`
+	resultMeta
+}
+
+// leaseKillResult is the run whose consumers die holding leases.
+type leaseKillResult struct {
+	Bench       string  `json:"bench"` // lease_kill
+	Consumers   int     `json:"consumers"`
+	Dead        int     `json:"dead"` // consumers that died
+	LeaseS      float64 `json:"lease_s"`
+	Tasks       int     `json:"tasks"`
+	Acked       int64   `json:"acked"`       // acks that removed their row: tasks, once the check passed
+	Abandoned   int     `json:"abandoned"`   // leases the dead consumers held when they died
+	Redelivered int     `json:"redelivered"` // tasks leased more than once
+	MaxLeases   int     `json:"max_leases"`  // the most times one task was leased
+	LostAcks    int64   `json:"lost_acks"`   // acks that removed nothing: their lease had expired
+	Seconds     float64 `json:"seconds"`     // until the table was empty
+	RowsPerS    float64 `json:"rows_per_s"`
+	resultMeta
+}
+
 // benchReport prints the results as they come.
 type benchReport struct {
 	w    io.Writer
@@ -177,6 +220,9 @@ func (r *benchReport) header(env string) error {
 	}
 	if o.runs("latency") {
 		fmt.Fprintf(&b, "get_task: latency of one pop, %d times a workload and size\n", o.reps)
+	}
+	if o.runs("lease") {
+		fmt.Fprintf(&b, "lease: each lease run after a pop run on the same prefill; lease_kill: %d tasks, %d consumers, %d die, leases of %v\n", o.killTasks, o.killConsumers, deadConsumers(o.killConsumers, o.killShare), o.leaseDur)
 	}
 	if o.runs("wait") {
 		fmt.Fprintf(&b, "wait: %d timed pushes a wake run; %d idle consumers for %v; producers stop at %s\n", o.waitReps, o.idleConsumers, o.idleDur, o.lim)
@@ -255,4 +301,18 @@ func (r *benchReport) waitPC(v waitPCResult) error {
 	return r.row("wait_pc",
 		fmt.Sprintf("%-9s %9s %6s %7s %9s %9s %9s %7s %10s", "wait_pc", "consumers", "rate", "rows", "rows/s", "p50 ms", "p99 ms", "empty", "cpu ms/row"), v,
 		fmt.Sprintf("%-9s %9d %6s %7d %9.0f %9.3f %9.3f %7d %10.3f", v.Mode, v.Consumers, rate, v.Rows, v.RowsPerS, v.P50MS, v.P99MS, v.EmptyPops, v.CPUMSPerRow))
+}
+
+func (r *benchReport) lease(v leaseResult) error {
+	v.resultMeta = r.meta
+	return r.row("lease",
+		fmt.Sprintf("%-9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %11s %10s  %s", "lease", "consumers", "prefill", "tasks", "tasks/s", "lease p50", "lease p99", "ack p50", "ack p99", "pops/s", "pop p50", "lease/pop", "pop/task", "stop"), v,
+		fmt.Sprintf("%-9s %9d %9d %9d %9.0f %9.3f %9.3f %9.3f %9.3f %9.0f %9.3f %10.2fx %9.2fx  %s", v.ConsumerResources, v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.LeaseP50MS, v.LeaseP99MS, v.AckP50MS, v.AckP99MS, v.PopRowsPerS, v.PopP50MS, v.LeaseOverPop, v.TaskOverPop, v.Stop))
+}
+
+func (r *benchReport) leaseKill(v leaseKillResult) error {
+	v.resultMeta = r.meta
+	return r.row("lease_kill",
+		fmt.Sprintf("%-10s %9s %5s %7s %7s %7s %9s %11s %10s %9s %8s %9s", "lease_kill", "consumers", "dead", "lease s", "tasks", "acked", "abandoned", "redelivered", "max leases", "lost acks", "seconds", "tasks/s"), v,
+		fmt.Sprintf("%-10s %9d %5d %7.2f %7d %7d %9d %11d %10d %9d %8.2f %9.0f", "", v.Consumers, v.Dead, v.LeaseS, v.Tasks, v.Acked, v.Abandoned, v.Redelivered, v.MaxLeases, v.LostAcks, v.Seconds, v.RowsPerS))
 }

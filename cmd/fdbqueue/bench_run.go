@@ -31,6 +31,8 @@ const (
 // benchSQL holds the statements on the bench's table.
 type benchSQL struct {
 	table, drop, create, push, pop, popWait, count string
+	// lease, leaseWait and ack are the lease workloads' (bench_lease.go).
+	lease, leaseWait, ack string
 }
 
 func newBenchSQL(table string) benchSQL {
@@ -44,6 +46,11 @@ func newBenchSQL(table string) benchSQL {
 		// popWait is pop that waits for a task (its last argument).
 		popWait: "SELECT id, cpu, mem, payload FROM " + t + " WHERE cpu <= ? AND mem <= ? ORDER BY priority LIMIT 1 FOR POP WAIT ?",
 		count:   "SELECT COUNT(*) FROM " + t,
+		// lease is pop that leases, for its last argument; leaseWait
+		// waits for a task too (its last argument).
+		lease:     "SELECT id, _lease, cpu, mem, payload FROM " + t + " WHERE cpu <= ? AND mem <= ? ORDER BY priority LIMIT 1 FOR LEASE ?",
+		leaseWait: "SELECT id, _lease, cpu, mem, payload FROM " + t + " WHERE cpu <= ? AND mem <= ? ORDER BY priority LIMIT 1 FOR LEASE ? WAIT ?",
+		ack:       "DELETE FROM " + t + " WHERE id = ? AND _lease = ?",
 	}
 }
 
@@ -139,7 +146,12 @@ func (b *bencher) run() error {
 		}
 	}
 	if b.o.runs("wait") {
-		return b.waitRuns()
+		if err := b.waitRuns(); err != nil {
+			return err
+		}
+	}
+	if b.o.runs("lease") {
+		return b.leaseRuns()
 	}
 	return nil
 }

@@ -341,6 +341,12 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"--idle-s", "0", "memory:"}, "--idle-s 0: seconds, more than 0"},
 		{[]string{"--idle-s", "NaN", "memory:"}, "--idle-s NaN"},
 		{[]string{"--bench", "wait", "--limit-ops", "0", "--limit-s", "0", "memory:"}, "would let a wait_pc producer push forever"},
+		{[]string{"--kill-tasks", "0", "memory:"}, "--kill-tasks 0: from 1 to 10000000 tasks"},
+		{[]string{"--kill-consumers", "1", "memory:"}, "--kill-consumers 1: from 2 to 1000 (one dies, one at least lives)"},
+		{[]string{"--kill-share", "1.5", "memory:"}, "--kill-share 1.5: a share of the consumers, from 0 to 1"},
+		{[]string{"--kill-share", "NaN", "memory:"}, "--kill-share NaN"},
+		{[]string{"--lease-s", "0", "memory:"}, "--lease-s 0: seconds, from 0.01 to 60"},
+		{[]string{"--bench", "lease", "--limit-ops", "0", "--limit-s", "0", "memory:"}, "would let a push or pop run go on forever"},
 		{[]string{"bogus"}, "fdbqueue: bench: bad DSN: \"bogus\" has no engine"},
 		{[]string{"file:/tmp/x?mode=ro"}, "opens the database read-only; the bench writes"},
 		{[]string{"--nope", "memory:"}, "fdbqueue: bench: flag provided but not defined: -nope (fdbqueue bench --help lists the flags)\n"},
@@ -479,4 +485,124 @@ func TestBenchWait(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"wait_wake/<nil>", "wait_idle/wait", "wait_idle/poll", "wait_pc/wait", "wait_pc/poll", "wait_pc/wait", "wait_pc/poll"}, kinds)
+}
+
+// tinyLease are the lease workloads at sizes that take a second or so.
+var tinyLease = []string{"--bench", "lease", "--kill-tasks", "30", "--kill-consumers", "4", "--kill-share", "0.5", "--lease-s", "0.2"}
+
+// TestBenchLease runs the lease workloads small, as a table and as JSON.
+func TestBenchLease(t *testing.T) {
+	t.Parallel()
+	out, errs, code := shellRun(t, "", append(append(benchArgs(), tinyLease...), "--consumer-resources", "any", "memory:")...)
+	require.Equal(t, 0, code, errs)
+	require.Contains(t, out, "lease: each lease run after a pop run on the same prefill; lease_kill: 30 tasks, 4 consumers, 2 die, leases of 200ms\n")
+	row := func(fields ...string) string { return `^` + strings.Join(fields, ` +`) + `\b.*\n` }
+	n, ms, x, f := `\d+`, `\d+\.\d{3}`, `\d+\.\d{2}x`, `\d+\.\d{2}`
+	for _, want := range []string{
+		row("lease", "consumers", "prefill", "tasks", "tasks/s", "lease p50", "lease p99", "ack p50", "ack p99", "pops/s", "pop p50", "lease/pop", "pop/task", "stop") +
+			row("any", "1", "40", "20", n, ms, ms, ms, ms, n, ms, x, x, "count") +
+			row("any", "3", "40", "20", n, ms, ms, ms, ms, n, ms, x, x, "count"),
+		row("lease_kill", "consumers", "dead", "lease s", "tasks", "acked", "abandoned", "redelivered", "max leases", "lost acks", "seconds", "tasks/s") +
+			row("", "4", "2", "0.20", "30", "30", n, n, n, n, f, n),
+	} {
+		require.Regexp(t, regexp.MustCompile(`(?m)`+want), out)
+	}
+
+	out, errs, code = shellRun(t, "", append(append(benchArgs("--json"), tinyLease...), "--consumers", "2", "--consumer-resources", "random", "memory:")...)
+	require.Equal(t, 0, code, errs)
+	var kinds []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &v), line)
+		kinds = append(kinds, v["bench"].(string))
+		require.Equal(t, "memory", v["config"])
+		switch v["bench"] {
+		case "lease":
+			require.EqualValues(t, 20, v["rows"], line)
+			require.Equal(t, "random", v["consumer_resources"])
+			for _, k := range []string{"rows_per_s", "lease_p50_ms", "ack_p50_ms", "pop_rows_per_s", "pop_p50_ms", "lease_pop_p50_ratio", "task_pop_ratio"} {
+				require.Positive(t, v[k], "%s: %s", k, line)
+			}
+			require.GreaterOrEqual(t, v["lease_p99_ms"], v["lease_p50_ms"], line)
+			require.InDelta(t, v["lease_p50_ms"].(float64)/v["pop_p50_ms"].(float64), v["lease_pop_p50_ratio"], 1e-9)
+		case "lease_kill":
+			require.EqualValues(t, 30, v["acked"], line)
+			require.EqualValues(t, 2, v["dead"], line)
+			// A dead consumer dies at its first or second lease; the
+			// others leave it that one only if they drain all 30 tasks
+			// first, so one at least died holding a lease.
+			// An abandoned task is leased again (by a consumer that
+			// may die too: two dead consumers can abandon one task).
+			require.EqualValues(t, 2, v["abandoned"], "each dead consumer died holding a lease: %s", line)
+			require.GreaterOrEqual(t, v["redelivered"], 1.0, "an abandoned task was leased again: %s", line)
+			require.GreaterOrEqual(t, v["max_leases"], 2.0, line)
+		}
+	}
+	require.Equal(t, []string{"lease", "lease_kill"}, kinds)
+}
+
+// onAck alters the acks of the lease runs from the n-th on (1-based).
+func onAck(n int, fn func(k, id, rows int64) (int64, int64)) func(int64, int64) (int64, int64) {
+	var acks atomic.Int64
+	return func(id, rows int64) (int64, int64) {
+		if k := acks.Add(1); k >= int64(n) {
+			return fn(k-int64(n), id, rows)
+		}
+		return id, rows
+	}
+}
+
+// TestBenchLeaseSelfChecksFail breaks each invariant the lease runs check,
+// and sees the run fail. One lease run of 20 acks, then the kill run: the
+// faults from the 21st ack on hit the kill run.
+func TestBenchLeaseSelfChecksFail(t *testing.T) {
+	t.Parallel()
+	oneRun := append(append([]string{}, tinyLease...), "--consumers", "1", "--consumer-resources", "any")
+	var first atomic.Int64
+	for _, tc := range []struct {
+		name   string
+		faults benchFaults
+		want   string
+	}{
+		{"lease count", benchFaults{afterRun: onRun(2, addRow(0, 1, 1))},
+			"bench lease any consumers=1: self-check failed: 40 rows filled, 20 acked, so 20 should be left; 21 are"},
+		{"ack removes nothing", benchFaults{acked: onAck(3, func(_, id, _ int64) (int64, int64) { return id, 0 })},
+			"bench lease any consumers=1: self-check failed: the ack of task"},
+		{"kill acked twice", benchFaults{acked: onAck(21, func(k, id, n int64) (int64, int64) {
+			switch k {
+			case 0:
+				first.Store(id)
+			case 1:
+				return first.Load(), n
+			}
+			return id, n
+		})},
+			"bench lease_kill consumers=4: self-check failed: task "},
+		{"kill ack lost", benchFaults{acked: onAck(21, func(k, id, n int64) (int64, int64) {
+			if k == 0 {
+				return id, 0
+			}
+			return id, n
+		})},
+			"left the table and was never acked (29 of 30 tasks acked)"},
+		{"kill ack counted on another task", benchFaults{acked: onAck(21, func(k, id, n int64) (int64, int64) {
+			if k == 0 {
+				return 7, n
+			}
+			return id, n
+		})},
+			"bench lease_kill consumers=4: self-check failed: task 7 was acked, and it was never filled"},
+		{"kill count", benchFaults{afterRun: onRun(3, addRow(0, 1, 1))},
+			"bench lease_kill consumers=4: self-check failed: 30 rows filled, 30 acked, so 0 should be left; 1 are"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := runBenchFaults(t, tc.faults, append(oneRun, "memory:")...)
+			require.ErrorContains(t, err, tc.want)
+			if tc.name == "kill acked twice" {
+				require.Regexp(t, `self-check failed: task \d+ was acked 2 times$`, err.Error())
+			}
+		})
+	}
+	// Without a fault, the same run passes.
+	require.NoError(t, runBenchFaults(t, benchFaults{}, append(oneRun, "memory:")...))
 }

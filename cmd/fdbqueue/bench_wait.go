@@ -382,7 +382,7 @@ func (b *bencher) waitProdCons(mode string, rate int) error {
 			lat = append(lat, a.at.Sub(t0))
 		}
 	}
-	if err := checkOnce(ids); err != nil {
+	if err := checkOnce(ids, "popped"); err != nil {
 		return err
 	}
 	left, err := b.count()

@@ -249,7 +249,7 @@ func TestQuotedIdentifiers(t *testing.T) {
 		"b`q,BOOLEAN,\"\",\"\"\n"+
 		"table,kind,columns,index\n"+
 		"my order,fifo,5,\"\"\n", out.String())
-	require.Contains(t, msg.String(), "fifo queue, 2 rows\n", "in csv, \\d's summary goes with the messages")
+	require.Contains(t, msg.String(), "fifo queue, 2 rows (2 visible, 0 leased, 0 delayed)\n", "in csv, \\d's summary goes with the messages")
 
 	for cmd, want := range map[string]string{
 		"\\d `my order":                "unterminated ` quote",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -346,6 +347,9 @@ func (sh *shell) describe(name string) error {
 			w = sh.msg
 		}
 		fmt.Fprintf(w, "%s queue, %d rows", t.Kind, n)
+		if err := sh.describeVisibility(w, t.Name, n); err != nil {
+			return err
+		}
 		if len(t.Index) > 0 {
 			fmt.Fprintf(w, ", fit index %s (%s)", t.IndexName, strings.Join(t.Index, ", "))
 		}
@@ -353,4 +357,50 @@ func (sh *shell) describe(name string) error {
 		return nil
 	}
 	return fmt.Errorf("no table %s; \\dt lists them", name)
+}
+
+// describeScanCap is the most rows \d scans to count the leased and
+// delayed rows of a table: a count that needs a scan, and a scan of a big
+// table takes seconds (and longer than a FoundationDB transaction lives).
+const describeScanCap = 100_000
+
+// describeVisibility prints, after \d's row count n, how many of the n
+// rows are visible, leased and delayed: a row is invisible while its
+// _visible_at is in the future, leased if it has a lease (_lease != 0),
+// delayed if it was pushed or released for later without one. Over the
+// cap it says so instead of scanning.
+func (sh *shell) describeVisibility(w io.Writer, table string, n int64) error {
+	limit := sh.describeCap
+	if limit <= 0 {
+		limit = describeScanCap
+	}
+	if n > limit {
+		_, err := fmt.Fprintf(w, " (visible, leased and delayed not counted above %d rows: SELECT COUNT(*) FROM %s WHERE _visible_at > NOW() scans them)", limit, quoteIdent(table))
+		return err
+	}
+	rows, err := sh.conn.QueryContext(sh.ctx, "SELECT _lease FROM "+quoteIdent(table)+" WHERE _visible_at > NOW()")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var leased, delayed int64
+	for rows.Next() {
+		var lease int64
+		if err := rows.Scan(&lease); err != nil {
+			return err
+		}
+		if lease != 0 {
+			leased++
+		} else {
+			delayed++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	// The count and the scan are two reads: rows taken between them
+	// must not make the visible ones negative.
+	visible := max(0, n-leased-delayed)
+	_, err = fmt.Fprintf(w, " (%d visible, %d leased, %d delayed)", visible, leased, delayed)
+	return err
 }

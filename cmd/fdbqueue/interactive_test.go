@@ -174,3 +174,39 @@ func TestIncludeAndFileNames(t *testing.T) {
 	_, err = sh.meta(`\i '` + self + `'`)
 	require.ErrorContains(t, err, "does a script include itself?")
 }
+
+// TestDescribeVisibility: \d counts the visible, leased and delayed rows,
+// and over its cap says it did not rather than scan a big table.
+func TestDescribeVisibility(t *testing.T) {
+	t.Parallel()
+	sh, out, _ := newTestShell(t, "table")
+	ctx := context.Background()
+	_, err := sh.conn.ExecContext(ctx, "CREATE TABLE q (priority INT NOT NULL, v TEXT)")
+	require.NoError(t, err)
+	_, err = sh.conn.ExecContext(ctx, "INSERT INTO q (priority, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+	require.NoError(t, err)
+	_, err = sh.conn.ExecContext(ctx, "INSERT INTO q (priority, v, _visible_at) VALUES (1, 'd', NOW() + INTERVAL 1 HOUR)")
+	require.NoError(t, err)
+	var ids, leases [2]int64
+	for i := range ids {
+		require.NoError(t, sh.conn.QueryRowContext(ctx, "SELECT id, _lease FROM q LIMIT 1 FOR LEASE 3600").Scan(&ids[i], &leases[i]))
+	}
+	summary := func() string {
+		out.Reset()
+		_, err := sh.meta(`\d q`)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		return lines[len(lines)-1]
+	}
+	require.Equal(t, "priority queue, 4 rows (1 visible, 2 leased, 1 delayed)", summary())
+
+	// A released lease is visible again, though the row keeps its _lease.
+	_, err = sh.conn.ExecContext(ctx, "UPDATE q SET _visible_at = NOW() WHERE id = ? AND _lease = ?", ids[0], leases[0])
+	require.NoError(t, err)
+	require.Equal(t, "priority queue, 4 rows (2 visible, 1 leased, 1 delayed)", summary())
+
+	sh.describeCap = 3
+	require.Equal(t, "priority queue, 4 rows (visible, leased and delayed not counted above 3 rows: SELECT COUNT(*) FROM `q` WHERE _visible_at > NOW() scans them)", summary())
+	sh.describeCap = 4
+	require.Equal(t, "priority queue, 4 rows (2 visible, 1 leased, 1 delayed)", summary())
+}

@@ -143,7 +143,7 @@ func TestBadInvocations(t *testing.T) {
 func TestDescribeMachineReadable(t *testing.T) {
 	t.Parallel()
 	const create = "CREATE TABLE q (priority INT NOT NULL, cpu INT NOT NULL, INDEX fit (cpu)); INSERT INTO q VALUES (1, 2)"
-	const summary = "priority queue, 1 rows, fit index fit (cpu)\n"
+	const summary = "priority queue, 1 rows (1 visible, 0 leased, 0 delayed), fit index fit (cpu)\n"
 	for _, format := range []string{"csv", "json", "jsonl"} {
 		out, errs, code := shellRun(t, "", "--format", format, "-c", create, "-c", `\d q`)
 		require.Equal(t, 0, code, errs)

@@ -7,6 +7,9 @@ CREATE TABLE tasks (
   INDEX fit (cpu, mem)
 );
 \copy tasks FROM 'testdata/tasks.csv'
+-- One task leased (hidden for an hour), one delayed: \d counts them apart.
+SELECT name FROM tasks WHERE cpu <= 4 AND mem <= 1024 ORDER BY priority LIMIT 1 FOR LEASE 3600;
+INSERT INTO tasks (priority, cpu, mem, name, _visible_at) VALUES (7, 1, 1, 'later', NOW() + INTERVAL 1 HOUR);
 \dt
 \d tasks
 SELECT name FROM tasks WHERE cpu <= 4 AND mem <= 1024 ORDER BY priority DESC LIMIT 1 FOR POP;

@@ -1,0 +1,409 @@
+package main
+
+// fdbqueue bench's lease workloads: what a lease and its ack cost against
+// a pop, and a run whose consumers die holding leases, checked to end with
+// every task acked exactly once.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// leaseFor is the lease of the throughput runs: long enough that no
+	// lease expires during a run, so each task is leased and acked once.
+	leaseFor = time.Minute
+	// killWait is the WAIT of the kill run's consumers: a wait ends when
+	// a dead consumer's lease expires.
+	killWait = time.Second
+	// killTimeout bounds a kill run.
+	killTimeout = 5 * time.Minute
+	// killPoll is how often the kill run looks whether it is done.
+	killPoll = 5 * time.Millisecond
+)
+
+// leasedTask is what a lease returns: a task and its lease token.
+type leasedTask struct {
+	poppedTask
+	lease int64
+}
+
+// leaseOne leases the first task that fits cpu and mem with st (args
+// after cpu and mem: the lease's duration, and the WAIT if st waits), and
+// checks it; ok is false when no task fits.
+func (b *bencher) leaseOne(ctx context.Context, st *sql.Stmt, cpu, mem int, args ...any) (t leasedTask, ok bool, err error) {
+	err = st.QueryRowContext(ctx, append([]any{cpu, mem}, args...)...).Scan(&t.id, &t.lease, &t.cpu, &t.mem, &t.payload)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, false, nil
+	}
+	if err != nil {
+		return t, false, err
+	}
+	if t.lease == 0 {
+		return t, false, fmt.Errorf("self-check failed: task %d was leased with the token 0, which means never leased", t.id)
+	}
+	return t, true, b.checkTask(&t.poppedTask, cpu, mem)
+}
+
+// ack acks t with st and returns the rows it removed, as the run records
+// them (faults may alter them).
+func (b *bencher) ack(ctx context.Context, st *sql.Stmt, t leasedTask) (id, n int64, err error) {
+	res, err := st.ExecContext(ctx, t.id, t.lease)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n, err = res.RowsAffected(); err != nil {
+		return 0, 0, err
+	}
+	id = t.id
+	if b.faults.acked != nil {
+		id, n = b.faults.acked(id, n)
+	}
+	return id, n, nil
+}
+
+// leaseRuns runs, for each consumer resources and number of consumers, a
+// pop run and a lease run on the same prefill, then the kill run.
+func (b *bencher) leaseRuns() error {
+	for _, mode := range b.o.resources {
+		for _, consumers := range b.o.consumers {
+			if err := b.lease(consumers, mode); err != nil {
+				return fmt.Errorf("bench lease %s consumers=%d: %w", mode, consumers, err)
+			}
+		}
+	}
+	if err := b.leaseKill(); err != nil {
+		return fmt.Errorf("bench lease_kill consumers=%d: %w", b.o.killConsumers, err)
+	}
+	return nil
+}
+
+// lease times FOR LEASE and its ack by consumers consumers on --prefill
+// random tasks, after a pop run on the same prefill, and reports both.
+func (b *bencher) lease(consumers int, mode string) error {
+	pop, err := b.popRun(consumers, mode)
+	if err != nil {
+		return fmt.Errorf("the pop run to compare with: %w", err)
+	}
+	if err := b.reset(); err != nil {
+		return err
+	}
+	if err := b.fill("random", b.o.prefill); err != nil {
+		return err
+	}
+	ids := make([][]int64, consumers)
+	leaseLat := make([][]time.Duration, consumers)
+	ackLat := make([][]time.Duration, consumers)
+	res, err := b.workers(consumers, 1, func(c *sql.Conn, i int) (opFn, error) {
+		lst, err := c.PrepareContext(b.ctx, b.q.lease)
+		if err != nil {
+			return nil, err
+		}
+		ast, err := c.PrepareContext(b.ctx, b.q.ack)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, r *rand.Rand) (int, error) {
+			cpu, mem := consumerLimits(mode, r)
+			t0 := time.Now()
+			t, ok, err := b.leaseOne(ctx, lst, cpu, mem, leaseFor)
+			leaseLat[i] = append(leaseLat[i], time.Since(t0))
+			if err != nil || !ok {
+				return 0, err
+			}
+			ids[i] = append(ids[i], t.id)
+			t0 = time.Now()
+			id, n, err := b.ack(ctx, ast, t)
+			ackLat[i] = append(ackLat[i], time.Since(t0))
+			if err != nil {
+				return 0, err
+			}
+			if n != 1 {
+				return 0, fmt.Errorf("self-check failed: the ack of task %d removed %d rows; its consumer holds a lease of %v and should remove 1", id, n, leaseFor)
+			}
+			return 1, nil
+		}, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := checkOnce(ids, "leased"); err != nil {
+		return err
+	}
+	if err := b.afterRun(); err != nil {
+		return err
+	}
+	left, err := b.count()
+	if err != nil {
+		return err
+	}
+	if err := checkAcked(int64(b.o.prefill), res.rows, left); err != nil {
+		return err
+	}
+	sec := res.elapsed.Seconds()
+	v := leaseResult{
+		Bench: "lease", Consumers: consumers, ConsumerResources: mode, Prefill: b.o.prefill,
+		Rows: res.rows, EmptyLeases: res.empty, Seconds: sec, RowsPerS: perSecond(res.rows, sec),
+		LeaseP50MS: pct(flatten(leaseLat), 50), LeaseP99MS: pct(flatten(leaseLat), 99),
+		AckP50MS: pct(flatten(ackLat), 50), AckP99MS: pct(flatten(ackLat), 99),
+		PopRowsPerS: pop.RowsPerS, PopP50MS: pop.P50MS, PopP99MS: pop.P99MS,
+		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
+	}
+	v.LeaseOverPop = ratio(v.LeaseP50MS, v.PopP50MS)
+	v.TaskOverPop = ratio(v.PopRowsPerS, v.RowsPerS)
+	return b.rep.lease(v)
+}
+
+// checkAcked: the rows acked are the rows that left the table.
+func checkAcked(filled, acked, left int64) error {
+	if filled-acked != left {
+		return fmt.Errorf("self-check failed: %d rows filled, %d acked, so %d should be left; %d are", filled, acked, filled-acked, left)
+	}
+	return nil
+}
+
+func flatten(l [][]time.Duration) []time.Duration {
+	var out []time.Duration
+	for _, x := range l {
+		out = append(out, x...)
+	}
+	return out
+}
+
+// ratio is a / b, 0 when b is 0 (JSON cannot hold +Inf).
+func ratio(a, b float64) float64 {
+	if b <= 0 || math.IsNaN(a) {
+		return 0
+	}
+	return a / b
+}
+
+// deadConsumers is how many of n consumers the kill run kills: share of
+// them, rounded, at least one, and never all of them.
+func deadConsumers(n int, share float64) int {
+	if share <= 0 {
+		return 0
+	}
+	return min(max(1, int(math.Round(share*float64(n)))), n-1)
+}
+
+// leaseKill fills --kill-tasks tasks; --kill-consumers consumers lease them
+// (FOR LEASE --lease-s WAIT 1) and ack them until the table is empty, but
+// --kill-share of them die: each leases a few tasks, acks them, then
+// leases one more and stops, abandoning its lease. The others, started
+// then, take those tasks again when the leases expire. The check: every task filled was
+// acked exactly once (an ack that removed the row), and the table is
+// empty.
+func (b *bencher) leaseKill() error {
+	if err := b.reset(); err != nil {
+		return err
+	}
+	tasks := b.o.killTasks
+	if err := b.fill("random", tasks); err != nil {
+		return err
+	}
+	filled, err := b.ids()
+	if err != nil {
+		return err
+	}
+	n := b.o.killConsumers
+	dead := deadConsumers(n, b.o.killShare)
+	leaseDur := b.o.leaseDur
+	// What each consumer did, its own slot each.
+	type consumer struct {
+		leased    []int64 // every lease, in order
+		acked     []int64 // acks that removed the row
+		lost      int64   // acks that removed nothing: the lease had expired
+		abandoned int64   // the task it died holding, 0 if it did not die
+	}
+	cs := make([]consumer, n)
+	var acked, underWay atomic.Int64
+	ctx, cancel := context.WithCancelCause(b.ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	// The live consumers start once the dead ones died, so that each
+	// dead one dies holding a lease, whatever the scheduling.
+	var died sync.WaitGroup
+	died.Add(dead)
+	allDied := make(chan struct{})
+	go func() { died.Wait(); close(allDied) }()
+	start := time.Now()
+	for i := range n {
+		c, err := b.db.Conn(b.ctx)
+		if err != nil {
+			return err
+		}
+		lst, err := c.PrepareContext(b.ctx, b.q.leaseWait)
+		if err != nil {
+			c.Close()
+			return err
+		}
+		ast, err := c.PrepareContext(b.ctx, b.q.ack)
+		if err != nil {
+			c.Close()
+			return err
+		}
+		// The first consumers die, each at its k-th lease, having acked
+		// k-1 tasks.
+		dieAt := -1
+		if i < dead {
+			r := rand.New(rand.NewPCG(uint64(i)+1, 23))
+			dieAt = 1 + r.IntN(max(1, tasks/(4*n)))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			if dieAt > 0 {
+				defer died.Done()
+			} else {
+				select {
+				case <-allDied:
+				case <-ctx.Done():
+					return
+				}
+			}
+			me := &cs[i]
+			for ctx.Err() == nil {
+				t, ok, err := b.leaseOne(ctx, lst, cpuMax, memMax, leaseDur, killWait)
+				if err == nil && ok {
+					me.leased = append(me.leased, t.id)
+					if len(me.leased) == dieAt {
+						me.abandoned = t.id
+						return // dies holding the lease
+					}
+					var id, k int64
+					underWay.Add(1)
+					id, k, err = b.ack(ctx, ast, t)
+					switch {
+					case err != nil:
+					case k == 1:
+						me.acked = append(me.acked, id)
+						acked.Add(1)
+					case k == 0:
+						me.lost++
+					default:
+						err = fmt.Errorf("self-check failed: the ack of task %d removed %d rows; an ack removes one row or none", id, k)
+					}
+					underWay.Add(-1)
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						cancel(err)
+					}
+					return
+				}
+			}
+		}()
+	}
+	// Done when every task is acked, or when the table is empty and no
+	// ack is under way (a check below then says which task was not acked).
+	timeout := time.NewTimer(killTimeout)
+	defer timeout.Stop()
+	tick := time.NewTicker(killPoll)
+	defer tick.Stop()
+	var runErr error
+wait:
+	for runErr == nil && acked.Load() < int64(tasks) {
+		select {
+		case <-ctx.Done():
+			runErr = context.Cause(ctx)
+		case <-timeout.C:
+			runErr = fmt.Errorf("self-check failed: %d of %d tasks acked after %v", acked.Load(), tasks, killTimeout)
+		case <-tick.C:
+			// An ack counts itself under way before it removes its row:
+			// once the table is empty, no ack is under way after it
+			// means every ack that removed a row is recorded.
+			left, err := b.count()
+			switch {
+			case err != nil:
+				runErr = err
+			case left == 0 && underWay.Load() == 0:
+				break wait
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	cancel(nil)
+	wg.Wait()
+	if runErr != nil {
+		return runErr
+	}
+	if err := b.afterRun(); err != nil {
+		return err
+	}
+
+	// Every task filled acked once; none other.
+	v := leaseKillResult{
+		Bench: "lease_kill", Consumers: n, Dead: dead, LeaseS: leaseDur.Seconds(), Tasks: tasks,
+		Seconds: elapsed.Seconds(),
+	}
+	ackedBy := map[int64]int{}
+	leases := map[int64]int{}
+	for _, c := range cs {
+		for _, id := range c.acked {
+			ackedBy[id]++
+		}
+		for _, id := range c.leased {
+			leases[id]++
+		}
+		if c.abandoned != 0 {
+			v.Abandoned++
+		}
+		v.LostAcks += c.lost
+		v.Acked += int64(len(c.acked))
+	}
+	for id, k := range ackedBy {
+		if !filled[id] {
+			return fmt.Errorf("self-check failed: task %d was acked, and it was never filled", id)
+		}
+		if k > 1 {
+			return fmt.Errorf("self-check failed: task %d was acked %d times", id, k)
+		}
+	}
+	for id := range filled {
+		if ackedBy[id] == 0 {
+			return fmt.Errorf("self-check failed: task %d left the table and was never acked (%d of %d tasks acked)", id, len(ackedBy), tasks)
+		}
+	}
+	left, err := b.count()
+	if err != nil {
+		return err
+	}
+	if err := checkAcked(int64(tasks), v.Acked, left); err != nil {
+		return err
+	}
+	for _, k := range leases {
+		if k > 1 {
+			v.Redelivered++
+		}
+		v.MaxLeases = max(v.MaxLeases, k)
+	}
+	v.RowsPerS = perSecond(v.Acked, v.Seconds)
+	return b.rep.leaseKill(v)
+}
+
+// ids returns the ids of the bench's table.
+func (b *bencher) ids() (map[int64]bool, error) {
+	rows, err := b.db.QueryContext(b.ctx, "SELECT id FROM "+b.q.table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
