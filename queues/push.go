@@ -45,10 +45,25 @@ func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, err
 			return false, err
 		}
 	}
+	// The seq of each priority is read once: a push reads its own writes,
+	// so it would find the previous item's seq and take one more anyway.
+	next := map[int64]int64{}
 	for _, it := range items {
-		if err := q.push(tr, it); err != nil {
+		prio := int64(0)
+		if q.kind == Priority {
+			prio = it.Priority
+		}
+		seq, ok := next[prio]
+		if !ok {
+			var err error
+			if seq, err = q.nextSeq(tr, prio); err != nil {
+				return false, err
+			}
+		}
+		if err := q.pushAt(tr, it, seq); err != nil {
 			return false, err
 		}
+		next[prio] = seq + 1
 	}
 	if len(items) > 0 {
 		q.signal(tr, len(items)) // one ADD for the whole operation
@@ -75,15 +90,23 @@ func (q *Queue) checkItem(it Item) error {
 // push adds it without a push marker: visible, or invisible until
 // it.VisibleAt when that is in the future (a delayed item).
 func (q *Queue) push(tr kv.Transaction, it Item) error {
-	p := pos{id: it.ID}
+	prio := int64(0)
 	if q.kind == Priority {
-		p.prio = it.Priority
+		prio = it.Priority
 	}
-	seq, err := q.nextSeq(tr, p.prio)
+	seq, err := q.nextSeq(tr, prio)
 	if err != nil {
 		return err
 	}
-	p.seq = seq
+	return q.pushAt(tr, it, seq)
+}
+
+// pushAt adds it at seq (see nextSeq).
+func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64) error {
+	p := pos{id: it.ID, seq: seq}
+	if q.kind == Priority {
+		p.prio = it.Priority
+	}
 	if v, err := tr.Get(q.idKey(it.ID)); err != nil {
 		return err
 	} else if v != nil {
