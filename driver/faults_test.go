@@ -36,86 +36,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 			_, err = db.Exec("CREATE TABLE q (priority INT NOT NULL, cpu INT NOT NULL, item TEXT NOT NULL, INDEX fit (cpu))")
 			require.NoError(t, err)
 
-			const producers, each, consumers = 8, 60, 8
-			var popped sync.Map
-			var taken atomic.Int64
-			var producing sync.WaitGroup
-			var pushed atomic.Bool // all producers are done
-			var wg sync.WaitGroup
-			errs := make(chan error, producers+consumers+1)
-			for p := 0; p < producers; p++ {
-				producing.Add(1)
-				go func() {
-					defer producing.Done()
-					for i := 0; i < each; i++ {
-						res, err := db.Exec("INSERT INTO q (priority, cpu, item) VALUES (?, ?, ?)", i%3, i%2, fmt.Sprint(p, "-", i))
-						if err != nil {
-							errs <- fmt.Errorf("push: %w", err)
-							return
-						}
-						if n, _ := res.RowsAffected(); n != 1 {
-							errs <- fmt.Errorf("push reported %d rows", n)
-							return
-						}
-					}
-				}()
-			}
-			for c := 0; c < consumers; c++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for taken.Load() < producers*each {
-						if pushed.Load() {
-							// Everything is pushed: stop once the queue is
-							// empty, even if items are missing (then the
-							// checks below say which).
-							var n int
-							if err := db.QueryRow("SELECT COUNT(*) FROM q").Scan(&n); err != nil {
-								errs <- err
-								return
-							}
-							if n == 0 {
-								return
-							}
-						}
-						var item string
-						var err error
-						if c%2 == 0 {
-							err = db.QueryRow("SELECT item FROM q ORDER BY priority DESC LIMIT 1 FOR POP").Scan(&item)
-						} else {
-							err = db.QueryRow("SELECT item FROM q WHERE cpu <= 1 ORDER BY priority DESC LIMIT 1 FOR POP").Scan(&item)
-						}
-						if errors.Is(err, sql.ErrNoRows) {
-							continue
-						}
-						if err != nil {
-							errs <- fmt.Errorf("pop: %w", err)
-							return
-						}
-						if _, dup := popped.LoadOrStore(item, true); dup {
-							errs <- fmt.Errorf("%s popped twice", item)
-							return
-						}
-						taken.Add(1)
-					}
-				}()
-			}
-			producing.Wait()
-			pushed.Store(true)
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
-			for p := 0; p < producers; p++ {
-				for i := 0; i < each; i++ {
-					_, ok := popped.Load(fmt.Sprint(p, "-", i))
-					require.True(t, ok, "item %d-%d lost", p, i)
-				}
-			}
-			var left int
-			require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM q").Scan(&left))
-			require.Zero(t, left, "items pushed twice")
+			exactlyOnce(t, db, 8, 60, 8)
 		})
 	}
 }
@@ -154,4 +75,91 @@ func TestDeleteCountsUnderFaults(t *testing.T) {
 		require.Equal(t, int64(4), deleted("DELETE FROM q"), "round %d: the clear-all", round)
 		require.Equal(t, int64(0), deleted("DELETE FROM q"))
 	}
+}
+
+// exactlyOnce is the total-queue workload: producers each push items into
+// table q (priority INT, cpu INT, item TEXT, INDEX fit (cpu)) while
+// consumers pop them, half with a fit pop, until every item is taken;
+// every item must be popped exactly once, none lost, none twice.
+func exactlyOnce(t *testing.T, db *sql.DB, producers, each, consumers int) {
+	t.Helper()
+	var popped sync.Map
+	var taken atomic.Int64
+	var producing sync.WaitGroup
+	var pushed atomic.Bool // all producers are done
+	var wg sync.WaitGroup
+	errs := make(chan error, producers+consumers+1)
+	for p := 0; p < producers; p++ {
+		producing.Add(1)
+		go func() {
+			defer producing.Done()
+			for i := 0; i < each; i++ {
+				res, err := db.Exec("INSERT INTO q (priority, cpu, item) VALUES (?, ?, ?)", i%3, i%2, fmt.Sprint(p, "-", i))
+				if err != nil {
+					errs <- fmt.Errorf("push: %w", err)
+					return
+				}
+				if n, _ := res.RowsAffected(); n != 1 {
+					errs <- fmt.Errorf("push reported %d rows", n)
+					return
+				}
+			}
+		}()
+	}
+	for c := 0; c < consumers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for taken.Load() < int64(producers*each) {
+				if pushed.Load() {
+					// Everything is pushed: stop once the queue is
+					// empty, even if items are missing (then the
+					// checks below say which).
+					var n int
+					if err := db.QueryRow("SELECT COUNT(*) FROM q").Scan(&n); err != nil {
+						errs <- err
+						return
+					}
+					if n == 0 {
+						return
+					}
+				}
+				var item string
+				var err error
+				if c%2 == 0 {
+					err = db.QueryRow("SELECT item FROM q ORDER BY priority DESC LIMIT 1 FOR POP").Scan(&item)
+				} else {
+					err = db.QueryRow("SELECT item FROM q WHERE cpu <= 1 ORDER BY priority DESC LIMIT 1 FOR POP").Scan(&item)
+				}
+				if errors.Is(err, sql.ErrNoRows) {
+					continue
+				}
+				if err != nil {
+					errs <- fmt.Errorf("pop: %w", err)
+					return
+				}
+				if _, dup := popped.LoadOrStore(item, true); dup {
+					errs <- fmt.Errorf("%s popped twice", item)
+					return
+				}
+				taken.Add(1)
+			}
+		}()
+	}
+	producing.Wait()
+	pushed.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for p := 0; p < producers; p++ {
+		for i := 0; i < each; i++ {
+			_, ok := popped.Load(fmt.Sprint(p, "-", i))
+			require.True(t, ok, "item %d-%d lost", p, i)
+		}
+	}
+	var left int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM q").Scan(&left))
+	require.Zero(t, left, "items pushed twice")
 }

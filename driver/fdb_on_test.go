@@ -4,11 +4,8 @@ package driver_test
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -117,79 +114,7 @@ func TestExactlyOnceUnderFaultsFDB(t *testing.T) {
 			_, err = db.Exec("CREATE TABLE q (priority INT NOT NULL, cpu INT NOT NULL, item TEXT NOT NULL, INDEX fit (cpu))")
 			require.NoError(t, err)
 
-			const producers, each, consumers = 4, 40, 4
-			var popped sync.Map
-			var taken atomic.Int64
-			var producing, consuming sync.WaitGroup
-			var pushed atomic.Bool
-			errs := make(chan error, producers+consumers)
-			for p := 0; p < producers; p++ {
-				producing.Add(1)
-				go func() {
-					defer producing.Done()
-					for i := 0; i < each; i++ {
-						res, err := db.Exec("INSERT INTO q (priority, cpu, item) VALUES (?, ?, ?)", i%3, i%2, fmt.Sprint(p, "-", i))
-						if err != nil {
-							errs <- fmt.Errorf("push: %w", err)
-							return
-						}
-						if n, _ := res.RowsAffected(); n != 1 {
-							errs <- fmt.Errorf("push reported %d rows", n)
-							return
-						}
-					}
-				}()
-			}
-			for w := 0; w < consumers; w++ {
-				consuming.Add(1)
-				go func() {
-					defer consuming.Done()
-					for taken.Load() < producers*each {
-						if pushed.Load() {
-							var n int
-							if err := db.QueryRow("SELECT COUNT(*) FROM q").Scan(&n); err != nil {
-								errs <- err
-								return
-							}
-							if n == 0 {
-								return
-							}
-						}
-						query := "SELECT item FROM q ORDER BY priority DESC LIMIT 1 FOR POP"
-						if w%2 == 1 {
-							query = "SELECT item FROM q WHERE cpu <= 1 ORDER BY priority DESC LIMIT 1 FOR POP"
-						}
-						var item string
-						err := db.QueryRow(query).Scan(&item)
-						if errors.Is(err, sql.ErrNoRows) {
-							continue
-						}
-						if err != nil {
-							errs <- fmt.Errorf("pop: %w", err)
-							return
-						}
-						if _, dup := popped.LoadOrStore(item, true); dup {
-							errs <- fmt.Errorf("%s popped twice", item)
-							return
-						}
-						taken.Add(1)
-					}
-				}()
-			}
-			producing.Wait()
-			pushed.Store(true)
-			consuming.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
-			for p := 0; p < producers; p++ {
-				for i := 0; i < each; i++ {
-					_, ok := popped.Load(fmt.Sprint(p, "-", i))
-					require.True(t, ok, "item %d-%d lost", p, i)
-				}
-			}
-			require.Zero(t, count(t, db, "q"), "items pushed twice")
+			exactlyOnce(t, db, 4, 40, 4)
 			faults := c.CommitErrors()
 			for _, code := range []int{1007, 1020, 1021} {
 				require.Positive(t, faults[code], "no commit failed with %d: %v", code, faults)
