@@ -9,8 +9,10 @@ import (
 )
 
 // Check verifies the queue's invariants in one read transaction: every item
-// decodes and has its id index entry and (for visible tasks) its cell and
-// shape entries, or (invisible) its due index key, under its visible_at; every index entry names a queued item; the directories list
+// decodes and has its id index entry and (for visible tasks) its cell
+// entry and, unless its cell is exact, its shape entry, or (invisible) its
+// due index key, under its visible_at; every index entry names a queued
+// item; the directories list
 // every non-empty cell and shape (they may still list emptied ones, which
 // fit pops clear as they find them); the counter equals the number of
 // items. It returns an error wrapping ErrCorrupt for the first violation.
@@ -21,6 +23,7 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 		key string
 	}
 	expected := map[entryKey]string{} // index entries the items imply, with their values
+	legacy := map[entryKey]bool{}     // shape entries of exact cells: allowed, not required
 	ids := map[int64]pos{}
 	var n int64
 
@@ -46,7 +49,12 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 				cell := cellsOf(item.Resources)
 				expected[entryKey{tagCells, string(q.entryKey(tagCells, cell, p))}] = string(appendInts(nil, item.Resources...))
 				expected[entryKey{tagCellDir, string(q.key(tagCellDir, cell...))}] = ""
-				expected[entryKey{tagShapes, string(q.entryKey(tagShapes, item.Resources, p))}] = ""
+				shape := entryKey{tagShapes, string(q.entryKey(tagShapes, item.Resources, p))}
+				if exactCell(item.Resources) {
+					legacy[shape] = true // written by versions before exactCell
+					continue
+				}
+				expected[shape] = ""
 				expected[entryKey{tagShapeDir, string(q.key(tagShapeDir, item.Resources...))}] = ""
 			}
 		}
@@ -104,6 +112,9 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 			want, ok := expected[k]
 			if !ok && (tag == tagCellDir || tag == tagShapeDir) {
 				continue // a directory key left for an emptied cell
+			}
+			if !ok && legacy[k] && len(it.KeyValue().Value) == 0 {
+				continue
 			}
 			if !ok {
 				return fmt.Errorf("%w: stray fit index key %x (tag %d)", ErrCorrupt, k.key, tag)

@@ -31,8 +31,9 @@
 //  2. Otherwise it consults the index. Each task is filed under its cell,
 //     the vector of its resources quantised (see cellOf: exact below 16,
 //     then 8 cells per power of two, so a cell spans at most 1/8 of its
-//     values), and under its exact resource vector (shape). Directories list
-//     the cells and shapes in use. A skip-scan of the cell directory visits
+//     values), and, when its cell spans more than one vector, under its
+//     exact resource vector (shape). Directories list the cells and shapes
+//     in use. A skip-scan of the cell directory visits
 //     only cells whose lower corner fits; a cell entirely inside the limits
 //     contributes its head (its best task in queue order: one read, two in
 //     Max order). A cell that straddles a limit is read in queue order, up

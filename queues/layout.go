@@ -28,8 +28,9 @@ import (
 //	                                        kept with atomic ADD
 //	P (3, cell..., priority, seq, id)       fit index by cell: packed (resources...)      indexAdd
 //	P (4, cell...)                          cell directory: ""                            indexAdd (ensureDir)
-//	P (5, resources..., priority, seq, id)  fit index by shape: ""                        indexAdd
-//	P (6, resources...)                     shape directory: ""                           indexAdd (ensureDir)
+//	P (5, resources..., priority, seq, id)  fit index by shape: "" (only shapes in        indexAdd
+//	                                        cells that hold more than one: exactCell)
+//	P (6, resources...)                     shape directory: "" (the same shapes)         indexAdd (ensureDir)
 //	P (7, id)                               push marker (a Receipts): "" (earlier         markPushed
 //	                                        versions: the expiry)
 //	P (8, expiry, id)                       the push marker by expiry: ""                 markPushed
@@ -383,6 +384,18 @@ func cellHigh(lo int64) int64 {
 	}
 	shift := bits.Len64(uint64(lo)) - (cellBucketBits + 1)
 	return lo + (1<<shift - 1)
+}
+
+// exactCell reports whether res's cell holds res's shape only: every value
+// is its own cell (below cellExactBelow). Such a cell is never straddled
+// by limits, so the shape index never files it (see indexAdd).
+func exactCell(res []int64) bool {
+	for _, v := range res {
+		if v >= cellExactBelow {
+			return false
+		}
+	}
+	return true
 }
 
 func cellsOf(res []int64) []int64 {

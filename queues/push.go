@@ -47,7 +47,9 @@ func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, err
 	}
 	// The seq of each priority is read once: a push reads its own writes,
 	// so it would find the previous item's seq and take one more anyway.
+	// Likewise each directory key is read once.
 	next := map[int64]int64{}
+	dirs := dirSet{}
 	for _, it := range items {
 		prio := int64(0)
 		if q.kind == Priority {
@@ -60,7 +62,7 @@ func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, err
 				return false, err
 			}
 		}
-		if err := q.pushAt(tr, it, seq); err != nil {
+		if err := q.pushAt(tr, it, seq, dirs); err != nil {
 			return false, err
 		}
 		next[prio] = seq + 1
@@ -98,11 +100,12 @@ func (q *Queue) push(tr kv.Transaction, it Item) error {
 	if err != nil {
 		return err
 	}
-	return q.pushAt(tr, it, seq)
+	return q.pushAt(tr, it, seq, nil)
 }
 
-// pushAt adds it at seq (see nextSeq).
-func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64) error {
+// pushAt adds it at seq (see nextSeq). dirs, if not nil, holds the
+// directory keys this transaction already made sure of.
+func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error {
 	p := pos{id: it.ID, seq: seq}
 	if q.kind == Priority {
 		p.prio = it.Priority
@@ -119,7 +122,7 @@ func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64) error {
 		return nil
 	}
 	q.insert(tr, p, it)
-	return q.indexAdd(tr, p, it.Resources)
+	return q.indexAdd(tr, p, it.Resources, dirs)
 }
 
 // nextSeq returns the seq a push of priority prio takes: one more than the
@@ -158,8 +161,15 @@ func (q *Queue) insert(tr kv.Transaction, p pos, it Item) {
 // ensureDir makes sure the directory key exists. It reads the key
 // serializably, so that a pop removing it concurrently conflicts with us, and
 // writes it only when absent, so that pushes into a live cell do not conflict
-// with pops reading the directory.
-func ensureDir(tr kv.Transaction, key []byte) error {
+// with pops reading the directory. A key already in dirs was made sure of
+// earlier in the transaction: the read conflict is in place, and the key is
+// there (the transaction reads its own writes), so nothing is read again.
+func ensureDir(tr kv.Transaction, key []byte, dirs dirSet) error {
+	if dirs != nil {
+		if _, ok := dirs[string(key)]; ok {
+			return nil
+		}
+	}
 	v, err := tr.Get(key)
 	if err != nil {
 		return err
@@ -167,21 +177,33 @@ func ensureDir(tr kv.Transaction, key []byte) error {
 	if v == nil {
 		tr.Set(key, nil)
 	}
+	if dirs != nil {
+		dirs[string(key)] = struct{}{}
+	}
 	return nil
 }
 
-func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64) error {
+// dirSet holds the directory keys a transaction made sure of (ensureDir).
+type dirSet map[string]struct{}
+
+// indexAdd files a visible item under its cell and, when the cell spans
+// more than one shape, under its shape: an exact cell (see exactCell)
+// never straddles a limit, so its shape entry would never be read.
+func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs dirSet) error {
 	if len(res) == 0 {
 		return nil
 	}
 	cell := cellsOf(res)
-	if err := ensureDir(tr, q.key(tagCellDir, cell...)); err != nil {
+	if err := ensureDir(tr, q.key(tagCellDir, cell...), dirs); err != nil {
 		return err
 	}
 	// The entry carries the task's resources, so that a cell straddling a
 	// limit can be scanned without reading the items.
 	tr.Set(q.entryKey(tagCells, cell, p), appendInts(nil, res...))
-	if err := ensureDir(tr, q.key(tagShapeDir, res...)); err != nil {
+	if exactCell(res) {
+		return nil
+	}
+	if err := ensureDir(tr, q.key(tagShapeDir, res...), dirs); err != nil {
 		return err
 	}
 	tr.Set(q.entryKey(tagShapes, res, p), nil)
@@ -205,7 +227,8 @@ func (q *Queue) remove(tr kv.Transaction, p pos, res []int64) error {
 	return nil
 }
 
-// indexRemove clears a visible item's fit index entries.
+// indexRemove clears a visible item's fit index entries. It clears the
+// shape entry of an exact cell too: versions before exactCell wrote one.
 func (q *Queue) indexRemove(tr kv.Transaction, p pos, res []int64) {
 	if len(res) == 0 {
 		return

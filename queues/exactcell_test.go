@@ -1,0 +1,92 @@
+package queues_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/queues"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// keysUnder returns the keys of q under tag, unpacked after q's prefix.
+func keysUnder(t *testing.T, db kv.Database, q *queues.Queue, prefix []byte, tag int64) []tuple.Tuple {
+	t.Helper()
+	var keys []tuple.Tuple
+	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
+		it := tr.GetRange(kv.PrefixRange(append(append([]byte(nil), prefix...), tuple.Tuple{tag}.Pack()...)), kv.RangeOptions{})
+		for it.Next() {
+			k, err := tuple.Unpack(it.KeyValue().Key[len(prefix):])
+			if err != nil {
+				return err
+			}
+			keys = append(keys, k)
+		}
+		return it.Err()
+	}))
+	return keys
+}
+
+// TestExactCellsHaveNoShapeIndex: a task whose every resource is below 16
+// is alone in its cell's shape, so the shape index does not file it (a
+// cell of one shape never straddles a limit, and the shape index serves
+// only straddling cells); a task with a quantised resource is filed.
+func TestExactCellsHaveNoShapeIndex(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority, "cpu", "mem")
+	prefix := tuple.Tuple{"q", t.Name()}.Pack()
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		_, err := q.PushAll(tr, 0, []queues.Item{
+			{ID: 1, Priority: 1, Resources: []int64{3, 15}, Value: []byte("exact")},
+			{ID: 2, Priority: 1, Resources: []int64{3, 16}, Value: []byte("quantised")},
+		})
+		return err
+	}))
+	require.Len(t, keysUnder(t, db, q, prefix, 3), 2, "both are in the cell index")
+	require.Equal(t, []tuple.Tuple{{int64(5), int64(3), int64(16), int64(1), int64(2), int64(2)}}, keysUnder(t, db, q, prefix, 5))
+	require.Equal(t, []tuple.Tuple{{int64(6), int64(3), int64(16)}}, keysUnder(t, db, q, prefix, 6))
+
+	// Both still pop by fit, in order.
+	for _, want := range []string{"exact", "quantised"} {
+		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+			it, ok, err := q.PopFit(tr, queues.Min, []int64{8, 32})
+			require.True(t, ok)
+			require.Equal(t, want, string(it.Value))
+			return err
+		}))
+	}
+}
+
+// TestShapeEntriesOfExactCellsFromEarlierVersions: versions before
+// exactCell filed every task under its shape. Such a queue still checks,
+// pops its tasks, and a pop clears the old shape entry with the task.
+func TestShapeEntriesOfExactCellsFromEarlierVersions(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority, "cpu", "mem")
+	prefix := tuple.Tuple{"q", t.Name()}.Pack()
+	key := func(vs ...int64) []byte {
+		tup := make(tuple.Tuple, len(vs))
+		for i, v := range vs {
+			tup[i] = v
+		}
+		return append(append([]byte(nil), prefix...), tup.Pack()...)
+	}
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		if err := q.Push(tr, queues.Item{ID: 7, Priority: 2, Resources: []int64{4, 8}, Value: []byte("old")}); err != nil {
+			return err
+		}
+		// What the earlier version wrote besides: (5, res, prio, seq, id) and (6, res).
+		tr.Set(key(5, 4, 8, 2, 1, 7), nil)
+		tr.Set(key(6, 4, 8), nil)
+		return nil
+	}))
+	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error { return q.Check(tr) }))
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		it, ok, err := q.PopFit(tr, queues.Min, []int64{4, 8})
+		require.True(t, ok)
+		require.Equal(t, "old", string(it.Value))
+		return err
+	}))
+	require.Empty(t, keysUnder(t, db, q, prefix, 5), "the pop cleared the old shape entry")
+}
