@@ -55,12 +55,17 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	// bad row leaves nothing of the statement behind, also inside an
 	// explicit transaction.
 	items := make([]queues.Item, 0, len(st.Rows))
+	// One row's scratch, reused: a row is packed before the next is read.
+	full := make([]any, len(t.Columns))
+	set := make([]bool, len(t.Columns))
+	tup := make(tuple.Tuple, len(t.Columns))
+	resources := make([]int64, 0, len(st.Rows)*len(t.Resources))
+	packed := 0 // the last row's packed size, to size the next one's buffer
 	for r, vals := range st.Rows {
 		if len(vals) != len(targets) {
 			return nil, &RowError{r + 1, fmt.Errorf("%w: %d values for %d columns", ErrValue, len(vals), len(targets))}
 		}
-		full := make([]any, len(t.Columns))
-		set := make([]bool, len(t.Columns))
+		clear(set)
 		item := queues.Item{ID: b.ids[r]}
 		for j, i := range targets {
 			v, err := b.convert(t.columnDef(i), vals[j])
@@ -79,7 +84,6 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 			}
 			full[i], set[i] = v, true
 		}
-		tup := make(tuple.Tuple, len(t.Columns))
 		for i := range t.Columns {
 			c := &t.Columns[i]
 			if !set[i] {
@@ -93,14 +97,19 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		if t.Priority >= 0 {
 			item.Priority = full[t.Priority].(int64)
 		}
-		for _, i := range t.Resources {
-			item.Resources = append(item.Resources, full[i].(int64))
+		if len(t.Resources) > 0 {
+			start := len(resources)
+			for _, i := range t.Resources {
+				resources = append(resources, full[i].(int64))
+			}
+			item.Resources = resources[start:len(resources):len(resources)]
 		}
 		var err error
-		item.Value, err = tup.PackWithError()
+		item.Value, err = tup.AppendPack(make([]byte, 0, max(packed+16, 16*len(tup))))
 		if err != nil {
 			return nil, &RowError{r + 1, err}
 		}
+		packed = len(item.Value)
 		if len(item.Value) > MaxRowSize {
 			return nil, &RowError{r + 1, fmt.Errorf("%w: %d bytes packed; a row holds at most %d", ErrValue, len(item.Value), MaxRowSize)}
 		}

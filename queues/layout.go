@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"bytes"
 	"fmt"
 	"math/bits"
 	"time"
@@ -227,7 +228,8 @@ func (q *Queue) countKey() []byte { return q.sub[tagCount] }
 // entryKey returns the fit index entry of the item at p under tag
 // (tagCells or tagShapes) and coords (its cell or its shape).
 func (q *Queue) entryKey(tag int, coords []int64, p pos) []byte {
-	return appendInts(q.key(tag, coords...), p.prio, p.seq, p.id)
+	b := make([]byte, 0, len(q.sub[tag])+maxIntLen*(len(coords)+3))
+	return appendInts(appendInts(append(b, q.sub[tag]...), coords...), p.prio, p.seq, p.id)
 }
 
 // decodeEntry returns the position of a fit index entry under prefix (a
@@ -277,7 +279,10 @@ func (q *Queue) decodeKeyUnder(tag int, k []byte) (pos, error) {
 // encodeValue packs an item's resources and value as a tuple, followed by
 // its visible_at, lease and attempts when any of them is set.
 func encodeValue(it Item) []byte {
-	b := appendInts(make([]byte, 0, maxIntLen*(len(it.Resources)+3)+len(it.Value)+2), it.Resources...)
+	// Packing escapes each 0x00 of the value with one more byte: sized
+	// for them, the buffer is allocated once.
+	size := maxIntLen*(len(it.Resources)+3) + len(it.Value) + bytes.Count(it.Value, []byte{0}) + 2
+	b := appendInts(make([]byte, 0, size), it.Resources...)
 	b, _ = tuple.Tuple{it.Value}.AppendPack(b)
 	if vis := nanos(it.VisibleAt); vis != 0 || it.Lease != 0 || it.Attempts != 0 {
 		b = appendInts(b, vis, it.Lease, it.Attempts)

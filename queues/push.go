@@ -67,8 +67,9 @@ func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, err
 		}
 		next[prio] = seq + 1
 	}
-	if len(items) > 0 {
-		q.signal(tr, len(items)) // one ADD for the whole operation
+	if len(items) > 0 { // one ADD each for the whole operation
+		tr.Add(q.countKey(), int64(len(items)))
+		q.signal(tr, len(items))
 	}
 	if token == 0 {
 		return true, nil
@@ -104,7 +105,8 @@ func (q *Queue) push(tr kv.Transaction, it Item) error {
 }
 
 // pushAt adds it at seq (see nextSeq). dirs, if not nil, holds the
-// directory keys this transaction already made sure of.
+// directory keys this transaction already made sure of, and the caller
+// counts the item (PushAll adds to the count once).
 func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error {
 	p := pos{id: it.ID, seq: seq}
 	if q.kind == Priority {
@@ -117,11 +119,11 @@ func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error
 	}
 	if due := nanos(it.VisibleAt); due > q.opts.now().UnixNano() {
 		p.due = due
-		q.insert(tr, p, it)
+		q.insert(tr, p, it, dirs == nil)
 		tr.Set(q.dueKey(p), nil)
 		return nil
 	}
-	q.insert(tr, p, it)
+	q.insert(tr, p, it, dirs == nil)
 	return q.indexAdd(tr, p, it.Resources, dirs)
 }
 
@@ -151,11 +153,13 @@ func (q *Queue) nextSeq(tr kv.Transaction, prio int64) (int64, error) {
 	return seq, nil
 }
 
-// insert writes an item, its id index entry and its count.
-func (q *Queue) insert(tr kv.Transaction, p pos, it Item) {
+// insert writes an item, its id index entry and, if count, its count.
+func (q *Queue) insert(tr kv.Transaction, p pos, it Item, count bool) {
 	tr.Set(q.itemKey(p), encodeValue(it))
 	tr.Set(q.idKey(p.id), q.idValue(p))
-	tr.Add(q.countKey(), 1)
+	if count {
+		tr.Add(q.countKey(), 1)
+	}
 }
 
 // ensureDir makes sure the directory key exists. It reads the key
