@@ -34,6 +34,10 @@ type Executor struct {
 	// advanced is how far tests moved a stopped clock (nanoseconds; see
 	// export_test.go).
 	advanced atomic.Int64
+	// certain is set when the database's commits are certain
+	// (kv.CommitsCertain): INSERT, DELETE and pops then record no
+	// receipts, which serve only retries after commit_unknown_result.
+	certain bool
 }
 
 // now reads the executor's clock.
@@ -71,6 +75,7 @@ func New(db kv.Database, root []byte, opts ...Option) *Executor {
 		cat:      &catalog{root: bytes.Clone(root)},
 		newID:    queues.NewID,
 		newToken: queues.NewID,
+		certain:  kv.CommitsCertain(db),
 	}
 	for _, o := range opts {
 		o(e)
@@ -134,13 +139,14 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	// commit_unknown_result finds under it what the committed attempt did
 	// (see ddlDone, insert, deleteRows, popOnce); a FOR POP WAIT keeps it
 	// for all its rounds.
-	switch st := p.Stmt.(type) {
-	case *parser.CreateTable, *parser.DropTable, *parser.Delete, *parser.Insert:
+	// On a database whose commits are certain only DDL takes one (a
+	// CREATE or DROP is rare, and its token also answers a retry after a
+	// conflict); the others would write receipts no retry ever reads.
+	switch {
+	case isDDL(p.Stmt):
 		b.token = e.newToken()
-	case *parser.Select:
-		if st.Takes() {
-			b.token = e.newToken()
-		}
+	case takesRows(p.Stmt) && !e.certain:
+		b.token = e.newToken()
 	}
 	if b.wait.d > 0 {
 		return e.waitPop(ctx, b)
@@ -154,7 +160,10 @@ func (e *Executor) auto(ctx context.Context, b *bound) (*Result, error) {
 	hint := e.spreadHint(b.p.Stmt)
 	var res *Result
 	attempt := 0
-	err := e.transact(ctx, func(tr kv.Transaction) error {
+	// A statement that takes or adds rows without a receipt must not run
+	// again after an attempt that may have been applied.
+	retryUnknown := b.token != 0 || !takesRows(b.p.Stmt)
+	err := e.transact(ctx, retryUnknown, func(tr kv.Transaction) error {
 		attempt++
 		b.wait.watch = nil // a failed attempt's watch failed with it
 		if hint != nil {
@@ -180,8 +189,9 @@ const maxTooOld = 3
 
 // transact runs fn in a transaction and commits it, retrying as the
 // engine's OnError allows (kv.Transact), but stops after maxTooOld attempts
-// that ran out of time, saying why.
-func (e *Executor) transact(ctx context.Context, fn func(kv.Transaction) error) error {
+// that ran out of time, saying why, and, unless retryUnknown, after an
+// attempt that may have been applied.
+func (e *Executor) transact(ctx context.Context, retryUnknown bool, fn func(kv.Transaction) error) error {
 	tr, err := e.db.CreateTransaction(ctx)
 	if err != nil {
 		return err
@@ -198,6 +208,9 @@ func (e *Executor) transact(ctx context.Context, fn func(kv.Transaction) error) 
 			}
 		}
 		if unknown == nil && kv.IsMaybeCommitted(err) {
+			if !retryUnknown {
+				return err
+			}
 			unknown = err
 		}
 		if kv.Code(err) == kv.CodeTransactionTooOld && e.now().Sub(start) >= kv.MaxTransactionAge {
@@ -351,4 +364,24 @@ func (e *Executor) Tables(ctx context.Context) ([]*Table, error) {
 // TABLE included), by name.
 func (e *Executor) TablesIn(tr kv.ReadTransaction) ([]*Table, error) {
 	return e.cat.tables(tr)
+}
+
+func isDDL(st parser.Statement) bool {
+	switch st.(type) {
+	case *parser.CreateTable, *parser.DropTable:
+		return true
+	}
+	return false
+}
+
+// takesRows reports whether st adds or removes rows: the statements an
+// autocommit retry after commit_unknown_result must not apply twice.
+func takesRows(st parser.Statement) bool {
+	switch st := st.(type) {
+	case *parser.Delete, *parser.Insert:
+		return true
+	case *parser.Select:
+		return st.Takes()
+	}
+	return false
 }

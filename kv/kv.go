@@ -253,6 +253,23 @@ type Database interface {
 	Close() error
 }
 
+// CertainCommits is implemented by a Database that can say its commits
+// are certain: none ends in a retryable commit_unknown_result (1021), so
+// no retry ever follows a commit that may have been applied. Callers may
+// then skip the records that only make such retries exactly-once. The
+// embedded engine's commits are certain unless faults are injected;
+// FoundationDB's are not.
+type CertainCommits interface {
+	CertainCommits() bool
+}
+
+// CommitsCertain reports whether db's commits are certain (see
+// CertainCommits).
+func CommitsCertain(db Database) bool {
+	c, ok := db.(CertainCommits)
+	return ok && c.CertainCommits()
+}
+
 // Transact is the retry loop that engines use to implement
 // Database.Transact: run fn, commit, and on error ask OnError whether to try
 // again.
