@@ -68,6 +68,9 @@ type store struct {
 	cfg    Config
 	faults *injector // nil unless Config.Faults
 
+	// comb queues commits for the store's lock (combine.go).
+	comb combiner
+
 	// mu guards tree, history, gcq and the entries' versions. Readers hold
 	// it shared for one read (or one batch of a range read); commits hold it
 	// exclusively.

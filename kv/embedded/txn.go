@@ -49,6 +49,7 @@ type txn struct {
 	retries int
 	backoff time.Duration
 	snap    snapshot
+	creq    commitReq // the commit on its way through the combiner
 
 	// Probes for tree lookups, kept here so that lookups do not allocate.
 	wprobe   write
