@@ -101,7 +101,7 @@ func (s *store) combine(r *commitReq) {
 // the store's lock. Each is checked against the history left by those
 // before it, so a conflict inside the group fails only the later commit.
 func (s *store) settleGroup(group []*commitReq) {
-	s.mu.Lock()
+	s.wlock()
 	defer s.mu.Unlock()
 	budget := 0
 	var now time.Time

@@ -74,7 +74,7 @@ func entryLess(a, b *entry) bool { return bytes.Compare(a.key, b.key) < 0 }
 // for the lookup.
 func (s *store) get(rv uint64, key []byte, probe *entry) ([]byte, bool) {
 	probe.key = key
-	s.mu.RLock()
+	s.rlock()
 	e, ok := s.tree.Get(probe)
 	probe.key = nil
 	var val []byte
@@ -116,7 +116,7 @@ func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse
 		}
 		return true
 	}
-	s.mu.RLock()
+	s.rlock()
 	if reverse {
 		s.tree.Descend(&entry{key: end}, visit)
 	} else {
