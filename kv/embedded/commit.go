@@ -1,11 +1,9 @@
-// Commit: size limits, the conflict check, and applying the batch (memory)
-// or handing it to the log (file).
+// Commit: size limits, preparing the batch, and waiting for the combiner
+// (combine.go) to check it and apply it (memory) or hand it to the log (file).
 
 package embedded
 
 import (
-	"time"
-
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
@@ -46,48 +44,24 @@ func (t *txn) commit() error {
 			return err
 		}
 	}
+	// Everything that does not need the store's lock is done here, so
+	// that the lock is held only to check and install.
 	b := t.batch()
-	writes := t.writeSpans(b)
-	now := s.cfg.Clock()
-
-	s.mu.Lock()
-	if now.Sub(t.grvTime) > kv.MaxTransactionAge {
-		s.mu.Unlock()
-		return kv.Errorf(kv.CodeTransactionTooOld, "read version is %v old at commit", now.Sub(t.grvTime).Round(time.Millisecond))
+	t.creq = commitReq{t: t, b: b, writes: t.writeSpans(b), now: s.cfg.Clock()}
+	r := &t.creq
+	if len(t.reads) > 0 && s.version.Load() > t.rv {
+		// Commits landed since the read version: the check will need
+		// the merged read spans.
+		r.reads = mergeSpans(t.reads)
 	}
-	// A failed log comes first: the history holds the versions of the
-	// group whose write failed, never installed, and a conflict with one of
-	// them would pass an I/O error off as a retryable conflict.
-	if s.log != nil {
-		if err := s.log.failure(); err != nil {
-			s.mu.Unlock()
+	s.combine(r)
+	if r.err != nil {
+		return r.err
+	}
+	if r.wait != nil {
+		if err := <-r.wait; err != nil {
 			return err
 		}
-	}
-	if len(s.history) > 0 && s.history[len(s.history)-1].ver > t.rv && len(t.reads) > 0 {
-		if s.conflictsLocked(t.rv, mergeSpans(t.reads)) {
-			s.mu.Unlock()
-			return kv.ErrNotCommitted
-		}
-	}
-	s.nextVer++
-	ver := s.nextVer
-	s.history = append(s.history, commitRecord{ver: ver, writes: writes})
-	if s.log == nil {
-		// Memory: apply now.
-		s.installLocked(now, ver, b)
-		s.mu.Unlock()
-		t.finish(txnCommitted)
-		return t.injectedUnknown(reportUnknown)
-	}
-	// File: the log writer makes the batch durable with others (group
-	// commit), then applies them in version order; readers never see a
-	// version before it is durable.
-	wait := s.log.enqueue(ver, b)
-	s.mu.Unlock()
-	err := <-wait
-	if err != nil {
-		return err
 	}
 	t.finish(txnCommitted)
 	return t.injectedUnknown(reportUnknown)

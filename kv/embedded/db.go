@@ -68,6 +68,9 @@ type store struct {
 	cfg    Config
 	faults *injector // nil unless Config.Faults
 
+	// comb queues commits for the store's lock (combine.go).
+	comb combiner
+
 	// mu guards tree, history, gcq and the entries' versions. Readers hold
 	// it shared for one read (or one batch of a range read); commits hold it
 	// exclusively.
@@ -88,11 +91,10 @@ type store struct {
 	// log is the write-ahead log of a file database, nil in memory.
 	log *wal
 
-	// activeMu guards active: the transactions holding a read version,
-	// which bound what the garbage collector may prune. Lock order: mu
-	// before activeMu.
+	// activeMu guards active: the read versions in use, which bound what
+	// the garbage collector may prune. Lock order: mu before activeMu.
 	activeMu sync.Mutex
-	active   map[*txn]reader
+	active   readerQueue
 
 	// registry bookkeeping, guarded by registry.mu.
 	name string
@@ -117,7 +119,6 @@ func newStore(name string, cfg Config) *store {
 		faults:  newInjector(cfg.Faults),
 		cfg:     cfg.withDefaults(),
 		tree:    btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true, Degree: 64}),
-		active:  make(map[*txn]reader),
 		watches: make(map[string][]*watch),
 		name:    name,
 	}
@@ -238,7 +239,7 @@ func (db *DB) Stats() Stats {
 		return true
 	})
 	s.activeMu.Lock()
-	st.ActiveReaders = len(s.active)
+	st.ActiveReaders = s.active.live + len(s.active.pinned)
 	s.activeMu.Unlock()
 	return st
 }

@@ -6,15 +6,26 @@
 // Data lives in one ordered B-tree (github.com/tidwall/btree) of keys, each
 // carrying a short chain of versions, newest first. A transaction reads as of
 // its read version: the newest version of each key at or below it. Commits
-// are serialised by a mutex and take the next version number; readers take a
-// read lock for the few microseconds of one read or one batch of a range read,
-// so a long transaction never blocks commits (and vice versa).
+// are serialised and take the next version number; readers take a read lock
+// for the few microseconds of one read or one batch of a range read, so a
+// long transaction never blocks commits (and vice versa).
+//
+// Concurrent commits are combined (combine.go): each prepares its batch and
+// write spans without a lock and queues; the first to find no leader leads,
+// takes the store's lock once for the whole queue, checks and installs the
+// commits in queue order (a conflict inside the group fails only the later
+// commit), collects garbage once, and wakes the others. A leader settles at
+// most a few groups after its own, then hands the lead to the oldest waiting
+// commit. With more clients than cores this replaces a hand-off of the lock
+// per commit with one per group.
 //
 // Old versions are pruned as soon as no live transaction can read them: the
-// engine tracks the read versions in use, and each commit prunes the keys
-// written by earlier commits up to the oldest of them. A deleted key leaves
-// the tree at that point, so the head of a queue that is popped a million
-// times does not fill with tombstones (an LSM store's failure mode). A
+// engine tracks the read versions in use (a queue in the order they were
+// handed out, so sorted by version: its head is the oldest), and each commit
+// prunes the keys written by earlier commits up to the oldest of them. A
+// deleted key leaves the tree at that point, so the head of a queue that is
+// popped a million times does not fill with tombstones (an LSM store's
+// failure mode). A
 // transaction older than 5 seconds no longer holds versions back: it fails
 // with transaction_too_old (1007), as on FoundationDB.
 //
@@ -38,7 +49,9 @@
 //	txn.go         transactions: reads with read-your-writes, writes, retries (OnError)
 //	writes.go      a transaction's buffered writes and atomic operations
 //	iter.go        range reads merging the tree with a transaction's writes
-//	commit.go      Commit: limits, the conflict check, apply or hand to the log
+//	commit.go      Commit: limits, preparing the batch outside the lock
+//	combine.go     commit combining: one leader checks and installs a queue of commits
+//	yield.go       taking the store's lock: yield a few times before parking
 //	conflict.go    write spans of recent commits against a commit's read spans
 //	mvcc.go        version chains, reads as of a version, installing a batch
 //	gc.go          read versions in use and pruning what none can read

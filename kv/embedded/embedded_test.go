@@ -224,3 +224,64 @@ func TestFaultInjection(t *testing.T) {
 	require.NoError(t, set(db, "slow"))
 	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
 }
+
+// TestReadersReleasedOutOfOrder: the collector keeps what the oldest live
+// reader needs, whichever readers end first, and forgets a reader past the
+// 5-second limit; then it prunes everything.
+func TestReadersReleasedOutOfOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	db := embedded.Open("", embedded.Config{Clock: clock.Now})
+	defer db.Close()
+	put := func(v string) {
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte("k"), []byte(v))
+			return nil
+		}))
+	}
+	reader := func() kv.Transaction {
+		tr, err := db.CreateTransaction(ctx)
+		require.NoError(t, err)
+		_, err = tr.GetReadVersion()
+		require.NoError(t, err)
+		return tr
+	}
+	get := func(tr kv.Transaction) string {
+		v, err := tr.Get([]byte("k"))
+		require.NoError(t, err)
+		return string(v)
+	}
+	put("v1")
+	r1 := reader() // the oldest, ends last
+	put("v2")
+	r2 := reader()
+	put("v3")
+	r3 := reader()
+	put("v4")
+	require.Equal(t, 3, db.Stats().ActiveReaders)
+
+	r2.Cancel() // a middle one ends first
+	put("v5")
+	require.Equal(t, "v1", get(r1))
+	require.Equal(t, "v3", get(r3))
+	r3.Cancel() // then the newest
+	put("v6")
+	require.Equal(t, "v1", get(r1), "the oldest reader still holds its version")
+	require.Equal(t, 1, db.Stats().ActiveReaders)
+
+	// Past the 5-second limit the reader no longer holds versions back: it
+	// can only fail.
+	clock.Advance(kv.MaxTransactionAge + time.Second)
+	put("v7")
+	require.Equal(t, 0, db.Stats().ActiveReaders)
+	_, err := r1.Get([]byte("k"))
+	require.ErrorIs(t, err, kv.ErrTransactionTooOld)
+	r1.Cancel() // releasing an expired reader is harmless
+	require.Equal(t, 0, db.Stats().ActiveReaders)
+
+	r4 := reader()
+	require.Equal(t, "v7", get(r4))
+	r4.Cancel()
+	require.Equal(t, 0, db.Stats().ActiveReaders)
+}

@@ -22,20 +22,99 @@ type reader struct {
 	since time.Time
 	// pinned readers (checkpoints) never expire.
 	pinned bool
+	// done: released, or expired (past the 5-second limit).
+	done bool
+}
+
+// readerQueue holds the read versions in use, in the order they were
+// handed out: read versions only grow, so the queue is sorted by version
+// and its oldest live reader is the horizon, found without visiting the
+// others (a commit asks for it every time). A reader is known by its
+// ticket, its position counted from the first reader ever queued. Pinned
+// readers (checkpoints) are few and never expire; they are kept aside.
+type readerQueue struct {
+	q      []reader // q[i] has ticket first+i; q[0] is not done unless q is empty
+	first  uint64
+	live   int
+	pinned map[uint64]uint64 // ticket -> rv, of pinned readers
+	next   uint64            // the next pinned reader's ticket (counted apart)
+}
+
+// add queues a reader at rv and returns its ticket (never 0).
+func (rq *readerQueue) add(rv uint64, now time.Time) uint64 {
+	rq.q = append(rq.q, reader{rv: rv, since: now})
+	rq.live++
+	return rq.first + uint64(len(rq.q))
+}
+
+// remove releases the reader of ticket; a ticket already released or
+// expired is ignored.
+func (rq *readerQueue) remove(ticket uint64) {
+	i := ticket - 1 - rq.first
+	if ticket == 0 || ticket-1 < rq.first || i >= uint64(len(rq.q)) || rq.q[i].done {
+		return
+	}
+	rq.q[i].done = true
+	rq.live--
+	rq.trim()
+}
+
+// trim drops the done readers at the head.
+func (rq *readerQueue) trim() {
+	n := 0
+	for n < len(rq.q) && rq.q[n].done {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	rq.first += uint64(n)
+	if n == len(rq.q) {
+		rq.q = rq.q[:0]
+		return
+	}
+	rq.q = rq.q[n:]
+}
+
+// oldest returns the oldest read version in use and whether there is one,
+// expiring first the unpinned readers older than kv.MaxTransactionAge: they
+// can only fail now.
+func (rq *readerQueue) oldest(now time.Time) (uint64, bool) {
+	for len(rq.q) > 0 && now.Sub(rq.q[0].since) > kv.MaxTransactionAge {
+		rq.q[0].done = true
+		rq.live--
+		rq.trim()
+	}
+	var rv uint64
+	found := len(rq.q) > 0
+	if found {
+		rv = rq.q[0].rv
+	}
+	for _, p := range rq.pinned {
+		if !found || p < rv {
+			rv, found = p, true
+		}
+	}
+	return rv, found
 }
 
 // acquireReadVersion registers t as a reader at the current version.
 func (s *store) acquireReadVersion(t *txn, now time.Time) uint64 {
 	s.activeMu.Lock()
 	rv := s.version.Load()
-	s.active[t] = reader{rv: rv, since: now}
+	t.ticket = s.active.add(rv, now)
 	s.activeMu.Unlock()
 	return rv
 }
 
 func (s *store) releaseReadVersion(t *txn) {
 	s.activeMu.Lock()
-	delete(s.active, t)
+	if t.pinned {
+		delete(s.active.pinned, t.ticket)
+	} else {
+		s.active.remove(t.ticket)
+	}
+	t.ticket = 0
 	s.activeMu.Unlock()
 }
 
@@ -47,14 +126,8 @@ func (s *store) horizonLocked(now time.Time) uint64 {
 	s.activeMu.Lock()
 	defer s.activeMu.Unlock()
 	h := s.version.Load()
-	for t, r := range s.active {
-		if !r.pinned && now.Sub(r.since) > kv.MaxTransactionAge {
-			delete(s.active, t)
-			continue
-		}
-		if r.rv < h {
-			h = r.rv
-		}
+	if rv, ok := s.active.oldest(now); ok && rv < h {
+		h = rv
 	}
 	return h
 }
@@ -120,10 +193,15 @@ func (s *store) gcLocked(now time.Time, budget int) {
 // the collector waits for however long it lives (a checkpoint); release it
 // with releaseReadVersion.
 func (s *store) pinReadVersion() (*txn, uint64) {
-	pin := &txn{s: s}
+	pin := &txn{s: s, pinned: true}
 	s.activeMu.Lock()
 	defer s.activeMu.Unlock()
 	ver := s.version.Load()
-	s.active[pin] = reader{rv: ver, since: s.cfg.Clock(), pinned: true}
+	if s.active.pinned == nil {
+		s.active.pinned = make(map[uint64]uint64)
+	}
+	s.active.next++
+	pin.ticket = s.active.next
+	s.active.pinned[pin.ticket] = ver
 	return pin, ver
 }

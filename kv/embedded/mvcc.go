@@ -74,7 +74,7 @@ func entryLess(a, b *entry) bool { return bytes.Compare(a.key, b.key) < 0 }
 // for the lookup.
 func (s *store) get(rv uint64, key []byte, probe *entry) ([]byte, bool) {
 	probe.key = key
-	s.mu.RLock()
+	s.rlock()
 	e, ok := s.tree.Get(probe)
 	probe.key = nil
 	var val []byte
@@ -116,7 +116,7 @@ func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse
 		}
 		return true
 	}
-	s.mu.RLock()
+	s.rlock()
 	if reverse {
 		s.tree.Descend(&entry{key: end}, visit)
 	} else {
@@ -129,11 +129,18 @@ func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse
 // installLocked applies b at version ver, makes it readable and collects
 // garbage. Callers hold s.mu, and install versions in order.
 func (s *store) installLocked(now time.Time, ver uint64, b *batch) {
+	s.gcLocked(now, s.applyAtLocked(ver, b))
+}
+
+// applyAtLocked applies b at version ver and makes it readable, leaving
+// garbage collection to the caller: it returns the budget the collection
+// should get for it. Callers hold s.mu, and apply versions in order.
+func (s *store) applyAtLocked(ver uint64, b *batch) int {
 	touched := s.applyLocked(ver, b)
 	s.fireWatchesLocked(touched)
 	s.gcq = append(s.gcq, gcRecord{ver: ver, entries: touched})
 	s.version.Store(ver)
-	s.gcLocked(now, 2*len(touched)+64)
+	return 2*len(touched) + 64
 }
 
 // pushVersionLocked makes (val, del) the newest version of e at ver.

@@ -35,6 +35,8 @@ type txn struct {
 	hasRV   bool
 	rv      uint64
 	grvTime time.Time
+	ticket  uint64 // in s.active, while hasRV
+	pinned  bool   // a checkpoint's pinned reader (pinReadVersion)
 
 	writes  *btree.BTreeG[*write] // nil until the first write
 	clears  clearSet              // the union of the ClearRange calls
@@ -47,6 +49,7 @@ type txn struct {
 	retries int
 	backoff time.Duration
 	snap    snapshot
+	creq    commitReq // the commit on its way through the combiner
 
 	// Probes for tree lookups, kept here so that lookups do not allocate.
 	wprobe   write

@@ -199,9 +199,11 @@ func (w *wal) run() {
 		s := w.s
 		now := s.cfg.Clock()
 		s.mu.Lock()
+		budget := 0
 		for _, p := range group {
-			s.installLocked(now, p.ver, p.b)
+			budget += s.applyAtLocked(p.ver, p.b)
 		}
+		s.gcLocked(now, budget)
 		s.mu.Unlock()
 		for _, p := range group {
 			p.done <- nil
