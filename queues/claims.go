@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -69,6 +70,8 @@ type Claims struct {
 	live map[uint64]struct{}
 	// gone lists the claims kept after their pop committed, oldest first.
 	gone []*claim
+	// inFlight is len(live), read without the lock.
+	inFlight atomic.Int64
 }
 
 // claim is a row's claim: by the attempt holding it, or, once its pop
@@ -107,6 +110,7 @@ func (c *Claims) Begin(tr kv.Transaction) *Attempt {
 	defer c.mu.Unlock()
 	c.seq++
 	c.live[c.seq] = struct{}{}
+	c.inFlight.Store(int64(len(c.live)))
 	return &Attempt{Transaction: tr, claims: c, seq: c.seq}
 }
 
@@ -126,6 +130,7 @@ func (a *Attempt) Release(committed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.live, a.seq)
+	c.inFlight.Store(int64(len(c.live)))
 	for i, cl := range a.mine {
 		switch {
 		case cl.by != a:
@@ -266,8 +271,12 @@ func (q *Queue) newPick(tr kv.ReadTransaction, mode pickMode) *pick {
 	pk.tr, _ = tr.(kv.Transaction)
 	if a, ok := tr.(*Attempt); ok && mode != peeking {
 		pk.a, pk.rm = a, mode == removing
-		pk.cr = &conflictReader{snap: tr.Snapshot(), done: make([]kv.Range, 0, 16), seen: make([][]byte, 0, 32)}
-		pk.rd = pk.cr
+		// Alone, a pick reads serializably, which costs less than
+		// recording its reads, and claims what it takes all the same.
+		if a.claims.inFlight.Load() > 1 {
+			pk.cr = &conflictReader{snap: tr.Snapshot(), done: make([]kv.Range, 0, 16), seen: make([][]byte, 0, 32)}
+			pk.rd = pk.cr
+		}
 	}
 	return pk
 }
@@ -325,7 +334,7 @@ func (pk *pick) dirs() kv.ReadTransaction {
 // an Attempt: a read transaction cannot drop its serializable reads),
 // when what it reads next decides its choice alone.
 func (pk *pick) forget() {
-	if pk.a != nil {
+	if pk.cr != nil {
 		pk.cr.done, pk.cr.its, pk.cr.seen = pk.cr.done[:0], pk.cr.its[:0], pk.cr.seen[:0]
 	}
 }
@@ -334,7 +343,7 @@ func (pk *pick) forget() {
 // ranges its reads covered minus the keys they returned, but those of the
 // rows it takes (see above).
 func (pk *pick) done() error {
-	if pk.a == nil {
+	if pk.cr == nil {
 		return nil
 	}
 	rs, seen := pk.cr.ranges(), pk.cr.seen
