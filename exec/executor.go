@@ -19,6 +19,9 @@ import (
 type Executor struct {
 	db  kv.Database
 	cat *catalog
+	// claims are the rows the pops in flight chose (see queues.Claims):
+	// every autocommit attempt runs in a queues.Attempt of it (transact).
+	claims *queues.Claims
 	// spreads holds, per table name, the spread width recent single-row
 	// pops needed (*atomic.Int64): 0 while pops do not conflict.
 	spreads sync.Map
@@ -73,6 +76,7 @@ func New(db kv.Database, root []byte, opts ...Option) *Executor {
 	e := &Executor{
 		db:       db,
 		cat:      &catalog{root: bytes.Clone(root)},
+		claims:   queues.NewClaims(),
 		newID:    queues.NewID,
 		newToken: queues.NewID,
 		certain:  kv.CommitsCertain(db),
@@ -190,7 +194,9 @@ const maxTooOld = 3
 // transact runs fn in a transaction and commits it, retrying as the
 // engine's OnError allows (kv.Transact), but stops after maxTooOld attempts
 // that ran out of time, saying why, and, unless retryUnknown, after an
-// attempt that may have been applied.
+// attempt that may have been applied. Each attempt runs in an Attempt of
+// the executor's claims, released once its commit ended
+// (queues.Claims.Run), so that concurrent pops choose different rows.
 func (e *Executor) transact(ctx context.Context, retryUnknown bool, fn func(kv.Transaction) error) error {
 	tr, err := e.db.CreateTransaction(ctx)
 	if err != nil {
@@ -201,11 +207,8 @@ func (e *Executor) transact(ctx context.Context, retryUnknown bool, fn func(kv.T
 	var unknown error // the first maybe-committed error of an attempt
 	for {
 		start := e.now()
-		err = fn(tr)
-		if err == nil {
-			if err = tr.Commit(); err == nil {
-				return nil
-			}
+		if err = e.claims.Run(tr, fn); err == nil {
+			return nil
 		}
 		if unknown == nil && kv.IsMaybeCommitted(err) {
 			if !retryUnknown {

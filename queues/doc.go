@@ -68,7 +68,11 @@
 // # Concurrency
 //
 // Pops read what they remove serializably, so two concurrent pops never
-// return the same item: one of them fails with a conflict and retries. Pops
+// return the same item: one of them fails with a conflict and retries.
+// Pops in an Attempt of a Claims registry (claims.go) avoid most of those
+// conflicts within one process: they pass over the items other pops in
+// flight took, as SKIP LOCKED does, and do not conflict over the items
+// they read and did not take. Pops
 // read the directories and heads serializably too, so a pop that commits
 // after a better task was pushed conflicts and retries instead of returning
 // the worse one. Pushes read only the id and directory keys serializably,

@@ -31,7 +31,7 @@ func fits(res, limits []int64) bool {
 // PopFit's, grows with the number of invisible items: it reads them in
 // order until one fits.
 func (q *Queue) PeekFit(tr kv.ReadTransaction, order Order, limits []int64) (Item, bool, error) {
-	it, p, ok, err := q.findFit(tr, order, limits)
+	it, p, ok, err := q.findFit(q.newPick(tr, peeking), order, limits)
 	if err != nil {
 		return Item{}, false, err
 	}
@@ -59,48 +59,60 @@ func (q *Queue) PeekFit(tr kv.ReadTransaction, order Order, limits []int64) (Ite
 // PopFit removes and returns the first visible item in order whose every
 // resource is at most its limit, after moving the items due by now back
 // to their places (see lease.go). limits are in the order of the queue's
-// resources.
+// resources. In an Attempt it passes over the items other attempts
+// claimed (see claims.go).
 func (q *Queue) PopFit(tr kv.Transaction, order Order, limits []int64) (Item, bool, error) {
 	if _, err := q.promote(tr); err != nil {
 		return Item{}, false, err
 	}
-	it, p, ok, err := q.findFit(tr, order, limits)
+	it, p, ok, err := q.findFit(q.newPick(tr, removing), order, limits)
 	if err != nil || !ok {
 		return Item{}, false, err
 	}
 	return it, true, q.remove(tr, p, it.Resources)
 }
 
-func (q *Queue) findFit(tr kv.ReadTransaction, order Order, limits []int64) (Item, pos, bool, error) {
+// findFit finds the item a fit pop takes, and claims it (see pick).
+func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool, error) {
 	if err := q.checkResources(limits, "limits"); err != nil {
 		return Item{}, pos{}, false, err
 	}
 	// Step 1: the first items in queue order.
-	items, poss, complete, err := q.scanFits(tr, order, limits, 1)
+	items, poss, complete, err := q.scanFits(pk, order, limits, 1)
 	switch {
 	case err != nil:
 		return Item{}, pos{}, false, err
 	case len(items) > 0:
-		return items[0], poss[0], true, nil
+		return items[0], poss[0], true, pk.done()
 	case complete:
-		return Item{}, pos{}, false, nil // the whole queue was read
+		return Item{}, pos{}, false, pk.done() // the whole queue was read
 	}
-	// Step 2: the index.
-	best, ok, err := q.bestFromIndex(tr, order, limits)
+	// Step 2: the index, which alone decides the answer: what step 1 read
+	// needs no read conflicts.
+	pk.forget()
+	best, ok, err := q.bestFromIndex(pk, order, limits)
 	if err != nil || !ok {
+		if err == nil {
+			err = pk.done()
+		}
 		return Item{}, pos{}, false, err
 	}
-	it, err := q.fittingItem(tr, best, limits)
-	return it, best, err == nil, err
+	it, err := q.fittingItem(pk.rd, best, limits)
+	if err != nil {
+		return Item{}, pos{}, false, err
+	}
+	pk.claim(best, it.Resources)
+	return it, best, true, pk.done()
 }
 
 // scanFits is step 1 of a fit pop: it reads items in queue order and
 // returns the first of them that fit, up to n, stopping once scanBudget
-// items did not fit. complete reports that it read the whole queue.
-func (q *Queue) scanFits(tr kv.ReadTransaction, order Order, limits []int64, n int) (items []Item, poss []pos, complete bool, err error) {
+// items did not fit; it passes over the items other attempts claimed, and
+// claims those it returns. complete reports that it read the whole queue.
+func (q *Queue) scanFits(pk *pick, order Order, limits []int64, n int) (items []Item, poss []pos, complete bool, err error) {
 	misses := 0
 	res := make([]int64, len(limits))
-	stopped, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
+	stopped, err := q.scan(pk.rd, order, func(e kv.KeyValue, p pos) (bool, error) {
 		// Only the resources, without allocating, for items that do not fit.
 		if err := decodeResources(e.Value, res, p.id); err != nil {
 			return false, err
@@ -108,6 +120,9 @@ func (q *Queue) scanFits(tr kv.ReadTransaction, order Order, limits []int64, n i
 		if !fits(res, limits) {
 			misses++
 			return misses < scanBudget, nil
+		}
+		if !pk.take(p, res) {
+			return true, nil // claimed: the next
 		}
 		it, _, err := q.decodeItem(e.Key, e.Value)
 		if err != nil {
@@ -150,10 +165,14 @@ const straddleBudget = 64
 // straddles a limit.
 //
 // A listed cell or shape that turns out empty has its directory key cleared
-// when tr is writable (a pop); the read that found it empty was
-// serializable, so a concurrent push into it conflicts with the clear.
-func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64) (pos, bool, error) {
-	s := &indexSearch{q: q, tr: tr, order: order, limits: limits, res: make([]int64, len(limits))}
+// when the search runs in a pop; the read that found it empty is in the
+// read conflicts, so a concurrent push into it conflicts with the clear. A
+// cell or shape that holds only entries of claimed items is not empty.
+//
+// The best entry it returns is not claimed by another attempt (when it
+// looked); the caller claims it.
+func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64) (pos, bool, error) {
+	s := &indexSearch{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, res: make([]int64, len(limits))}
 	straddling, err := s.wholeCells()
 	if err != nil {
 		return pos{}, false, err
@@ -169,7 +188,8 @@ func (q *Queue) bestFromIndex(tr kv.ReadTransaction, order Order, limits []int64
 // indexSearch is one search of the fit index for the best fitting entry.
 type indexSearch struct {
 	q      *Queue
-	tr     kv.ReadTransaction
+	pk     *pick
+	tr     kv.ReadTransaction // pk.rd
 	order  Order
 	limits []int64
 
@@ -196,7 +216,7 @@ func (s *indexSearch) wholeCells() ([][]int64, error) {
 		noMin[i] = math.MinInt64
 	}
 	var straddling [][]int64
-	err := skipScan(s.tr, s.q.sub[tagCellDir], noMin, s.limits, func(cell []int64) error {
+	err := skipScan(s.pk.dirs(), s.q.sub[tagCellDir], noMin, s.limits, func(cell []int64) error {
 		if straddles(cell, s.limits) {
 			straddling = append(straddling, slices.Clone(cell))
 			return nil
@@ -233,11 +253,14 @@ func (s *indexSearch) straddlingCell(cell []int64) error {
 		if err := decodeInts(e.Value, s.res); err != nil {
 			return false, err
 		}
-		if fits(s.res, s.limits) {
-			s.offer(p)
-			return false, nil
+		if !fits(s.res, s.limits) {
+			return true, nil
 		}
-		return true, nil
+		if s.pk.claimed(p) {
+			return true, nil
+		}
+		s.offer(p)
+		return false, nil
 	})
 	switch {
 	case err != nil:
@@ -253,7 +276,7 @@ func (s *indexSearch) straddlingCell(cell []int64) error {
 	for i, c := range cell {
 		lo[i], hi[i] = c, min(cellHigh(c), s.limits[i])
 	}
-	return skipScan(s.tr, s.q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
+	return skipScan(s.pk.dirs(), s.q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
 		return s.offerHead(tagShapes, tagShapeDir, shape)
 	})
 }
@@ -270,19 +293,43 @@ func (s *indexSearch) offerHead(tag, dirTag int, coords []int64) error {
 	switch {
 	case err != nil:
 		return err
-	case ok:
-		s.offer(p)
-	default:
+	case !ok:
 		s.clearDir(dirTag, coords)
+		return nil
+	case cutoff != nil && !better(p, *cutoff, s.order):
+		return nil // it cannot win, claimed or not
+	case s.pk.claimed(p):
+		if p, ok, err = s.unclaimedHead(cutoff); err != nil || !ok {
+			return err
+		}
 	}
+	s.offer(p)
 	return nil
+}
+
+// unclaimedHead returns the best entry of the cell or shape under s.buf
+// whose item no claim keeps the pick away from, if one beats cutoff.
+func (s *indexSearch) unclaimedHead(cutoff *pos) (pos, bool, error) {
+	var head pos
+	found := false
+	_, err := s.q.scanEntries(s.tr, s.buf, s.order, func(_ kv.KeyValue, p pos) (bool, error) {
+		if cutoff != nil && !better(p, *cutoff, s.order) {
+			return false, nil
+		}
+		if s.pk.claimed(p) {
+			return true, nil
+		}
+		head, found = p, true
+		return false, nil
+	})
+	return head, found, err
 }
 
 // clearDir clears the directory key under dirTag of a cell or shape found
 // empty, when the search runs in a pop.
 func (s *indexSearch) clearDir(dirTag int, coords []int64) {
-	if wtr, ok := s.tr.(kv.Transaction); ok {
-		wtr.Clear(s.q.key(dirTag, coords...))
+	if s.pk.tr != nil {
+		s.pk.tr.Clear(s.q.key(dirTag, coords...))
 	}
 }
 

@@ -34,7 +34,7 @@ func (q *Queue) PopFitN(tr kv.Transaction, order Order, limits []int64, n int) (
 	if _, err := q.promote(tr); err != nil {
 		return nil, err
 	}
-	items, poss, err := q.findFitN(tr, order, limits, n)
+	items, poss, err := q.findFitN(tr, removing, order, limits, n)
 	if err != nil {
 		return nil, err
 	}
@@ -47,12 +47,13 @@ func (q *Queue) PopFitN(tr kv.Transaction, order Order, limits []int64, n int) (
 }
 
 // findFitN returns the items PopFitN takes, with their positions, without
-// removing them.
-func (q *Queue) findFitN(tr kv.ReadTransaction, order Order, limits []int64, n int) ([]Item, []pos, error) {
+// removing them; it claims them (see pick).
+func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits []int64, n int) ([]Item, []pos, error) {
 	if err := q.checkResources(limits, "limits"); err != nil {
 		return nil, nil, err
 	}
-	items, poss, complete, err := q.scanFits(tr, order, limits, n)
+	pk := q.newPick(tr, mode)
+	items, poss, complete, err := q.scanFits(pk, order, limits, n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -60,28 +61,32 @@ func (q *Queue) findFitN(tr kv.ReadTransaction, order Order, limits []int64, n i
 		var after *pos
 		if len(poss) > 0 {
 			after = &poss[len(poss)-1]
+		} else {
+			pk.forget() // step 2 alone decides: step 1's reads need no read conflicts
 		}
-		m := &fitMerge{q: q, tr: tr, order: order, limits: limits, after: after, want: n - len(items), heads: cursorHeap{order: order}}
+		m := &fitMerge{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, after: after, want: n - len(items), heads: cursorHeap{order: order}}
 		more, err := m.run()
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, p := range more {
-			it, err := q.fittingItem(tr, p, limits)
+			it, err := q.fittingItem(pk.rd, p, limits)
 			if err != nil {
 				return nil, nil, err
 			}
+			pk.claim(p, it.Resources)
 			items, poss = append(items, it), append(poss, p)
 		}
 	}
-	return items, poss, nil
+	return items, poss, pk.done()
 }
 
 // fitMerge is step 2 of a multi-row fit pop: the best fitting index
 // entries, in queue order, through a heap of cursors.
 type fitMerge struct {
 	q      *Queue
-	tr     kv.ReadTransaction
+	pk     *pick
+	tr     kv.ReadTransaction // pk.rd
 	order  Order
 	limits []int64
 	after  *pos // entries at or before it were taken by step 1
@@ -127,7 +132,7 @@ func (m *fitMerge) openCells() error {
 	for i := range noMin {
 		noMin[i] = math.MinInt64
 	}
-	return skipScan(m.tr, m.q.sub[tagCellDir], noMin, m.limits, func(cell []int64) error {
+	return skipScan(m.pk.dirs(), m.q.sub[tagCellDir], noMin, m.limits, func(cell []int64) error {
 		c := m.newCursor(tagCells, tagCellDir, cell, m.after)
 		if straddles(cell, m.limits) {
 			c.limits, c.budget = m.limits, straddleBudget
@@ -148,7 +153,7 @@ func (m *fitMerge) openShapes(cell *cursor) error {
 	if cell.read != nil && (after == nil || better(*after, *cell.read, m.order)) {
 		after = cell.read
 	}
-	return skipScan(m.tr, m.q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
+	return skipScan(m.pk.dirs(), m.q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
 		return m.open(m.newCursor(tagShapes, tagShapeDir, shape, after))
 	})
 }
@@ -160,6 +165,7 @@ func (m *fitMerge) newCursor(tag, dirTag int, coords []int64, after *pos) *curso
 		order:    m.order,
 		dirTag:   dirTag,
 		coords:   slices.Clone(coords),
+		pk:       m.pk,
 		after:    after,
 		size:     min(m.want, firstBatch),
 		res:      make([]int64, len(m.limits)),
@@ -176,8 +182,8 @@ func (m *fitMerge) open(c *cursor) error {
 	case ok:
 		heap.Push(&m.heads, c)
 	case c.read == nil:
-		if wtr, writable := m.tr.(kv.Transaction); writable {
-			wtr.Clear(m.q.key(c.dirTag, c.coords...)) // listed, but empty
+		if m.pk.tr != nil {
+			m.pk.tr.Clear(m.q.key(c.dirTag, c.coords...)) // listed, but empty
 		}
 	case c.overBudget:
 		return m.openShapes(c)
@@ -208,6 +214,8 @@ type cursor struct {
 	budget     int     // at most this many,
 	overBudget bool    // past which the cursor stops
 	res        []int64 // scratch: an entry's resources
+
+	pk *pick // entries of items other attempts claimed are passed over
 
 	after *pos // entries at or before it are skipped
 	head  pos  // the entry advance found
@@ -254,6 +262,9 @@ func (c *cursor) advance(tr kv.ReadTransaction) (bool, error) {
 				}
 				continue
 			}
+		}
+		if c.pk.claimed(p) {
+			continue
 		}
 		c.head = p
 		return true, nil

@@ -278,9 +278,9 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 // PopFitN would, without removing them.
 func (q *Queue) find(tr kv.Transaction, order Order, limits []int64, n int) ([]Item, []pos, error) {
 	if limits != nil {
-		return q.findFitN(tr, order, limits, n)
+		return q.findFitN(tr, leasing, order, limits, n)
 	}
-	return q.findN(tr, order, n)
+	return q.findN(tr, leasing, order, n)
 }
 
 // findIDs returns the items with ids that are queued and visible at now

@@ -2,6 +2,7 @@ package queues_test
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -154,14 +155,40 @@ func TestModel(t *testing.T) {
 		for seed := uint64(1); seed <= 4; seed++ {
 			t.Run(fmt.Sprintf("%s/seed%d", sh.name, seed), func(t *testing.T) {
 				t.Parallel()
-				runModel(t, sh.kind, sh.res, seed, 1500)
+				runModel(t, sh.kind, sh.res, seed, 1500, false)
 			})
 		}
+		// Pops that claim what they take (claims.go) give the same
+		// answers when no other pop is in flight.
+		t.Run(sh.name+"/claims", func(t *testing.T) {
+			t.Parallel()
+			runModel(t, sh.kind, sh.res, 5, 1500, true)
+		})
 	}
 }
 
-func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, steps int) {
+// claimsDB runs every transaction in attempts of one Claims, as exec does.
+type claimsDB struct {
+	kv.Database
+	claims *queues.Claims
+}
+
+func (c claimsDB) Transact(ctx context.Context, fn func(kv.Transaction) error) error {
+	return c.claims.Transact(ctx, c.Database, fn)
+}
+
+func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, steps int, claimed bool) {
 	db, q := setup(t, kind, resNames...)
+	if claimed {
+		claims := queues.NewClaims()
+		// An attempt in flight the whole test: the pops see another
+		// attempt, and take the path that records their reads.
+		tr, err := db.CreateTransaction(bg)
+		require.NoError(t, err)
+		other := claims.Begin(tr)
+		t.Cleanup(func() { other.Release(false); tr.Cancel() })
+		db = claimsDB{Database: db, claims: claims}
+	}
 	r := rand.New(rand.NewPCG(seed, 99))
 	m := &model{}
 	q = q.WithOptions(queues.Options{Clock: func() time.Time { return modelEpoch.Add(time.Duration(m.now) * time.Second) }})

@@ -59,20 +59,14 @@ func (q *Queue) Peek(tr kv.ReadTransaction, order Order) (Item, bool, error) {
 }
 
 // Pop removes and returns the first visible item in order, after moving
-// the items due by now back to their places (see lease.go).
+// the items due by now back to their places (see lease.go). In an Attempt
+// it passes over the items other attempts claimed (see claims.go).
 func (q *Queue) Pop(tr kv.Transaction, order Order) (Item, bool, error) {
-	if _, err := q.promote(tr); err != nil {
+	items, err := q.PopN(tr, order, 1)
+	if err != nil || len(items) == 0 {
 		return Item{}, false, err
 	}
-	e, ok, err := q.first(tr, order)
-	if err != nil || !ok {
-		return Item{}, false, err
-	}
-	it, p, err := q.decodeItem(e.Key, e.Value)
-	if err != nil {
-		return Item{}, false, err
-	}
-	return it, true, q.remove(tr, p, it.Resources)
+	return items[0], true, nil
 }
 
 // PopN removes and returns up to n visible items in order, reading the
@@ -85,7 +79,7 @@ func (q *Queue) PopN(tr kv.Transaction, order Order, n int) ([]Item, error) {
 	if _, err := q.promote(tr); err != nil {
 		return nil, err
 	}
-	items, poss, err := q.findN(tr, order, n)
+	items, poss, err := q.findN(tr, removing, order, n)
 	if err != nil {
 		return nil, err
 	}
@@ -97,19 +91,45 @@ func (q *Queue) PopN(tr kv.Transaction, order Order, n int) ([]Item, error) {
 	return items, nil
 }
 
-// findN returns the first n visible items in order, with their positions.
-func (q *Queue) findN(tr kv.ReadTransaction, order Order, n int) ([]Item, []pos, error) {
+// findN returns the first n visible items in order, with their positions,
+// passing over those other attempts claimed, and claims them.
+func (q *Queue) findN(tr kv.Transaction, mode pickMode, order Order, n int) ([]Item, []pos, error) {
+	pk := q.newPick(tr, mode)
 	var items []Item
 	var poss []pos
-	_, err := q.scan(tr, order, func(e kv.KeyValue, p pos) (bool, error) {
+	take := func(e kv.KeyValue, p pos) (bool, error) {
 		it, _, err := q.decodeItem(e.Key, e.Value)
 		if err != nil {
 			return false, err
 		}
-		items, poss = append(items, it), append(poss, p)
+		if pk.take(p, it.Resources) {
+			items, poss = append(items, it), append(poss, p)
+		}
 		return len(items) < n, nil
-	})
-	return items, poss, err
+	}
+	if n == 1 {
+		// The head, in one read: it is not claimed in the common case.
+		e, ok, err := q.first(pk.rd, order)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			p, err := q.decodeItemKey(e.Key)
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, err := take(e, p); err != nil {
+				return nil, nil, err
+			}
+		}
+		if !ok || len(items) == 1 {
+			return items, poss, pk.done()
+		}
+	}
+	if _, err := q.scan(pk.rd, order, take); err != nil {
+		return nil, nil, err
+	}
+	return items, poss, pk.done()
 }
 
 // Scan calls fn with the queue's items, visible or not, in order until fn
