@@ -26,8 +26,9 @@
 // is at most its limit. It runs in two steps:
 //
 //  1. It reads the first items in queue order, up to scanBudget (see
-//     fit.go) that do not fit. If one fits, it is the answer: when many
-//     tasks fit, this is all it takes.
+//     fit.go) that do not fit, or sedimentBudget when the last pop with
+//     the same limits found nothing there (fitHints). If one fits, it is
+//     the answer: when many tasks fit, this is all it takes.
 //  2. Otherwise it consults the index. Each task is filed under its cell,
 //     the vector of its resources quantised (see cellOf: exact below 16,
 //     then 8 cells per power of two, so a cell spans at most 1/8 of its

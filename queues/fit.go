@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -15,6 +16,53 @@ import (
 // one head per fitting cell, so the scan pays while a fit is likely among
 // the first hundred or so items.
 const scanBudget = 128
+
+// sedimentBudget is step 1's budget for limits whose last fit pop found
+// nothing there (see fitHints).
+const sedimentBudget = 16
+
+// fitHints remembers, per consumer limits, whether step 1 of the last fit
+// pop with those limits found its item. Under a mix of consumers the head
+// of a queue fills with tasks that only large consumers take (sediment):
+// a small consumer then reads scanBudget items for nothing before every
+// index search. After such a miss the next pop with the same limits reads
+// only sedimentBudget items; a hit there restores the full budget. Hints
+// only choose how much step 1 reads: the answer is the same either way,
+// as step 2 is exact.
+type fitHints struct {
+	mu     sync.Mutex
+	missed map[string]bool // by packed limits
+}
+
+// maxHints bounds the limits remembered: past it the hints start over.
+const maxHints = 4096
+
+func (h *fitHints) budget(key []byte) int {
+	if h == nil {
+		return scanBudget
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.missed[string(key)] {
+		return sedimentBudget
+	}
+	return scanBudget
+}
+
+func (h *fitHints) record(key []byte, missed bool) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.missed[string(key)] == missed {
+		return
+	}
+	if h.missed == nil || len(h.missed) >= maxHints {
+		h.missed = map[string]bool{}
+	}
+	h.missed[string(key)] = missed
+}
 
 // fits reports whether every resource is within its limit.
 func fits(res, limits []int64) bool {
@@ -77,8 +125,14 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 	if err := q.checkResources(limits, "limits"); err != nil {
 		return Item{}, pos{}, false, err
 	}
-	// Step 1: the first items in queue order.
-	items, poss, complete, err := q.scanFits(pk, order, limits, 1)
+	// Step 1: the first items in queue order, as many as the hint for
+	// these limits says.
+	var hint [8 * maxIntLen]byte
+	key := appendInts(append(hint[:0], byte(order)), limits...)
+	items, poss, complete, err := q.scanFits(pk, order, limits, 1, q.hints.budget(key))
+	if err == nil {
+		q.hints.record(key, len(items) == 0 && !complete)
+	}
 	switch {
 	case err != nil:
 		return Item{}, pos{}, false, err
@@ -106,10 +160,10 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 }
 
 // scanFits is step 1 of a fit pop: it reads items in queue order and
-// returns the first of them that fit, up to n, stopping once scanBudget
-// items did not fit; it passes over the items other attempts claimed, and
+// returns the first of them that fit, up to n, stopping once budget items
+// did not fit; it passes over the items other attempts claimed, and
 // claims those it returns. complete reports that it read the whole queue.
-func (q *Queue) scanFits(pk *pick, order Order, limits []int64, n int) (items []Item, poss []pos, complete bool, err error) {
+func (q *Queue) scanFits(pk *pick, order Order, limits []int64, n, budget int) (items []Item, poss []pos, complete bool, err error) {
 	misses := 0
 	res := make([]int64, len(limits))
 	stopped, err := q.scan(pk.rd, order, func(e kv.KeyValue, p pos) (bool, error) {
@@ -119,7 +173,7 @@ func (q *Queue) scanFits(pk *pick, order Order, limits []int64, n int) (items []
 		}
 		if !fits(res, limits) {
 			misses++
-			return misses < scanBudget, nil
+			return misses < budget, nil
 		}
 		if !pk.take(p, res) {
 			return true, nil // claimed: the next

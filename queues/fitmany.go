@@ -53,7 +53,7 @@ func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits [
 		return nil, nil, err
 	}
 	pk := q.newPick(tr, mode)
-	items, poss, complete, err := q.scanFits(pk, order, limits, n)
+	items, poss, complete, err := q.scanFits(pk, order, limits, n, scanBudget)
 	if err != nil {
 		return nil, nil, err
 	}

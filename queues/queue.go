@@ -83,15 +83,16 @@ type Queue struct {
 	resources []string
 	sub       [numTags][]byte // P (tag), for each tag (see layout.go)
 	opts      Options
-	marks     Receipts // push markers: tags 7 and 8
-	receipts  Receipts // pop and count receipts: tags 9 and 10
+	marks     Receipts  // push markers: tags 7 and 8
+	receipts  Receipts  // pop and count receipts: tags 9 and 10
+	hints     *fitHints // shared by the copies WithOptions makes
 }
 
 // New returns the queue stored under prefix (a packed tuple, so that the keys
 // stay readable by FoundationDB's tuple layer). resources names the
 // resources tasks declare; PopFit takes limits in the same order.
 func New(prefix []byte, kind Kind, resources ...string) *Queue {
-	q := &Queue{prefix: bytes.Clone(prefix), kind: kind, resources: append([]string(nil), resources...)}
+	q := &Queue{prefix: bytes.Clone(prefix), kind: kind, resources: append([]string(nil), resources...), hints: &fitHints{}}
 	for tag := range q.sub {
 		q.sub[tag] = tuple.AppendInt(bytes.Clone(prefix), int64(tag))
 	}

@@ -1,0 +1,78 @@
+package queues_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/queues"
+)
+
+// countingTx counts the key-values its range reads return.
+type countingTx struct {
+	kv.Transaction
+	n *int
+}
+
+func (c countingTx) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
+	return countingIter{c.Transaction.GetRange(r, opts), c.n}
+}
+
+type countingIter struct {
+	kv.Iterator
+	n *int
+}
+
+func (c countingIter) Next() bool {
+	ok := c.Iterator.Next()
+	if ok {
+		*c.n++
+	}
+	return ok
+}
+
+// TestFitPopSkipsSedimentAfterAMiss: when the head of the queue holds
+// only tasks too large for a consumer (sediment), its first fit pop reads
+// scanBudget items before it turns to the index; the next pop with the
+// same limits reads only a few, and both find the right task.
+func TestFitPopSkipsSedimentAfterAMiss(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority, "cpu")
+	items := make([]queues.Item, 0, 300)
+	for i := range 300 {
+		items = append(items, queues.Item{ID: int64(i + 1), Priority: 0, Resources: []int64{8}, Value: []byte("big")})
+	}
+	pushAll := func(its ...queues.Item) {
+		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+			_, err := q.PushAll(tr, 0, its)
+			return err
+		}))
+	}
+	pushAll(items...)
+	popSmall := func() int {
+		n := 0
+		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+			n = 0
+			it, ok, err := q.PopFit(countingTx{tr, &n}, queues.Min, []int64{1})
+			require.True(t, ok)
+			require.Equal(t, "small", string(it.Value))
+			return err
+		}))
+		return n
+	}
+	pushAll(queues.Item{ID: 1001, Priority: 9, Resources: []int64{1}, Value: []byte("small")})
+	first := popSmall()
+	require.GreaterOrEqual(t, first, 128, "the first pop reads the sediment")
+	pushAll(queues.Item{ID: 1002, Priority: 9, Resources: []int64{1}, Value: []byte("small")})
+	second := popSmall()
+	require.Less(t, second, 40, "the next pop with the same limits reads little of it")
+
+	// A consumer whose limits fit the head still takes it at once.
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		it, ok, err := q.PopFit(tr, queues.Min, []int64{8})
+		require.True(t, ok)
+		require.Equal(t, "big", string(it.Value))
+		return err
+	}))
+}
