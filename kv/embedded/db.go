@@ -71,14 +71,21 @@ type store struct {
 	// comb queues commits for the store's lock (combine.go).
 	comb combiner
 
-	// mu guards tree, history, gcq and the entries' versions. Readers hold
-	// it shared for one read (or one batch of a range read); commits hold it
-	// exclusively.
-	mu      sync.RWMutex
-	tree    *btree.BTreeG[*entry]
+	// mu guards tree, older, history, gcq, the records' flags and the
+	// scratch buffers of applyLocked. Readers hold it shared for one read
+	// (or one batch of a range read); commits hold it exclusively.
+	mu   sync.RWMutex
+	tree *btree.BTreeG[rec] // each key's newest version
+	// older maps a record with flagOlder to the next older version of its
+	// key.
+	older   map[rec]rec
 	history []commitRecord
 	gcq     []gcRecord
 	gcHead  int
+	// slabs holds the records commits write; probeBuf is applyLocked's
+	// scratch.
+	slabs    slabWriter
+	probeBuf []byte
 
 	// version is the last applied version, the newest a reader may read.
 	// It is written under mu and read under activeMu (by read-version
@@ -118,7 +125,7 @@ func newStore(name string, cfg Config) *store {
 	return &store{
 		faults:  newInjector(cfg.Faults),
 		cfg:     cfg.withDefaults(),
-		tree:    btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true, Degree: 64}),
+		tree:    btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 64}),
 		watches: make(map[string][]*watch),
 		name:    name,
 	}
@@ -232,8 +239,8 @@ func (db *DB) Stats() Stats {
 		PendingGC:      len(s.gcq) - s.gcHead,
 		Version:        s.version.Load(),
 	}
-	s.tree.Scan(func(e *entry) bool {
-		if !e.v.del() {
+	s.tree.Scan(func(r rec) bool {
+		if !r.del() {
 			st.LiveKeys++
 		}
 		return true
