@@ -82,9 +82,11 @@ type store struct {
 	history []commitRecord
 	gcq     []gcRecord
 	gcHead  int
-	// slabs holds the records commits write; probeBuf is applyLocked's
-	// scratch.
+	// slabs holds the records commits write; sweep is the state of the
+	// compaction moving them out of slabs most of which is garbage
+	// (compact.go); probeBuf is applyLocked's scratch.
 	slabs    slabWriter
+	sweep    sweep
 	probeBuf []byte
 
 	// version is the last applied version, the newest a reader may read.
@@ -128,6 +130,7 @@ func newStore(name string, cfg Config) *store {
 		tree:    btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 64}),
 		watches: make(map[string][]*watch),
 		name:    name,
+		sweep:   sweep{slack: compactSlack},
 	}
 }
 
@@ -225,6 +228,12 @@ type Stats struct {
 	PendingGC      int
 	ActiveReaders  int
 	Version        uint64
+	// RecordBytes is the bytes of the records in use (newest versions,
+	// older ones readers may need); SlabBytes, of the slabs holding them
+	// and not yet freed by the Go collector, which frees a slab once none
+	// of its records is referenced.
+	RecordBytes int
+	SlabBytes   int64
 }
 
 // Stats returns a snapshot of the engine's internal counters. It walks the
@@ -238,6 +247,10 @@ func (db *DB) Stats() Stats {
 		HistoryRecords: len(s.history),
 		PendingGC:      len(s.gcq) - s.gcHead,
 		Version:        s.version.Load(),
+		RecordBytes:    s.slabs.live,
+	}
+	if s.slabs.slabBytes != nil {
+		st.SlabBytes = s.slabs.slabBytes.Load()
 	}
 	s.tree.Scan(func(r rec) bool {
 		if !r.del() {

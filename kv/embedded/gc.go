@@ -136,6 +136,7 @@ func (s *store) horizonLocked(now time.Time) uint64 {
 // history no conflict check needs. budget bounds the entries visited.
 // Callers hold s.mu.
 func (s *store) gcLocked(now time.Time, budget int) {
+	s.compactLocked(budget)
 	h := s.horizonLocked(now)
 
 	// History: records at or below h are older than every live reader.
@@ -164,6 +165,7 @@ func (s *store) gcLocked(now time.Time, budget int) {
 				// A deletion nobody can read past: the key leaves.
 				s.tree.Delete(r)
 				r.mark(flagStale)
+				s.slabs.drop(r)
 			}
 		}
 		if len(rec.entries) > 0 {
@@ -186,6 +188,7 @@ func (s *store) dropOlderLocked(r rec) {
 		o := s.older[r]
 		delete(s.older, r)
 		r.unmark(flagOlder)
+		s.slabs.drop(o)
 		r = o
 	}
 }

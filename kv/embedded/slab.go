@@ -6,6 +6,8 @@ package embedded
 import (
 	"bytes"
 	"encoding/binary"
+	"runtime"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -104,6 +106,12 @@ func (r rec) kv() (key, val []byte) {
 	return b[:klen:klen], b[klen:]
 }
 
+// size returns the bytes the record takes in its slab.
+func (r rec) size() int {
+	klen, vlen, at := r.body()
+	return int(uintptr(at)-uintptr(unsafe.Pointer(r.p))) + klen + vlen
+}
+
 // val returns the record's value.
 func (r rec) val() []byte {
 	_, v := r.kv()
@@ -148,24 +156,56 @@ func putRec(b []byte, ver uint64, key, val []byte, del bool) (rec, int) {
 const slabSize = 32 << 10
 
 // slabWriter fills slabs with records, one after the other, each record in
-// one slab; a record larger than a slab gets a slab of its own.
+// one slab; a record larger than a quarter of a slab gets a slab of its
+// own. It counts the bytes of records in use and of slabs not yet
+// collected, which tell when compacting pays (compact.go).
 type slabWriter struct {
 	buf []byte // the current slab's free space
+	// live is the bytes of the records the tree or a version chain holds;
+	// dead, of those dropped since the last compaction began.
+	live, dead int
+	// slabBytes is the bytes of the slabs allocated and not yet collected.
+	// Cleanups subtract a slab when the collector frees it: it is a
+	// separate object, so that they do not keep the store alive.
+	slabBytes *atomic.Int64
 }
 
 // put writes the record of (ver, key, val, del) and returns it.
 func (sw *slabWriter) put(ver uint64, key, val []byte, del bool) rec {
 	n := recSize(key, val)
+	sw.live += n
 	if n > len(sw.buf) {
 		if n > slabSize/4 {
-			r, _ := putRec(make([]byte, n), ver, key, val, del)
+			r, _ := putRec(sw.newSlab(n), ver, key, val, del)
 			return r
 		}
-		sw.buf = make([]byte, slabSize)
+		sw.buf = sw.newSlab(slabSize)
 	}
 	r, n := putRec(sw.buf, ver, key, val, del)
 	sw.buf = sw.buf[n:]
 	return r
+}
+
+func (sw *slabWriter) newSlab(n int) []byte {
+	if sw.slabBytes == nil {
+		sw.slabBytes = new(atomic.Int64)
+	}
+	b := make([]byte, n)
+	sw.slabBytes.Add(int64(n))
+	runtime.AddCleanup(&b[0], func(c slabCleanup) { c.counter.Add(-c.n) }, slabCleanup{sw.slabBytes, int64(n)})
+	return b
+}
+
+type slabCleanup struct {
+	counter *atomic.Int64
+	n       int64
+}
+
+// drop counts r as dead: nothing references it any more.
+func (sw *slabWriter) drop(r rec) {
+	n := r.size()
+	sw.live -= n
+	sw.dead += n
 }
 
 // probe makes a record of key in *scratch (reused), for tree lookups.
