@@ -154,9 +154,9 @@ func (s *store) loadCheckpoint(dir string) (uint64, error) {
 	r := &decoder{b: body[len(ckptMagic) : len(body)-8]}
 	ver := r.uvarint()
 	for i := uint64(0); i < count && r.err == nil; i++ {
-		k, v := r.bytes(), r.bytes()
+		k, v := r.view(), r.view()
 		if r.err == nil {
-			s.tree.Load(&entry{key: k, v: newVersion(ver, v, false, nil)})
+			s.tree.Load(s.slabs.put(ver, k, v, false))
 		}
 	}
 	if r.err != nil || len(r.b) != 0 {

@@ -118,7 +118,7 @@ func readAllAt(t *testing.T, db *DB, ver uint64) []string {
 	t.Helper()
 	var keys []string
 	for _, k := range []string{"a", "b", "d", "e", "x"} {
-		if _, ok := db.s.get(ver, []byte(k), &entry{}); ok {
+		if _, ok := db.s.get(ver, []byte(k), new([]byte)); ok {
 			keys = append(keys, k)
 		}
 	}

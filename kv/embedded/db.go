@@ -71,14 +71,23 @@ type store struct {
 	// comb queues commits for the store's lock (combine.go).
 	comb combiner
 
-	// mu guards tree, history, gcq and the entries' versions. Readers hold
-	// it shared for one read (or one batch of a range read); commits hold it
-	// exclusively.
-	mu      sync.RWMutex
-	tree    *btree.BTreeG[*entry]
+	// mu guards tree, older, history, gcq, the records' flags and the
+	// scratch buffers of applyLocked. Readers hold it shared for one read
+	// (or one batch of a range read); commits hold it exclusively.
+	mu   sync.RWMutex
+	tree *btree.BTreeG[rec] // each key's newest version
+	// older maps a record with flagOlder to the next older version of its
+	// key.
+	older   map[rec]rec
 	history []commitRecord
 	gcq     []gcRecord
 	gcHead  int
+	// slabs holds the records commits write; sweep is the state of the
+	// compaction moving them out of slabs most of which is garbage
+	// (compact.go); probeBuf is applyLocked's scratch.
+	slabs    slabWriter
+	sweep    sweep
+	probeBuf []byte
 
 	// version is the last applied version, the newest a reader may read.
 	// It is written under mu and read under activeMu (by read-version
@@ -118,9 +127,10 @@ func newStore(name string, cfg Config) *store {
 	return &store{
 		faults:  newInjector(cfg.Faults),
 		cfg:     cfg.withDefaults(),
-		tree:    btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true, Degree: 64}),
+		tree:    btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 64}),
 		watches: make(map[string][]*watch),
 		name:    name,
+		sweep:   sweep{slack: compactSlack},
 	}
 }
 
@@ -218,6 +228,12 @@ type Stats struct {
 	PendingGC      int
 	ActiveReaders  int
 	Version        uint64
+	// RecordBytes is the bytes of the records in use (newest versions,
+	// older ones readers may need); SlabBytes, of the slabs holding them
+	// and not yet freed by the Go collector, which frees a slab once none
+	// of its records is referenced.
+	RecordBytes int
+	SlabBytes   int64
 }
 
 // Stats returns a snapshot of the engine's internal counters. It walks the
@@ -231,9 +247,13 @@ func (db *DB) Stats() Stats {
 		HistoryRecords: len(s.history),
 		PendingGC:      len(s.gcq) - s.gcHead,
 		Version:        s.version.Load(),
+		RecordBytes:    s.slabs.live,
 	}
-	s.tree.Scan(func(e *entry) bool {
-		if !e.v.del() {
+	if s.slabs.slabBytes != nil {
+		st.SlabBytes = s.slabs.slabBytes.Load()
+	}
+	s.tree.Scan(func(r rec) bool {
+		if !r.del() {
 			st.LiveKeys++
 		}
 		return true

@@ -3,8 +3,15 @@
 //
 // # Storage and versions
 //
-// Data lives in one ordered B-tree (github.com/tidwall/btree) of keys, each
-// carrying a short chain of versions, newest first. A transaction reads as of
+// Data lives in one ordered B-tree (github.com/tidwall/btree) holding each
+// key's newest version; the versions a reader may still need are chained
+// behind it, newest first. A version is a record (version word, lengths,
+// key, value) in a slab, a 32 KiB block of bytes the Go collector does not
+// scan, shared by the records of consecutive commits: a key costs its bytes,
+// about 10 bytes of record header and the tree's pointer, and no object of
+// its own (slab.go). A slab is freed once none of its records is in use; a
+// compaction moves the records still in use out of slabs that are mostly
+// garbage (compact.go). A transaction reads as of
 // its read version: the newest version of each key at or below it. Commits
 // are serialised and take the next version number; readers take a read lock
 // for the few microseconds of one read or one batch of a range read, so a
@@ -54,6 +61,8 @@
 //	yield.go       taking the store's lock: yield a few times before parking
 //	conflict.go    write spans of recent commits against a commit's read spans
 //	mvcc.go        version chains, reads as of a version, installing a batch
+//	slab.go        records of versions in slabs, and the tree's handle on one
+//	compact.go     moving records in use out of slabs that are mostly garbage
 //	gc.go          read versions in use and pruning what none can read
 //	record.go      a commit's batch and its log record encoding
 //	file.go        file databases: open modes, recovery

@@ -9,11 +9,11 @@ import (
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
-// gcRecord is one commit's touched entries, to prune once no reader needs
-// their older versions.
+// gcRecord is the records one commit wrote, to prune once no reader needs
+// the versions older than them.
 type gcRecord struct {
 	ver     uint64
-	entries []*entry
+	entries []rec
 }
 
 // reader is a live transaction's read version and when it got it.
@@ -136,6 +136,7 @@ func (s *store) horizonLocked(now time.Time) uint64 {
 // history no conflict check needs. budget bounds the entries visited.
 // Callers hold s.mu.
 func (s *store) gcLocked(now time.Time, budget int) {
+	s.compactLocked(budget)
 	h := s.horizonLocked(now)
 
 	// History: records at or below h are older than every live reader.
@@ -154,25 +155,17 @@ func (s *store) gcLocked(now time.Time, budget int) {
 			break
 		}
 		for len(rec.entries) > 0 && budget > 0 {
-			e := rec.entries[len(rec.entries)-1]
+			r := rec.entries[len(rec.entries)-1]
 			rec.entries = rec.entries[:len(rec.entries)-1]
 			budget--
-			if e.removed() {
-				continue
-			}
-			if e.v.ver() <= h {
-				e.v.older = nil
-				if e.v.del() {
-					s.tree.Delete(e)
-					e.v.word |= flagRemoved
-				}
-				continue
-			}
-			for o := e.v.older; o != nil; o = o.older {
-				if o.ver() <= h {
-					o.older = nil
-					break
-				}
+			// Every reader reads at h or later, so sees r (written at
+			// rec.ver <= h) or a newer version: the older ones go.
+			s.dropOlderLocked(r)
+			if r.del() && !r.stale() {
+				// A deletion nobody can read past: the key leaves.
+				s.tree.Delete(r)
+				r.mark(flagStale)
+				s.slabs.drop(r)
 			}
 		}
 		if len(rec.entries) > 0 {
@@ -186,6 +179,17 @@ func (s *store) gcLocked(now time.Time, budget int) {
 		clear(s.gcq[n:])
 		s.gcq = s.gcq[:n]
 		s.gcHead = 0
+	}
+}
+
+// dropOlderLocked forgets the versions older than r. Callers hold s.mu.
+func (s *store) dropOlderLocked(r rec) {
+	for r.hasOlder() {
+		o := s.older[r]
+		delete(s.older, r)
+		r.unmark(flagOlder)
+		s.slabs.drop(o)
+		r = o
 	}
 }
 

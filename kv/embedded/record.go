@@ -105,13 +105,23 @@ func (r *decoder) byte() byte {
 	return c
 }
 
+// bytes reads a length-prefixed byte string into a copy of its own.
 func (r *decoder) bytes() []byte {
+	v := r.view()
+	if r.err != nil {
+		return nil
+	}
+	return append([]byte{}, v...)
+}
+
+// view reads a length-prefixed byte string, returning a slice of the input.
+func (r *decoder) view() []byte {
 	n := r.uvarint()
 	if r.err != nil || n > uint64(len(r.b)) {
 		r.err = errRecord
 		return nil
 	}
-	out := append([]byte{}, r.b[:n]...)
+	out := r.b[:n:n]
 	r.b = r.b[n:]
 	return out
 }

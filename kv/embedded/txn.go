@@ -53,7 +53,7 @@ type txn struct {
 
 	// Probes for tree lookups, kept here so that lookups do not allocate.
 	wprobe   write
-	eprobe   entry
+	eprobe   []byte // a record of the key looked up
 	firstBuf []kv.KeyValue
 }
 

@@ -132,16 +132,15 @@ func (t *txn) settleWatches(err error) {
 	defer s.mu.RUnlock()
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
-	probe := &entry{}
+	var scratch []byte
 	for _, w := range ws {
 		if w.state != watchCreated {
 			continue // cancelled meanwhile
 		}
-		probe.key = w.key
 		var val []byte
 		ok := false
-		if e, found := s.tree.Get(probe); found {
-			val, ok = e.latest()
+		if r, found := s.tree.Get(probe(&scratch, w.key)); found {
+			val, ok = latest(r)
 		}
 		if w.differs(val, ok) {
 			w.settleLocked(nil)
@@ -155,18 +154,19 @@ func (t *txn) settleWatches(err error) {
 
 // fireWatchesLocked fires the watches on the entries a commit just
 // changed whose new value differs from the watched one. Callers hold s.mu.
-func (s *store) fireWatchesLocked(touched []*entry) {
+func (s *store) fireWatchesLocked(touched []rec) {
 	if s.registered.Load() == 0 {
 		return
 	}
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
-	for _, e := range touched {
-		ws := s.watches[string(e.key)]
+	for _, r := range touched {
+		key, val := r.kv()
+		ws := s.watches[string(key)]
 		if len(ws) == 0 {
 			continue
 		}
-		val, ok := e.latest()
+		ok := !r.del()
 		for _, w := range slices.Clone(ws) {
 			if w.differs(val, ok) {
 				w.settleLocked(nil)
