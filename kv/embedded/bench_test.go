@@ -39,14 +39,7 @@ func BenchmarkPushPop(b *testing.B) {
 		}
 	}
 	pop := func() {
-		if err := db.Transact(ctx, func(tr kv.Transaction) error {
-			first, ok, err := kv.First(tr, r, false)
-			if err != nil || !ok {
-				return err
-			}
-			tr.Clear(first.Key)
-			return nil
-		}); err != nil {
+		if err := popFirst(ctx, db, r); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -121,19 +114,24 @@ func BenchmarkConcurrentPop(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			runClients(b, clients, func() {
-				if err := db.Transact(ctx, func(tr kv.Transaction) error {
-					first, ok, err := kv.First(tr, r, false)
-					if err != nil || !ok {
-						return err
-					}
-					tr.Clear(first.Key)
-					return nil
-				}); err != nil {
+				if err := popFirst(ctx, db, r); err != nil {
 					b.Error(err)
 				}
 			})
 		})
 	}
+}
+
+// popFirst clears the first key in r, if any, in one transaction.
+func popFirst(ctx context.Context, db kv.Database, r kv.Range) error {
+	return db.Transact(ctx, func(tr kv.Transaction) error {
+		first, ok, err := kv.First(tr, r, false)
+		if err != nil || !ok {
+			return err
+		}
+		tr.Clear(first.Key)
+		return nil
+	})
 }
 
 // runClients calls op b.N times in all from clients goroutines.
