@@ -25,7 +25,7 @@ import (
 //	P (1, id)                               id index: packed (seq) for FIFO,              insert, rewrite
 //	                                        (priority, seq) for priority queues;
 //	                                        (..., due) when the item is invisible
-//	P (2)                                   item count: little-endian int64,              insert, remove
+//	P (2)                                   item count: little-endian int64,              push, PushAll, remove
 //	                                        kept with atomic ADD
 //	P (3, cell..., priority, seq, id)       fit index by cell: packed (resources...)      indexAdd
 //	P (4, cell...)                          cell directory: ""                            indexAdd (ensureDir)

@@ -101,12 +101,16 @@ func (q *Queue) push(tr kv.Transaction, it Item) error {
 	if err != nil {
 		return err
 	}
-	return q.pushAt(tr, it, seq, nil)
+	if err := q.pushAt(tr, it, seq, nil); err != nil {
+		return err
+	}
+	tr.Add(q.countKey(), 1)
+	return nil
 }
 
-// pushAt adds it at seq (see nextSeq). dirs, if not nil, holds the
-// directory keys this transaction already made sure of, and the caller
-// counts the item (PushAll adds to the count once).
+// pushAt adds it at seq (see nextSeq), without counting it: the caller
+// adds to the count, PushAll once for all its items. dirs, if not nil,
+// holds the directory keys this transaction already made sure of.
 func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error {
 	p := pos{id: it.ID, seq: seq}
 	if q.kind == Priority {
@@ -119,11 +123,11 @@ func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error
 	}
 	if due := nanos(it.VisibleAt); due > q.opts.now().UnixNano() {
 		p.due = due
-		q.insert(tr, p, it, dirs == nil)
+		q.insert(tr, p, it)
 		tr.Set(q.dueKey(p), nil)
 		return nil
 	}
-	q.insert(tr, p, it, dirs == nil)
+	q.insert(tr, p, it)
 	return q.indexAdd(tr, p, it.Resources, dirs)
 }
 
@@ -153,13 +157,10 @@ func (q *Queue) nextSeq(tr kv.Transaction, prio int64) (int64, error) {
 	return seq, nil
 }
 
-// insert writes an item, its id index entry and, if count, its count.
-func (q *Queue) insert(tr kv.Transaction, p pos, it Item, count bool) {
+// insert writes an item and its id index entry.
+func (q *Queue) insert(tr kv.Transaction, p pos, it Item) {
 	tr.Set(q.itemKey(p), encodeValue(it))
 	tr.Set(q.idKey(p.id), q.idValue(p))
-	if count {
-		tr.Add(q.countKey(), 1)
-	}
 }
 
 // ensureDir makes sure the directory key exists. It reads the key
