@@ -71,11 +71,18 @@ type store struct {
 	// comb queues commits for the store's lock (combine.go).
 	comb combiner
 
-	// mu guards tree, older, history, gcq, the records' flags and the
+	// mu guards tree, dead, older, history, gcq, the records' flags and the
 	// scratch buffers of applyLocked. Readers hold it shared for one read
 	// (or one batch of a range read); commits hold it exclusively.
 	mu   sync.RWMutex
-	tree *btree.BTreeG[rec] // each key's newest version
+	tree *btree.BTreeG[rec] // each live key's newest version
+	// dead holds the keys whose newest version is a deletion, until no
+	// reader can see past it (mvcc.go): the tree holds live keys only, so
+	// reads at the newest versions never step over deletions.
+	dead *btree.BTreeG[rec]
+	// deadMax is at least the version of every deletion in dead: a
+	// reader at deadMax or later has no use for them.
+	deadMax uint64
 	// older maps a record with flagOlder to the next older version of its
 	// key.
 	older   map[rec]rec
@@ -128,6 +135,7 @@ func newStore(name string, cfg Config) *store {
 		faults:  newInjector(cfg.Faults),
 		cfg:     cfg.withDefaults(),
 		tree:    btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 64}),
+		dead:    btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 16}),
 		watches: make(map[string][]*watch),
 		name:    name,
 		sweep:   sweep{slack: compactSlack},
@@ -236,14 +244,13 @@ type Stats struct {
 	SlabBytes   int64
 }
 
-// Stats returns a snapshot of the engine's internal counters. It walks the
-// whole tree: use it in tests, not on a hot path.
+// Stats returns a snapshot of the engine's internal counters, for tests.
 func (db *DB) Stats() Stats {
 	s := db.s
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	st := Stats{
-		Keys:           s.tree.Len(),
+		Keys:           s.tree.Len() + s.dead.Len(),
 		HistoryRecords: len(s.history),
 		PendingGC:      len(s.gcq) - s.gcHead,
 		Version:        s.version.Load(),
@@ -252,12 +259,7 @@ func (db *DB) Stats() Stats {
 	if s.slabs.slabBytes != nil {
 		st.SlabBytes = s.slabs.slabBytes.Load()
 	}
-	s.tree.Scan(func(r rec) bool {
-		if !r.del() {
-			st.LiveKeys++
-		}
-		return true
-	})
+	st.LiveKeys = s.tree.Len() // the tree holds live keys only
 	s.activeMu.Lock()
 	st.ActiveReaders = s.active.live + len(s.active.pinned)
 	s.activeMu.Unlock()

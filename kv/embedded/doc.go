@@ -60,7 +60,8 @@
 //	combine.go     commit combining: one leader checks and installs a queue of commits
 //	yield.go       taking the store's lock: yield a few times before parking
 //	conflict.go    write spans of recent commits against a commit's read spans
-//	mvcc.go        version chains, reads as of a version, installing a batch
+//	mvcc.go        version chains, deleted keys out of the tree, reads as of a
+//	               version, installing a batch
 //	slab.go        records of versions in slabs, and the tree's handle on one
 //	compact.go     moving records in use out of slabs that are mostly garbage
 //	gc.go          read versions in use and pruning what none can read

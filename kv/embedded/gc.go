@@ -163,7 +163,7 @@ func (s *store) gcLocked(now time.Time, budget int) {
 			s.dropOlderLocked(r)
 			if r.del() && !r.stale() {
 				// A deletion nobody can read past: the key leaves.
-				s.tree.Delete(r)
+				s.dead.Delete(r)
 				r.mark(flagStale)
 				s.slabs.drop(r)
 			}

@@ -111,13 +111,59 @@ func treeKeys(db *DB, begin, end string) int {
 	db.s.mu.RLock()
 	defer db.s.mu.RUnlock()
 	n := 0
-	db.s.tree.Scan(func(r rec) bool {
+	count := func(r rec) bool {
 		if k := string(r.key()); k >= begin && k < end {
 			n++
 		}
 		return true
-	})
+	}
+	db.s.tree.Scan(count)
+	db.s.dead.Scan(count)
 	return n
+}
+
+// TestDeletionsLeaveTheTreeAtOnce: while an old reader holds the versions
+// of deleted keys, the keys are out of the tree (reads at the newest
+// version never step over them) and in s.dead, the old reader still reads
+// them, and once it is gone they leave s.dead too.
+func TestDeletionsLeaveTheTreeAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := Open("", Config{})
+	defer db.Close()
+	const n = 100
+	v := map[string][]byte{}
+	for i := range n {
+		v[fmt.Sprintf("q%03d", i)] = []byte{byte(i)}
+	}
+	slabSet(t, db, v)
+	old, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	defer old.Cancel()
+	_, err = old.GetReadVersion()
+	require.NoError(t, err)
+	for i := range n - 1 { // pop all but the last, one commit each
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Clear([]byte(fmt.Sprintf("q%03d", i)))
+			return nil
+		}))
+	}
+	db.s.mu.RLock()
+	require.Equal(t, 1, db.s.tree.Len(), "only the live key is in the tree")
+	require.Equal(t, n-1, db.s.dead.Len())
+	db.s.mu.RUnlock()
+	kvs, err := kv.Collect(old.GetRange(kv.PrefixRange([]byte("q")), kv.RangeOptions{}))
+	require.NoError(t, err)
+	require.Len(t, kvs, n, "the old reader reads every key")
+	for i, e := range kvs {
+		require.Equal(t, fmt.Sprintf("q%03d", i), string(e.Key))
+		require.Equal(t, []byte{byte(i)}, e.Value)
+	}
+	old.Cancel()
+	settle(t, db)
+	db.s.mu.RLock()
+	require.Zero(t, db.s.dead.Len(), "no reader needs the deletions")
+	db.s.mu.RUnlock()
 }
 
 // slabBytesSettle collects garbage until the cleanups have counted the freed
