@@ -41,6 +41,10 @@ type Executor struct {
 	// (kv.CommitsCertain): INSERT, DELETE and pops then record no
 	// receipts, which serve only retries after commit_unknown_result.
 	certain bool
+	// pops holds each table's popCombiner (combine.go), by lower-case
+	// name; popGroupHook, if set (tests), is their groupHook.
+	pops         sync.Map
+	popGroupHook func(n int)
 }
 
 // now reads the executor's clock.
@@ -154,6 +158,9 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	}
 	if b.wait.d > 0 {
 		return e.waitPop(ctx, b)
+	}
+	if e.combinable(b) {
+		return e.combinedPop(ctx, b)
 	}
 	return e.auto(ctx, b)
 }

@@ -1,0 +1,202 @@
+package exec
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/parser"
+)
+
+// Pop combining: single-row pops that arrive while another runs wait for
+// it, and then run together, one after the other in one transaction, with
+// one commit.
+//
+// Concurrent pops of a queue all want its head. Each in its own
+// transaction, they pass over the rows the others claimed (queues.Claims),
+// read past rows popped since their read version, and each pays for a
+// commit; with more consumers than cores most of them wait for a core
+// holding their claims and read versions, and every added consumer made
+// the others slower. Measured on a 2-core machine, memory:, 100,000 tasks,
+// limits that fit everything: 42,851 pops/s from 1 consumer, 19,651 from
+// 32. In one transaction a pop sees the pops before it (their rows are
+// gone from its reads), so a group passes over nothing and commits once.
+//
+// Only autocommit FOR POP ... LIMIT 1 statements without WAIT combine, on
+// databases whose commits are certain (kv.CommitsCertain): such a pop
+// keeps no receipt, and its only outcome is the row it took. A group runs
+// its pops in arrival order; a pop that fails on its own (an error that is
+// not the transaction's) leaves the group, which runs again without it. A
+// pop whose context ends while it waits leaves the queue and takes nothing;
+// once its group began it waits for the group's outcome, as the row may be
+// committed.
+//
+// Each table has its combiner, and up to half as many groups run at once
+// as Go has processors (at least one): pops of one table on many cores
+// still run side by side, as they did, choosing different rows through
+// their claims.
+type popCombiner struct {
+	mu      sync.Mutex
+	queue   []*popReq // waiting to run, in arrival order
+	leading int       // groups running
+
+	// groupHook, if set (tests), runs in the leader before each group,
+	// with the group's size, without mu held.
+	groupHook func(n int)
+}
+
+// popReq is one pop statement on its way through the combiner.
+type popReq struct {
+	ctx context.Context
+	b   *bound
+	res *Result
+	err error
+	// lead receives true when the request is to lead the next group, or
+	// false once its group ran (res and err are set).
+	lead chan bool
+	// taken: the request is in a group (guarded by popCombiner.mu).
+	taken bool
+}
+
+// maxPopGroup bounds the pops of one group, so that a group's transaction
+// stays small and its pops return soon.
+const maxPopGroup = 64
+
+// combinable reports whether b, an autocommit statement, may run in a
+// group with others: a single-row FOR POP without WAIT on a database whose
+// commits are certain.
+func (e *Executor) combinable(b *bound) bool {
+	s, ok := b.p.Stmt.(*parser.Select)
+	return ok && e.certain && s.ForPop && b.wait.d == 0 && b.token == 0 &&
+		s.Limit != nil && s.Limit.Kind == parser.ValueInt && s.Limit.Int == 1
+}
+
+// popCombinerOf returns the combiner of the table the pop b pops from.
+func (e *Executor) popCombinerOf(b *bound) *popCombiner {
+	name := strings.ToLower(b.p.Stmt.(*parser.Select).Table)
+	if c, ok := e.pops.Load(name); ok {
+		return c.(*popCombiner)
+	}
+	c, _ := e.pops.LoadOrStore(name, &popCombiner{groupHook: e.popGroupHook})
+	return c.(*popCombiner)
+}
+
+// maxPopLeaders is how many groups of one table run at once.
+func maxPopLeaders() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
+// combinedPop runs b in a group of pops (see popCombiner).
+func (e *Executor) combinedPop(ctx context.Context, b *bound) (*Result, error) {
+	c := e.popCombinerOf(b)
+	r := &popReq{ctx: ctx, b: b}
+	c.mu.Lock()
+	if c.leading >= maxPopLeaders() {
+		r.lead = make(chan bool, 1)
+		c.queue = append(c.queue, r)
+		c.mu.Unlock()
+		var lead bool
+		select {
+		case lead = <-r.lead:
+		case <-ctx.Done():
+			c.mu.Lock()
+			if !r.taken {
+				c.queue = slices.DeleteFunc(c.queue, func(q *popReq) bool { return q == r })
+				c.mu.Unlock()
+				return nil, ctx.Err()
+			}
+			c.mu.Unlock()
+			lead = <-r.lead // its group may commit its pop: wait for it
+		}
+		if !lead {
+			return r.res, r.err
+		}
+		c.mu.Lock() // handed the lead; r is out of the queue, taken
+	}
+	if r.lead == nil {
+		c.leading++ // a new leader; one handed the lead takes its place
+	}
+	n := min(len(c.queue), maxPopGroup-1)
+	group := make([]*popReq, 0, n+1)
+	group = append(group, r)
+	group = append(group, c.queue[:n]...)
+	c.queue = slices.Delete(c.queue, 0, n)
+	for _, q := range group {
+		q.taken = true
+	}
+	c.mu.Unlock()
+
+	if c.groupHook != nil {
+		c.groupHook(len(group))
+	}
+	e.runPopGroup(group)
+
+	// The next group starts before this one's pops return.
+	c.mu.Lock()
+	if len(c.queue) > 0 {
+		next := c.queue[0]
+		c.queue = c.queue[1:]
+		next.taken = true
+		c.mu.Unlock()
+		next.lead <- true
+	} else {
+		c.leading--
+		c.mu.Unlock()
+	}
+	for _, q := range group[1:] {
+		q.lead <- false
+	}
+	return r.res, r.err
+}
+
+// runPopGroup runs the pops of group in one transaction, in order, and
+// sets each one's outcome.
+func (e *Executor) runPopGroup(group []*popReq) {
+	live := make([]*popReq, 0, len(group))
+	for _, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // ended before its group began: it took nothing
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 1 {
+		// Alone: as any statement, with its own context.
+		r := live[0]
+		r.res, r.err = e.auto(r.ctx, r.b)
+		return
+	}
+	for len(live) > 0 {
+		failed := -1 // the pop whose own error ended the last attempt
+		// The group outlives the context of the pop that leads it: the
+		// others' pops depend on it.
+		ctx := context.WithoutCancel(live[0].ctx)
+		err := e.transact(ctx, false, func(tr kv.Transaction) error {
+			failed = -1
+			for i, r := range live {
+				res, err := e.run(tr, r.b)
+				if err != nil {
+					failed = i
+					return err
+				}
+				r.res = res
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			return
+		case failed >= 0 && kv.Code(err) == 0:
+			// That pop's own error: it leaves, the others run again.
+			live[failed].res, live[failed].err = nil, tooLarge(live[failed].b.p.Stmt, err)
+			live = slices.Delete(live, failed, failed+1)
+		default:
+			// The transaction's: it ends every pop in it.
+			for _, r := range live {
+				r.res, r.err = nil, tooLarge(r.b.p.Stmt, err)
+			}
+			return
+		}
+	}
+}

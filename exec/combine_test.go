@@ -1,0 +1,177 @@
+package exec_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/exec"
+	"github.com/fdbqueue/fdbqueue/parser"
+)
+
+const popFit = "SELECT id, cpu, mem FROM t WHERE cpu <= ? AND mem <= ? ORDER BY priority LIMIT 1 FOR POP"
+
+// TestCombinedPopsTakeEveryRowOnce: consumers popping concurrently, each
+// with its own limits, run in groups (one transaction each), and still
+// every row is popped exactly once, by a consumer it fits, and in a
+// group's order each pop sees the pops before it.
+func TestCombinedPopsTakeEveryRowOnce(t *testing.T) {
+	t.Parallel()
+	e := newExec(t, []byte("c"))
+	var groups, combined atomic.Int64
+	var maxGroup atomic.Int64
+	e.OnPopGroup(func(n int) {
+		groups.Add(1)
+		if n > 1 {
+			combined.Add(int64(n))
+		}
+		for m := maxGroup.Load(); int64(n) > m && !maxGroup.CompareAndSwap(m, int64(n)); m = maxGroup.Load() {
+		}
+		// Hold the first groups a moment, so that the others queue.
+		if groups.Load() < 20 {
+			time.Sleep(time.Millisecond)
+		}
+	})
+	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem))")
+	const rows = 3000
+	r := rand.New(rand.NewPCG(1, 2))
+	res := map[int64][2]int64{}
+	for range rows / 100 {
+		sql := "INSERT INTO t (priority, cpu, mem) VALUES (?, ?, ?)" + repeat(", (?, ?, ?)", 99)
+		var args []any
+		for range 100 {
+			args = append(args, r.Int64N(10), 1+r.Int64N(8), 1+r.Int64N(32))
+		}
+		mustRun(t, e, sql, args...)
+	}
+	rs := mustRun(t, e, "SELECT id, cpu, mem FROM t")
+	for _, row := range rs.Rows {
+		res[row[0].(int64)] = [2]int64{row[1].(int64), row[2].(int64)}
+	}
+	require.Len(t, res, rows)
+
+	p, err := parser.Parse(popFit)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	popped := map[int64]int{}
+	var wg sync.WaitGroup
+	for c := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(c), 3))
+			// A consumer that fits any row stops after 3 empty pops;
+			// one with random limits after 30 (rows may remain that
+			// it does not fit: the others take them).
+			empty, enough := 0, 3
+			if c%2 == 1 {
+				enough = 30
+			}
+			for empty < enough {
+				cpu, mem := int64(8), int64(32)
+				if c%2 == 1 { // half the consumers have random limits
+					cpu, mem = 1+r.Int64N(8), 1+r.Int64N(32)
+				}
+				got, err := e.Auto(bg, p, exec.Args{Positional: []any{cpu, mem}})
+				if !assertNoError(t, err) {
+					return
+				}
+				if len(got.Rows) == 0 {
+					empty++
+					continue
+				}
+				row := got.Rows[0]
+				id := row[0].(int64)
+				if row[1].(int64) > cpu || row[2].(int64) > mem {
+					t.Errorf("row %d (cpu %d, mem %d) popped by a consumer with cpu %d, mem %d", id, row[1], row[2], cpu, mem)
+				}
+				mu.Lock()
+				popped[id]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, popped, rows, "every row popped")
+	for id, n := range popped {
+		require.Equal(t, 1, n, "row %d popped %d times", id, n)
+		_, ok := res[id]
+		require.True(t, ok, "row %d was never inserted", id)
+	}
+	require.Empty(t, mustRun(t, e, "SELECT id FROM t").Rows)
+	require.Greater(t, maxGroup.Load(), int64(1), "no pops ran in a group")
+	t.Logf("%d groups, %d pops in groups of more than one, the largest %d", groups.Load(), combined.Load(), maxGroup.Load())
+}
+
+func assertNoError(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
+
+func repeat(s string, n int) string {
+	out := ""
+	for range n {
+		out += s
+	}
+	return out
+}
+
+// TestCombinedPopCancelledWhileQueued: a pop whose context ends while it
+// waits for a running group returns the context's error and takes
+// nothing; the group's pops are not disturbed.
+func TestCombinedPopCancelledWhileQueued(t *testing.T) {
+	t.Parallel()
+	e := newExec(t, []byte("c"))
+	leaders := exec.MaxPopLeaders()
+	inGroup, release := make(chan struct{}, leaders), make(chan struct{})
+	var held atomic.Int64
+	e.OnPopGroup(func(int) {
+		if held.Add(1) <= int64(leaders) {
+			inGroup <- struct{}{}
+			<-release
+		}
+	})
+	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem))")
+	for i := range leaders + 1 {
+		mustRun(t, e, "INSERT INTO t (priority, cpu, mem) VALUES (?, 1, 1)", int64(i))
+	}
+	p, err := parser.Parse(popFit)
+	require.NoError(t, err)
+	args := exec.Args{Positional: []any{int64(8), int64(32)}}
+
+	popped := make(chan *exec.Result, leaders)
+	for range leaders {
+		go func() {
+			res, err := e.Auto(bg, p, args)
+			assertNoError(t, err)
+			popped <- res
+		}()
+	}
+	for range leaders {
+		<-inGroup // every group this table may run at once is running
+	}
+	ctx, cancel := context.WithCancel(bg)
+	queued := make(chan error)
+	go func() {
+		_, err := e.Auto(ctx, p, args)
+		queued <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let it queue (if it did not yet, it still fails: its context ends first)
+	cancel()
+	require.ErrorIs(t, <-queued, context.Canceled)
+	close(release)
+	for range leaders {
+		require.Len(t, (<-popped).Rows, 1)
+	}
+	left := mustRun(t, e, "SELECT cpu FROM t")
+	require.Len(t, left.Rows, 1, "the cancelled pop took nothing")
+}
