@@ -2,6 +2,7 @@ package exec_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -134,8 +135,9 @@ func TestCombinedPopCancelledWhileQueued(t *testing.T) {
 	leaders := exec.MaxPopLeaders()
 	inGroup, release := make(chan struct{}, leaders), make(chan struct{})
 	var held atomic.Int64
+	var armed atomic.Bool // once the rows are in
 	e.OnPopGroup(func(int) {
-		if held.Add(1) <= int64(leaders) {
+		if armed.Load() && held.Add(1) <= int64(leaders) {
 			inGroup <- struct{}{}
 			<-release
 		}
@@ -147,6 +149,7 @@ func TestCombinedPopCancelledWhileQueued(t *testing.T) {
 	p, err := parser.Parse(popFit)
 	require.NoError(t, err)
 	args := exec.Args{Positional: []any{int64(8), int64(32)}}
+	armed.Store(true)
 
 	popped := make(chan *exec.Result, leaders)
 	for range leaders {
@@ -174,4 +177,67 @@ func TestCombinedPopCancelledWhileQueued(t *testing.T) {
 	}
 	left := mustRun(t, e, "SELECT cpu FROM t")
 	require.Len(t, left.Rows, 1, "the cancelled pop took nothing")
+}
+
+// TestCombinedInsertsAndAFailingOne: INSERTs from many goroutines run in
+// groups; each gets its own id, every row lands once, and an INSERT that
+// fails on its own (a NULL for a NOT NULL column) in a group gets its error
+// and leaves the others' rows alone.
+func TestCombinedInsertsAndAFailingOne(t *testing.T) {
+	t.Parallel()
+	e := newExec(t, []byte("c"))
+	var maxGroup atomic.Int64
+	var groups atomic.Int64
+	e.OnPopGroup(func(n int) {
+		for m := maxGroup.Load(); int64(n) > m && !maxGroup.CompareAndSwap(m, int64(n)); m = maxGroup.Load() {
+		}
+		if groups.Add(1) < 20 {
+			time.Sleep(time.Millisecond) // let the others queue
+		}
+	})
+	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, note TEXT NOT NULL)")
+	ins, err := parser.Parse("INSERT INTO t (priority, cpu, mem, note) VALUES (?, ?, ?, ?)")
+	require.NoError(t, err)
+	const writers, each = 16, 40
+	var mu sync.Mutex
+	ids := map[int64]string{}
+	var bad atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				note := any(fmt.Sprintf("%d.%d", w, i))
+				if i%10 == 3 {
+					note = nil // fails: note is NOT NULL
+				}
+				res, err := e.Auto(bg, ins, exec.Args{Positional: []any{int64(i % 10), int64(1), int64(1), note}})
+				if note == nil {
+					if err == nil {
+						t.Errorf("an INSERT of a NULL note succeeded")
+					}
+					bad.Add(1)
+					continue
+				}
+				if !assertNoError(t, err) {
+					return
+				}
+				mu.Lock()
+				if _, dup := ids[res.LastInsertID]; dup {
+					t.Errorf("id %d given twice", res.LastInsertID)
+				}
+				ids[res.LastInsertID] = note.(string)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, int64(writers*each/10), bad.Load())
+	rows := mustRun(t, e, "SELECT id, note FROM t").Rows
+	require.Len(t, rows, len(ids), "the failing INSERTs left nothing, the others one row each")
+	for _, row := range rows {
+		require.Equal(t, ids[row[0].(int64)], row[1].(string), "row %d", row[0])
+	}
+	require.Greater(t, maxGroup.Load(), int64(1), "no INSERTs ran in a group")
 }

@@ -41,7 +41,7 @@
 //
 //	executor.go  Executor, Auto (autocommit: retries, tokens, spread pops) and Exec
 //	wait.go      FOR POP WAIT: rounds of the pop, each empty one watching the push signal
-//	combine.go   pop combining: concurrent single-row pops of a table in one transaction
+//	combine.go   combining: concurrent single-row pops and small INSERTs of a table in one transaction
 //	stmt.go      a statement bound to its arguments, and one run of it
 //	ddl.go       CREATE and DROP TABLE, and their retry tokens
 //	dead.go      MAX_ATTEMPTS: the dead-letter table, and moving rows there
