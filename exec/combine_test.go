@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fdbqueue/fdbqueue/exec"
@@ -43,7 +45,7 @@ func TestCombinedPopsTakeEveryRowOnce(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	res := map[int64][2]int64{}
 	for range rows / 100 {
-		sql := "INSERT INTO t (priority, cpu, mem) VALUES (?, ?, ?)" + repeat(", (?, ?, ?)", 99)
+		sql := "INSERT INTO t (priority, cpu, mem) VALUES (?, ?, ?)" + strings.Repeat(", (?, ?, ?)", 99)
 		var args []any
 		for range 100 {
 			args = append(args, r.Int64N(10), 1+r.Int64N(8), 1+r.Int64N(32))
@@ -79,7 +81,7 @@ func TestCombinedPopsTakeEveryRowOnce(t *testing.T) {
 					cpu, mem = 1+r.Int64N(8), 1+r.Int64N(32)
 				}
 				got, err := e.Auto(bg, p, exec.Args{Positional: []any{cpu, mem}})
-				if !assertNoError(t, err) {
+				if !assert.NoError(t, err) {
 					return
 				}
 				if len(got.Rows) == 0 {
@@ -107,23 +109,6 @@ func TestCombinedPopsTakeEveryRowOnce(t *testing.T) {
 	require.Empty(t, mustRun(t, e, "SELECT id FROM t").Rows)
 	require.Greater(t, maxGroup.Load(), int64(1), "no pops ran in a group")
 	t.Logf("%d groups, %d pops in groups of more than one, the largest %d", groups.Load(), combined.Load(), maxGroup.Load())
-}
-
-func assertNoError(t *testing.T, err error) bool {
-	t.Helper()
-	if err != nil {
-		t.Error(err)
-		return false
-	}
-	return true
-}
-
-func repeat(s string, n int) string {
-	out := ""
-	for range n {
-		out += s
-	}
-	return out
 }
 
 // TestCombinedPopCancelledWhileQueued: a pop whose context ends while it
@@ -155,7 +140,7 @@ func TestCombinedPopCancelledWhileQueued(t *testing.T) {
 	for range leaders {
 		go func() {
 			res, err := e.Auto(bg, p, args)
-			assertNoError(t, err)
+			assert.NoError(t, err)
 			popped <- res
 		}()
 	}
@@ -220,7 +205,7 @@ func TestCombinedInsertsAndAFailingOne(t *testing.T) {
 					bad.Add(1)
 					continue
 				}
-				if !assertNoError(t, err) {
+				if !assert.NoError(t, err) {
 					return
 				}
 				mu.Lock()
