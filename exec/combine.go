@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
@@ -37,7 +38,8 @@ import (
 // not the transaction's) leaves the group, which runs again without it. A
 // pop whose context ends while it waits leaves the queue and takes nothing;
 // once its group began it waits for the group's outcome, as the row may be
-// committed.
+// committed. The group's transaction ends early only once the contexts of
+// all its statements ended.
 //
 // Each table has its combiner, and up to half as many groups run at once
 // as Go has processors (at least one): pops of one table on many cores
@@ -189,11 +191,23 @@ func (e *Executor) runPopGroup(group []*popReq) {
 		r.res, r.err = e.auto(r.ctx, r.b)
 		return
 	}
+	// The group outlives the context of any one of its statements, the
+	// leader's included: the others depend on it. It ends when all of
+	// theirs have ended (no one waits for it any more).
+	ctx, cancel := context.WithCancel(context.WithoutCancel(live[0].ctx))
+	defer cancel()
+	var waiting atomic.Int64
+	waiting.Store(int64(len(live)))
+	for _, r := range live {
+		stop := context.AfterFunc(r.ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
 	for len(live) > 0 {
-		failed := -1 // the pop whose own error ended the last attempt
-		// The group outlives the context of the pop that leads it: the
-		// others' pops depend on it.
-		ctx := context.WithoutCancel(live[0].ctx)
+		failed := -1 // the statement whose own error ended the last attempt
 		err := e.transact(ctx, false, func(tr kv.Transaction) error {
 			failed = -1
 			for i, r := range live {
