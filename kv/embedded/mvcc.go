@@ -70,6 +70,10 @@ func (s *store) get(rv uint64, key []byte, scratch *[]byte) ([]byte, bool) {
 // older), so deadSinceLocked finds them there, in the few commits since
 // rv, rather than in s.dead.
 
+// deadScanCommits is how many commits since a reader's version
+// deadSinceLocked reads through before it reads s.dead's range instead.
+var deadScanCommits = 64
+
 // deadSinceLocked returns, sorted by key (descending when reverse), the
 // key-values visible at rv of the keys in [begin, end) (begin excluded if
 // beginEx) that are deleted now, by commits after rv. Callers hold s.mu,
@@ -81,6 +85,28 @@ func (s *store) deadSinceLocked(rv uint64, begin []byte, beginEx bool, end []byt
 	q := s.gcq[s.gcHead:]
 	i, _ := slices.BinarySearchFunc(q, rv+1, func(g gcRecord, v uint64) int { return cmp.Compare(g.ver, v) })
 	var out []kv.KeyValue
+	if len(q)-i > deadScanCommits {
+		// Far behind (a checkpoint, a reader that waited long): the
+		// deletions in the range, from s.dead, cost less than every
+		// commit since, read again for each batch of a range read.
+		s.dead.Ascend(probe(new([]byte), begin), func(r rec) bool {
+			key := r.key()
+			if bytes.Compare(key, end) >= 0 {
+				return false
+			}
+			if beginEx && bytes.Equal(key, begin) || r.ver() <= rv {
+				return true
+			}
+			if v, ok := s.at(r, rv); ok {
+				out = append(out, kv.KeyValue{Key: key, Value: v})
+			}
+			return true
+		})
+		if reverse {
+			slices.Reverse(out)
+		}
+		return out
+	}
 	for _, g := range q[i:] {
 		for _, r := range g.entries {
 			// The key's newest version is r, a deletion (r in s.dead);
