@@ -65,7 +65,7 @@ func (w *wal) writeCheckpoint(ver uint64) error {
 	var kvs []kv.KeyValue
 	for {
 		var done bool
-		kvs, done = s.fetch(ver, begin, beginEx, []byte{0xff}, false, 4096, kvs[:0])
+		kvs, done = s.fetch(ver, begin, beginEx, []byte{0xff}, false, 4096, kvs[:0], new([]byte))
 		for _, e := range kvs {
 			put(e.Key)
 			put(e.Value)

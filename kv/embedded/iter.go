@@ -119,7 +119,7 @@ func (it *rangeIter) nextDB() (kv.KeyValue, bool) {
 		it.fail(err)
 		return kv.KeyValue{}, false
 	}
-	it.batch, it.dbDone = it.t.s.fetch(it.t.rv, it.begin, it.beginEx, it.end, it.reverse, it.batchSize, it.batch[:0])
+	it.batch, it.dbDone = it.t.s.fetch(it.t.rv, it.begin, it.beginEx, it.end, it.reverse, it.batchSize, it.batch[:0], &it.t.eprobe)
 	it.bi = 0
 	if it.batchSize < maxBatch {
 		it.batchSize *= 2

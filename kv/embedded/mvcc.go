@@ -135,8 +135,9 @@ func (s *store) deadSinceLocked(rv uint64, begin []byte, beginEx bool, end []byt
 
 // fetch appends to out up to max key-values visible at rv in [begin, end),
 // forward or reverse. done reports that the range holds no more.
-// If beginEx, begin itself is excluded.
-func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse bool, max int, out []kv.KeyValue) ([]kv.KeyValue, bool) {
+// If beginEx, begin itself is excluded. scratch is the caller's buffer for
+// the walk's probe.
+func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse bool, max int, out []kv.KeyValue, scratch *[]byte) ([]kv.KeyValue, bool) {
 	done := true
 	var dead []kv.KeyValue // keys deleted since rv, in the order of the walk
 	add := func(key, val []byte) bool {
@@ -183,13 +184,12 @@ func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse
 		}
 		return true
 	}
-	var scratch []byte
 	s.rlock()
 	dead = s.deadSinceLocked(rv, begin, beginEx, end, reverse)
 	if reverse {
-		s.tree.Descend(probe(&scratch, end), visit)
+		s.tree.Descend(probe(scratch, end), visit)
 	} else {
-		s.tree.Ascend(probe(&scratch, begin), visit)
+		s.tree.Ascend(probe(scratch, begin), visit)
 	}
 	for done && len(dead) > 0 && add(dead[0].Key, dead[0].Value) {
 		dead = dead[1:]

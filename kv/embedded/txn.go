@@ -192,7 +192,7 @@ func (t *txn) first(r kv.Range, reverse, snapshot bool) (kv.KeyValue, bool, erro
 	if err := checkRange(r); err != nil {
 		return kv.KeyValue{}, false, err
 	}
-	got, _ := t.s.fetch(t.rv, r.Begin, false, r.End, reverse, 1, t.firstBuf[:0])
+	got, _ := t.s.fetch(t.rv, r.Begin, false, r.End, reverse, 1, t.firstBuf[:0], &t.eprobe)
 	t.firstBuf = got[:0]
 	found := len(got) == 1
 	var e kv.KeyValue
@@ -202,12 +202,14 @@ func (t *txn) first(r kv.Range, reverse, snapshot bool) (kv.KeyValue, bool, erro
 	if !snapshot {
 		// As the iterator records it: what the read covered, up to the
 		// key it returned, or the whole range when it found nothing.
-		sp := span{begin: slices.Clone(r.Begin), end: slices.Clone(r.End)}
+		var sp span
 		switch {
 		case found && reverse:
-			sp.begin = e.Key
+			sp = span{begin: e.Key, end: slices.Clone(r.End)}
 		case found:
-			sp.end = kv.KeyAfter(e.Key)
+			sp = span{begin: slices.Clone(r.Begin), end: kv.KeyAfter(e.Key)}
+		default:
+			sp = span{begin: slices.Clone(r.Begin), end: slices.Clone(r.End)}
 		}
 		if !bytes.Equal(sp.begin, sp.end) {
 			t.addRead(sp)
