@@ -12,8 +12,8 @@ import (
 	"github.com/fdbqueue/fdbqueue/parser"
 )
 
-// Pop combining: single-row pops (and small INSERTs) that arrive while
-// another of their table runs wait for it, and then run together, one
+// Combining: single-row pops and small INSERTs that arrive while another
+// statement of their table runs wait for it, and then run together, one
 // after the other in one transaction, with one commit.
 //
 // Concurrent pops of a queue all want its head. Each in its own
@@ -33,30 +33,31 @@ import (
 // from 8 clients, memory:, medians of 3 interleaved runs: 38.6k rows/s
 // before, 47.1k after (42.8k and 48.0k from one client); on file: group
 // commit already shares the fsyncs, and the figures did not move beyond
-// the noise (10.7k before, 10.1k after). A group runs
-// its pops in arrival order; a pop that fails on its own (an error that is
-// not the transaction's) leaves the group, which runs again without it. A
-// pop whose context ends while it waits leaves the queue and takes nothing;
-// once its group began it waits for the group's outcome, as the row may be
-// committed. The group's transaction ends early only once the contexts of
+// the noise (10.7k before, 10.1k after).
+//
+// A group runs its statements in arrival order; one that fails on its own
+// (an error that is not the transaction's) leaves the group, which runs
+// again without it. A statement whose context ends while it waits leaves
+// the queue and does nothing; once its group began it waits for the
+// group's outcome, as its row may be committed. The group's transaction ends early only once the contexts of
 // all its statements ended.
 //
 // Each table has its combiner, and up to half as many groups run at once
-// as Go has processors (at least one): pops of one table on many cores
-// still run side by side, as they did, choosing different rows through
-// their claims.
-type popCombiner struct {
+// as Go has processors (at least one): statements of one table on many
+// cores still run side by side, as they did, pops choosing different rows
+// through their claims.
+type stmtCombiner struct {
 	mu      sync.Mutex
-	queue   []*popReq // waiting to run, in arrival order
-	leading int       // groups running
+	queue   []*combineReq // waiting to run, in arrival order
+	leading int           // groups running
 
 	// groupHook, if set (tests), runs in the leader before each group,
 	// with the group's size, without mu held.
 	groupHook func(n int)
 }
 
-// popReq is one pop statement on its way through the combiner.
-type popReq struct {
+// combineReq is one statement on its way through the combiner.
+type combineReq struct {
 	ctx context.Context
 	b   *bound
 	res *Result
@@ -64,13 +65,13 @@ type popReq struct {
 	// lead receives true when the request is to lead the next group, or
 	// false once its group ran (res and err are set).
 	lead chan bool
-	// taken: the request is in a group (guarded by popCombiner.mu).
+	// taken: the request is in a group (guarded by stmtCombiner.mu).
 	taken bool
 }
 
-// maxPopGroup bounds the statements of one group, so that a group's
+// maxGroup bounds the statements of one group, so that a group's
 // transaction stays small and its statements return soon.
-const maxPopGroup = 64
+const maxGroup = 64
 
 // maxCombinedRows is the most rows an INSERT that combines adds.
 const maxCombinedRows = 4
@@ -91,8 +92,8 @@ func (e *Executor) combinable(b *bound) bool {
 	return false
 }
 
-// popCombinerOf returns the combiner of the table the pop b pops from.
-func (e *Executor) popCombinerOf(b *bound) *popCombiner {
+// combinerOf returns the combiner of the table b pops from or inserts into.
+func (e *Executor) combinerOf(b *bound) *stmtCombiner {
 	var name string
 	switch s := b.p.Stmt.(type) {
 	case *parser.Select:
@@ -101,22 +102,22 @@ func (e *Executor) popCombinerOf(b *bound) *popCombiner {
 		name = s.Table
 	}
 	name = strings.ToLower(name)
-	if c, ok := e.pops.Load(name); ok {
-		return c.(*popCombiner)
+	if c, ok := e.combiners.Load(name); ok {
+		return c.(*stmtCombiner)
 	}
-	c, _ := e.pops.LoadOrStore(name, &popCombiner{groupHook: e.popGroupHook})
-	return c.(*popCombiner)
+	c, _ := e.combiners.LoadOrStore(name, &stmtCombiner{groupHook: e.groupHook})
+	return c.(*stmtCombiner)
 }
 
-// maxPopLeaders is how many groups of one table run at once.
-func maxPopLeaders() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+// maxLeaders is how many groups of one table run at once.
+func maxLeaders() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
-// combinedPop runs b in a group of pops (see popCombiner).
-func (e *Executor) combinedPop(ctx context.Context, b *bound) (*Result, error) {
-	c := e.popCombinerOf(b)
-	r := &popReq{ctx: ctx, b: b}
+// combined runs b in a group of statements (see stmtCombiner).
+func (e *Executor) combined(ctx context.Context, b *bound) (*Result, error) {
+	c := e.combinerOf(b)
+	r := &combineReq{ctx: ctx, b: b}
 	c.mu.Lock()
-	if c.leading >= maxPopLeaders() {
+	if c.leading >= maxLeaders() {
 		r.lead = make(chan bool, 1)
 		c.queue = append(c.queue, r)
 		c.mu.Unlock()
@@ -126,12 +127,12 @@ func (e *Executor) combinedPop(ctx context.Context, b *bound) (*Result, error) {
 		case <-ctx.Done():
 			c.mu.Lock()
 			if !r.taken {
-				c.queue = slices.DeleteFunc(c.queue, func(q *popReq) bool { return q == r })
+				c.queue = slices.DeleteFunc(c.queue, func(q *combineReq) bool { return q == r })
 				c.mu.Unlock()
 				return nil, ctx.Err()
 			}
 			c.mu.Unlock()
-			lead = <-r.lead // its group may commit its pop: wait for it
+			lead = <-r.lead // its group may commit it: wait for the outcome
 		}
 		if !lead {
 			return r.res, r.err
@@ -141,8 +142,8 @@ func (e *Executor) combinedPop(ctx context.Context, b *bound) (*Result, error) {
 	if r.lead == nil {
 		c.leading++ // a new leader; one handed the lead takes its place
 	}
-	n := min(len(c.queue), maxPopGroup-1)
-	group := make([]*popReq, 0, n+1)
+	n := min(len(c.queue), maxGroup-1)
+	group := make([]*combineReq, 0, n+1)
 	group = append(group, r)
 	group = append(group, c.queue[:n]...)
 	c.queue = slices.Delete(c.queue, 0, n)
@@ -154,9 +155,9 @@ func (e *Executor) combinedPop(ctx context.Context, b *bound) (*Result, error) {
 	if c.groupHook != nil {
 		c.groupHook(len(group))
 	}
-	e.runPopGroup(group)
+	e.runGroup(group)
 
-	// The next group starts before this one's pops return.
+	// The next group starts before this one's statements return.
 	c.mu.Lock()
 	if len(c.queue) > 0 {
 		next := c.queue[0]
@@ -174,10 +175,10 @@ func (e *Executor) combinedPop(ctx context.Context, b *bound) (*Result, error) {
 	return r.res, r.err
 }
 
-// runPopGroup runs the pops of group in one transaction, in order, and
-// sets each one's outcome.
-func (e *Executor) runPopGroup(group []*popReq) {
-	live := make([]*popReq, 0, len(group))
+// runGroup runs the statements of group in one transaction, in order,
+// and sets each one's outcome.
+func (e *Executor) runGroup(group []*combineReq) {
+	live := make([]*combineReq, 0, len(group))
 	for _, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err // ended before its group began: it took nothing
@@ -224,11 +225,11 @@ func (e *Executor) runPopGroup(group []*popReq) {
 		case err == nil:
 			return
 		case failed >= 0 && kv.Code(err) == 0:
-			// That pop's own error: it leaves, the others run again.
+			// That statement's own error: it leaves, the others run again.
 			live[failed].res, live[failed].err = nil, tooLarge(live[failed].b.p.Stmt, err)
 			live = slices.Delete(live, failed, failed+1)
 		default:
-			// The transaction's: it ends every pop in it.
+			// The transaction's: it ends every statement in it.
 			for _, r := range live {
 				r.res, r.err = nil, tooLarge(r.b.p.Stmt, err)
 			}

@@ -28,13 +28,12 @@ func TestCombinedPopsTakeEveryRowOnce(t *testing.T) {
 	e := newExec(t, []byte("c"))
 	var groups, combined atomic.Int64
 	var maxGroup atomic.Int64
-	e.OnPopGroup(func(n int) {
+	e.OnGroup(func(n int) {
 		groups.Add(1)
 		if n > 1 {
 			combined.Add(int64(n))
 		}
-		for m := maxGroup.Load(); int64(n) > m && !maxGroup.CompareAndSwap(m, int64(n)); m = maxGroup.Load() {
-		}
+		raiseTo(&maxGroup, int64(n))
 		// Hold the first groups a moment, so that the others queue.
 		if groups.Load() < 20 {
 			time.Sleep(time.Millisecond)
@@ -117,11 +116,11 @@ func TestCombinedPopsTakeEveryRowOnce(t *testing.T) {
 func TestCombinedPopCancelledWhileQueued(t *testing.T) {
 	t.Parallel()
 	e := newExec(t, []byte("c"))
-	leaders := exec.MaxPopLeaders()
+	leaders := exec.MaxLeaders()
 	inGroup, release := make(chan struct{}, leaders), make(chan struct{})
 	var held atomic.Int64
 	var armed atomic.Bool // once the rows are in
-	e.OnPopGroup(func(int) {
+	e.OnGroup(func(int) {
 		if armed.Load() && held.Add(1) <= int64(leaders) {
 			inGroup <- struct{}{}
 			<-release
@@ -173,9 +172,8 @@ func TestCombinedInsertsAndAFailingOne(t *testing.T) {
 	e := newExec(t, []byte("c"))
 	var maxGroup atomic.Int64
 	var groups atomic.Int64
-	e.OnPopGroup(func(n int) {
-		for m := maxGroup.Load(); int64(n) > m && !maxGroup.CompareAndSwap(m, int64(n)); m = maxGroup.Load() {
-		}
+	e.OnGroup(func(n int) {
+		raiseTo(&maxGroup, int64(n))
 		if groups.Add(1) < 20 {
 			time.Sleep(time.Millisecond) // let the others queue
 		}
@@ -225,4 +223,10 @@ func TestCombinedInsertsAndAFailingOne(t *testing.T) {
 		require.Equal(t, ids[row[0].(int64)], row[1].(string), "row %d", row[0])
 	}
 	require.Greater(t, maxGroup.Load(), int64(1), "no INSERTs ran in a group")
+}
+
+// raiseTo sets m to n if n is larger.
+func raiseTo(m *atomic.Int64, n int64) {
+	for v := m.Load(); n > v && !m.CompareAndSwap(v, n); v = m.Load() {
+	}
 }

@@ -41,10 +41,10 @@ type Executor struct {
 	// (kv.CommitsCertain): INSERT, DELETE and pops then record no
 	// receipts, which serve only retries after commit_unknown_result.
 	certain bool
-	// pops holds each table's popCombiner (combine.go), by lower-case
-	// name; popGroupHook, if set (tests), is their groupHook.
-	pops         sync.Map
-	popGroupHook func(n int)
+	// combiners holds each table's stmtCombiner (combine.go), by
+	// lower-case name; groupHook, if set (tests), is their groupHook.
+	combiners sync.Map
+	groupHook func(n int)
 }
 
 // now reads the executor's clock.
@@ -160,7 +160,7 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 		return e.waitPop(ctx, b)
 	}
 	if e.combinable(b) {
-		return e.combinedPop(ctx, b)
+		return e.combined(ctx, b)
 	}
 	return e.auto(ctx, b)
 }

@@ -76,11 +76,11 @@ func (e *Executor) Plan(ctx context.Context, p *parser.Parsed, args Args, spread
 	return chosen.String(), nil
 }
 
-// OnPopGroup makes f run before each group of combined pops (combine.go)
-// with the group's size, in the group's leader. Call it before e runs any
-// pop.
-func (e *Executor) OnPopGroup(f func(n int)) { e.popGroupHook = f }
+// OnGroup makes f run before each group of combined statements
+// (combine.go) with the group's size, in the group's leader. Call it
+// before e runs any statement.
+func (e *Executor) OnGroup(f func(n int)) { e.groupHook = f }
 
-// MaxPopLeaders is how many groups of combined pops of one table run at
-// once.
-var MaxPopLeaders = maxPopLeaders
+// MaxLeaders is how many groups of combined statements of one table run
+// at once.
+var MaxLeaders = maxLeaders
