@@ -45,7 +45,7 @@ func TestFileDiskFullIsNotAConflict(t *testing.T) {
 	require.NoError(t, err)
 
 	// The disk fills: every write to the log segment now fails with ENOSPC.
-	require.NoError(t, syscall.Dup3(int(full.Fd()), int(db.s.log.f.Fd()), 0))
+	require.NoError(t, syscall.Dup3(int(full.Fd()), int(db.s.log.seg.f.Fd()), 0))
 
 	err = db.Transact(ctx, rmw)
 	require.Error(t, err)

@@ -26,7 +26,7 @@ func TestFileIOErrorFailsCleanly(t *testing.T) {
 		})
 	}
 	require.NoError(t, set("before"))
-	require.NoError(t, db.s.log.f.Close()) // the disk goes away
+	require.NoError(t, db.s.log.seg.f.Close()) // the disk goes away
 
 	err = set("during")
 	require.ErrorIs(t, err, ErrFailed)

@@ -191,12 +191,12 @@ func openFileStore(dir string, cfg FileConfig) (*store, error) {
 	if readOnly {
 		return s, nil
 	}
-	f, err := createSegment(dir, s.nextVer+1)
+	seg, err := createSegment(dir, s.nextVer+1)
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("fdbqueue: starting a log segment in %s: %w", dir, err)
 	}
-	s.log = &wal{s: s, dir: dir, sync: cfg.Sync, f: f, lastVer: s.nextVer, ckptBytes: cfg.CheckpointBytes}
+	s.log = &wal{s: s, dir: dir, sync: cfg.Sync, seg: seg, lastVer: s.nextVer, ckptBytes: cfg.CheckpointBytes}
 	if s.log.ckptBytes <= 0 {
 		s.log.ckptBytes = DefaultCheckpointBytes
 	}
@@ -243,20 +243,21 @@ func (s *store) recover(dir string, readOnly bool) (RecoveryStats, error) {
 			return st, err
 		}
 		st.Segments++
+		if torn && !last {
+			return st, fmt.Errorf("fdbqueue: log segment %s is corrupt at offset %d, and later segments exist", name, good)
+		}
+		info, err := os.Stat(name)
+		if err != nil {
+			return st, err
+		}
 		if torn {
-			if !last {
-				return st, fmt.Errorf("fdbqueue: log segment %s is corrupt at offset %d, and later segments exist", name, good)
-			}
-			info, err := os.Stat(name)
-			if err != nil {
-				return st, err
-			}
 			st.TornBytes = info.Size() - good
-			if readOnly {
-				continue
-			}
+		}
+		// Cut a torn end, or the space a segment reserved and a crash
+		// left unused: the log is written from a new segment on.
+		if info.Size() > good && !readOnly {
 			if err := os.Truncate(name, good); err != nil {
-				return st, fmt.Errorf("fdbqueue: cutting the torn end of %s: %w", name, err)
+				return st, fmt.Errorf("fdbqueue: cutting the end of %s after its last record: %w", name, err)
 			}
 		}
 	}

@@ -286,3 +286,74 @@ func TestFileReopenWithoutCommits(t *testing.T) {
 		require.NoError(t, db.Close())
 	}
 }
+
+// TestFileCrashLeavesReservedSpace: a segment reserves its space ahead of
+// its records, so a crash leaves zero bytes after the last record. Recovery
+// reads them as the end of the log (not a torn record), keeps every
+// commit, and cuts the segment back to its records; a record torn inside
+// that space is still a torn record.
+func TestFileCrashLeavesReservedSpace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, big := range []bool{false, true} {
+		dir := t.TempDir()
+		db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+		require.NoError(t, err)
+		n := 3
+		val := []byte("v")
+		if big { // past the first reserved chunk, into a second
+			n, val = 60, []byte(strings.Repeat("v", 90_000))
+		}
+		for i := 0; i < n; i++ {
+			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+				tr.Set([]byte(fmt.Sprintf("k%03d", i)), val)
+				return nil
+			}))
+		}
+		// The files as a crash now would leave them (the commits are
+		// durable): copied while the database is open.
+		crashed := t.TempDir()
+		segs := segments(t, dir)
+		last := filepath.Base(segs[len(segs)-1])
+		for _, name := range []string{last} {
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(crashed, name), data, 0o600))
+		}
+		require.NoError(t, db.Close())
+		info, err := os.Stat(filepath.Join(dir, last))
+		require.NoError(t, err)
+		records := int(info.Size()) // a clean close cuts the reserved space
+		info, err = os.Stat(filepath.Join(crashed, last))
+		require.NoError(t, err)
+		written := info.Size()
+
+		torn := t.TempDir()
+		data, err := os.ReadFile(filepath.Join(crashed, last))
+		require.NoError(t, err)
+		require.Less(t, records, len(data), "the segment holds reserved space after its records")
+		require.Equal(t, strings.Repeat("\x00", len(data)-records), string(data[records:]))
+		data[records+5] = 0x42 // a record whose start reached the disk, its rest not
+		require.NoError(t, os.WriteFile(filepath.Join(torn, last), data, 0o600))
+
+		db, err = embedded.OpenFile(crashed, embedded.FileConfig{})
+		require.NoError(t, err)
+		rec := db.Recovery()
+		require.Zero(t, rec.TornBytes, "reserved space is not a torn record")
+		require.Equal(t, n, rec.Records)
+		for i := 0; i < n; i++ {
+			require.Equal(t, val, mustGet(t, db, fmt.Sprintf("k%03d", i)))
+		}
+		require.NoError(t, db.Close())
+		info, err = os.Stat(filepath.Join(crashed, last))
+		require.NoError(t, err)
+		require.Less(t, info.Size(), written, "recovery cuts the reserved space")
+		require.Equal(t, int64(records), info.Size())
+
+		db, err = embedded.OpenFile(torn, embedded.FileConfig{})
+		require.NoError(t, err)
+		require.Equal(t, int64(len(data)-records), db.Recovery().TornBytes)
+		require.Equal(t, n, db.Recovery().Records)
+		require.NoError(t, db.Close())
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -72,7 +71,7 @@ type wal struct {
 	// The writer goroutine owns these. ckptTaken holds the Checkpoint
 	// calls the running checkpoint answers: those that asked before it
 	// took its read version, and no others.
-	f         *os.File
+	seg       *segment
 	buf       []byte
 	sinceCkpt int64
 	lastVer   uint64
@@ -88,39 +87,6 @@ type wal struct {
 }
 
 func segName(first uint64) string { return fmt.Sprintf("wal-%020d.log", first) }
-
-// createSegment starts a new log segment whose first record is version
-// first, and makes its name durable. A segment of that name may exist from
-// an earlier open that committed nothing; it holds no record recovery could
-// apply (or recovery would be past first), so it is truncated and reused.
-func createSegment(dir string, first uint64) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, segName(first)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := f.Write([]byte(segMagic)); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := syncDir(dir); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
 
 func (w *wal) start() {
 	w.wake = make(chan struct{}, 1)
@@ -249,13 +215,13 @@ func (w *wal) write(group []*pending) error {
 		w.buf = binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(payload, castagnoli))
 		w.buf = append(w.buf, payload...)
 	}
-	if _, err := w.f.Write(w.buf); err != nil {
+	if err := w.seg.append(w.buf); err != nil {
 		return err
 	}
 	w.sinceCkpt += int64(len(w.buf))
 	w.lastVer = group[len(group)-1].ver
 	if w.sync == SyncFull {
-		return w.f.Sync()
+		return w.seg.sync()
 	}
 	return nil
 }
@@ -295,14 +261,14 @@ func (w *wal) maybeCheckpoint(forced bool) {
 		return
 	}
 	if w.sinceCkpt > 0 {
-		f, err := createSegment(w.dir, w.lastVer+1)
+		seg, err := createSegment(w.dir, w.lastVer+1)
 		if err != nil {
 			w.fail(err, nil)
 			w.answerCheckpoints(w.takeCheckpointWaiters(), err)
 			return
 		}
-		w.f.Close()
-		w.f = f
+		w.seg.close()
+		w.seg = seg
 	}
 	w.sinceCkpt = 0
 	w.ckptBusy = true
@@ -371,12 +337,14 @@ func (w *wal) close() error {
 	default:
 	}
 	<-w.done
-	return w.f.Close()
+	return w.seg.close()
 }
 
 // replaySegment reads the records of one segment, calling apply for each.
 // It returns the offset after the last good record, and whether the segment
-// ended in a torn or corrupt record.
+// ended in a torn or corrupt record. Zero bytes after the last record are
+// space reserved for records never written (see segment), not a torn
+// record: every record starts with a non-zero length.
 func replaySegment(path string, apply func(ver uint64, b *batch) error) (good int64, torn bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -393,6 +361,9 @@ func replaySegment(path string, apply func(ver uint64, b *batch) error) (good in
 	}
 	off := len(segMagic)
 	for off < len(data) {
+		if zeroTail(data[off:]) {
+			return int64(off), false, nil
+		}
 		if len(data)-off < recHeaderSize {
 			return int64(off), true, nil
 		}

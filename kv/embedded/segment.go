@@ -1,0 +1,109 @@
+// Log segment files: created with their space reserved ahead of the
+// records, so that a commit's fsync does not also have to make a new file
+// size durable.
+
+package embedded
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+)
+
+// segChunk is how far ahead of its records a segment's space is reserved.
+// Appending past a file's end makes every fsync write the inode's new size
+// (and on ext4, the extents) through the journal: measured on this
+// project's machine (ext4 on a virtual disk), an append of 400 bytes and its
+// fsync took 180 µs at the median, the same write into reserved space
+// 115 µs. Growing a segment by a chunk pays that once per chunk.
+const segChunk = 4 << 20
+
+// segment is the log segment being written. The writer goroutine owns it.
+type segment struct {
+	f *os.File
+	// off is where the next record goes; alloc, the size of the reserved
+	// space (the file's size). Bytes from off to alloc are zero.
+	off, alloc int64
+}
+
+// createSegment starts a new log segment whose first record is version
+// first, and makes its name durable. A segment of that name may exist from
+// an earlier open that committed nothing; it holds no record recovery could
+// apply (or recovery would be past first), so it is truncated and reused.
+func createSegment(dir string, first uint64) (*segment, error) {
+	f, err := os.OpenFile(filepath.Join(dir, segName(first)), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	s := &segment{f: f}
+	if err := s.create(dir); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *segment) create(dir string) error {
+	if _, err := s.f.Write([]byte(segMagic)); err != nil {
+		return err
+	}
+	s.off = int64(len(segMagic))
+	if err := s.reserve(s.off + segChunk); err != nil {
+		return err
+	}
+	if err := s.f.Sync(); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// reserve makes the file at least size bytes long, the new bytes zero.
+func (s *segment) reserve(size int64) error {
+	if size <= s.alloc {
+		return nil
+	}
+	if err := preallocate(s.f, s.alloc, size); err != nil {
+		return err
+	}
+	s.alloc = size
+	return nil
+}
+
+// append writes b at the end of the records, reserving another chunk first
+// when b does not fit.
+func (s *segment) append(b []byte) error {
+	if end := s.off + int64(len(b)); end > s.alloc {
+		if err := s.reserve(end + segChunk); err != nil {
+			return err
+		}
+	}
+	n, err := s.f.WriteAt(b, s.off)
+	s.off += int64(n)
+	return err
+}
+
+func (s *segment) sync() error { return s.f.Sync() }
+
+// close cuts the reserved space after the records and closes the file.
+// The cut only gives the space back: recovery reads a zero tail as the
+// clean end of the log (see replaySegment), which is also how it finds a
+// segment left by a crash.
+func (s *segment) close() error {
+	_ = s.f.Truncate(s.off)
+	return s.f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// zeroTail reports whether b, what follows a segment's last good record, is
+// reserved space never written: all zero bytes.
+func zeroTail(b []byte) bool {
+	return len(bytes.TrimLeft(b, "\x00")) == 0
+}
