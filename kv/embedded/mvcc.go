@@ -258,6 +258,15 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 		deadLo, deadHi = lo.key(), hi.key()
 	}
 	for _, w := range b.writes {
+		if len(w.ops) == 0 && w.base != baseDB {
+			// A plain set or clear does not depend on the value it
+			// replaces: one search does it, where reading the current
+			// record first took two.
+			if r, ok := s.replaceLocked(ver, w, &hint, deadLo, deadHi); ok {
+				touched = append(touched, r)
+			}
+			continue
+		}
 		pk := probe(&s.probeBuf, w.key)
 		cur, exists := s.tree.GetHint(pk, &hint)
 		inDead := false
@@ -292,6 +301,32 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 		touched = append(touched, r)
 	}
 	return touched
+}
+
+// replaceLocked applies w, a plain set or clear (no atomic operations), at
+// ver, and returns the record it wrote, if any: a clear of an absent key
+// writes none. deadLo and deadHi are the span of s.dead's keys (nil if it
+// is empty). Callers hold s.mu.
+func (s *store) replaceLocked(ver uint64, w *write, hint *btree.PathHint, deadLo, deadHi []byte) (rec, bool) {
+	if w.base == baseCleared {
+		prev, deleted := s.tree.DeleteHint(probe(&s.probeBuf, w.key), hint)
+		if !deleted {
+			return rec{}, false // absent before and after
+		}
+		r := s.slabs.put(ver, w.key, nil, true)
+		s.buryLocked(r, prev)
+		return r, true
+	}
+	r := s.slabs.put(ver, w.key, w.val, false)
+	if prev, replaced := s.tree.SetHint(r, hint); replaced {
+		s.supersedeLocked(r, prev)
+	} else if deadLo != nil && bytes.Compare(w.key, deadLo) >= 0 && bytes.Compare(w.key, deadHi) <= 0 {
+		if cur, inDead := s.dead.Get(r); inDead { // a deleted key back
+			s.dead.Delete(cur)
+			s.supersedeLocked(r, cur)
+		}
+	}
+	return r, true
 }
 
 // buryLocked files r, the deletion at version r.ver() of prev's key, just
