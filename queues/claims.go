@@ -102,6 +102,14 @@ type Attempt struct {
 	seq    uint64 // its number in the order attempts began
 	mine   []*claim
 	remove []bool // for each of mine: its pop removes the row (a lease leaves it queued)
+
+	// The one-key range reads it remembers (firsts.go), by key in firstAt.
+	firsts   []firstRead
+	firstAt  map[string]int
+	firstBuf []byte
+	// firstLo and firstHi bound the ranges in firsts.
+	firstLo, firstHi []byte
+	picks            int // the pops and leases it made
 }
 
 // Begin starts an attempt of tr: its pops claim rows in c.
@@ -163,11 +171,6 @@ func (a *Attempt) keepsAwayLocked(cl *claim) bool {
 		return cl.by != a
 	}
 	return a.seq <= cl.goneSeq
-}
-
-// First keeps the engine's fast path for a one-key range read (kv.First).
-func (a *Attempt) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error) {
-	return kv.First(a.Transaction, r, reverse)
 }
 
 // claim claims the row with item key item for a (remove: its pop removes
@@ -271,10 +274,11 @@ func (q *Queue) newPick(tr kv.ReadTransaction, mode pickMode) *pick {
 	pk.tr, _ = tr.(kv.Transaction)
 	if a, ok := tr.(*Attempt); ok && mode != peeking {
 		pk.a, pk.rm = a, mode == removing
+		a.picks++
 		// Alone, a pick reads serializably, which costs less than
 		// recording its reads, and claims what it takes all the same.
 		if a.claims.inFlight.Load() > 1 {
-			pk.cr = &conflictReader{snap: tr.Snapshot(), done: make([]kv.Range, 0, 16), seen: make([][]byte, 0, 32)}
+			pk.cr = &conflictReader{a: a, snap: tr.Snapshot(), done: make([]kv.Range, 0, 16), seen: make([][]byte, 0, 32)}
 			pk.rd = pk.cr
 		}
 	}
@@ -388,6 +392,7 @@ func (pk *pick) done() error {
 // read up to the last key it returned, or from it reading in reverse, or
 // the whole range once read to its end), and the keys they returned.
 type conflictReader struct {
+	a    *Attempt // whose remembered reads it shares
 	snap kv.ReadTransaction
 	done []kv.Range
 	its  []*conflictIter
@@ -414,9 +419,10 @@ func (c *conflictReader) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator 
 	return it
 }
 
-// First keeps the engine's fast path (kv.First).
+// First keeps the engine's fast path (kv.First), and the Attempt's
+// remembered reads.
 func (c *conflictReader) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error) {
-	e, ok, err := kv.First(c.snap, r, reverse)
+	e, ok, err := c.a.first(c.snap, r, reverse, false)
 	switch {
 	case err != nil:
 	case !ok:
