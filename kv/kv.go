@@ -314,6 +314,31 @@ func Collect(it Iterator) ([]KeyValue, error) {
 	return out, it.Err()
 }
 
+// getManyer is implemented by transactions that read several keys for
+// less than one Get each: the embedded engine reads them under one hold of
+// its lock, FoundationDB's issues every read before it waits for one. It
+// must behave exactly as a Get of each key, read conflicts included.
+type getManyer interface {
+	GetMany(keys [][]byte) ([][]byte, error)
+}
+
+// GetMany returns the value of each of keys, nil for an absent key, as a
+// Get of each would.
+func GetMany(tr ReadTransaction, keys [][]byte) ([][]byte, error) {
+	if g, ok := tr.(getManyer); ok {
+		return g.GetMany(keys)
+	}
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := tr.Get(k)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
 // firster is implemented by transactions with a cheaper path for a range
 // read of one key (a queue's head) than a general iterator. It must behave
 // exactly as GetRange with Limit 1, read-conflict range included.

@@ -139,6 +139,11 @@ func (a *Attempt) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error) {
 	return a.first(a.Transaction, r, reverse, true)
 }
 
+// GetMany keeps the engine's path for reading many keys (kv.GetMany).
+func (a *Attempt) GetMany(keys [][]byte) ([][]byte, error) {
+	return kv.GetMany(a.Transaction, keys)
+}
+
 // The writes of an Attempt forget the reads they change.
 
 func (a *Attempt) Set(key, value []byte) {

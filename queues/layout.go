@@ -151,7 +151,12 @@ func appendInts(dst []byte, vs ...int64) []byte {
 
 // key returns P (tag, vs...).
 func (q *Queue) key(tag int, vs ...int64) []byte {
-	return appendInts(append(make([]byte, 0, len(q.sub[tag])+maxIntLen*len(vs)+1), q.sub[tag]...), vs...)
+	return q.appendKey(make([]byte, 0, len(q.sub[tag])+maxIntLen*len(vs)+1), tag, vs...)
+}
+
+// appendKey appends P (tag, vs...) to dst.
+func (q *Queue) appendKey(dst []byte, tag int, vs ...int64) []byte {
+	return appendInts(append(dst, q.sub[tag]...), vs...)
 }
 
 // extending returns the range of the keys that extend prefix by tuple

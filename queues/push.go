@@ -2,6 +2,7 @@ package queues
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -45,11 +46,13 @@ func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, err
 			return false, err
 		}
 	}
+	dirs, err := q.checkNew(tr, items)
+	if err != nil {
+		return false, err
+	}
 	// The seq of each priority is read once: a push reads its own writes,
 	// so it would find the previous item's seq and take one more anyway.
-	// Likewise each directory key is read once.
 	next := map[int64]int64{}
-	dirs := dirSet{}
 	for _, it := range items {
 		prio := int64(0)
 		if q.kind == Priority {
@@ -62,7 +65,7 @@ func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, err
 				return false, err
 			}
 		}
-		if err := q.pushAt(tr, it, seq, dirs); err != nil {
+		if err := q.pushChecked(tr, it, seq, dirs); err != nil {
 			return false, err
 		}
 		next[prio] = seq + 1
@@ -108,18 +111,80 @@ func (q *Queue) push(tr kv.Transaction, it Item) error {
 	return nil
 }
 
+// checkNew reads, in one kv.GetMany, the id keys of items, which must be
+// absent (ErrDuplicateID), and the directory keys of the cells and shapes
+// the visible ones go into, and writes those that are absent. It returns
+// the directory keys it made sure of (see ensureDir). Two items with one
+// id are ErrDuplicateID too, as the second would find the first's key.
+func (q *Queue) checkNew(tr kv.Transaction, items []Item) (dirSet, error) {
+	ids := make([]int64, len(items))
+	for i, it := range items {
+		ids[i] = it.ID
+	}
+	slices.Sort(ids)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			return nil, fmt.Errorf("%w: id %d is given twice", ErrDuplicateID, ids[i])
+		}
+	}
+	keys := make([][]byte, 0, 3*len(items))
+	for _, it := range items {
+		keys = append(keys, q.idKey(it.ID))
+	}
+	dirs := dirSet{}
+	now := q.opts.now().UnixNano()
+	var buf [128]byte
+	dir := func(tag int, coords []int64) {
+		k := q.appendKey(buf[:0], tag, coords...)
+		if _, ok := dirs[string(k)]; !ok {
+			s := string(k)
+			dirs[s] = struct{}{}
+			keys = append(keys, []byte(s))
+		}
+	}
+	for _, it := range items {
+		if len(it.Resources) == 0 || nanos(it.VisibleAt) > now {
+			continue
+		}
+		dir(tagCellDir, cellsOf(it.Resources))
+		if !exactCell(it.Resources) {
+			dir(tagShapeDir, it.Resources)
+		}
+	}
+	vals, err := kv.GetMany(tr, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range items {
+		if vals[i] != nil {
+			return nil, fmt.Errorf("%w: id %d", ErrDuplicateID, it.ID)
+		}
+	}
+	for i, k := range keys[len(items):] {
+		if vals[len(items)+i] == nil {
+			tr.Set(k, nil)
+		}
+	}
+	return dirs, nil
+}
+
 // pushAt adds it at seq (see nextSeq), without counting it: the caller
 // adds to the count, PushAll once for all its items. dirs, if not nil,
 // holds the directory keys this transaction already made sure of.
 func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error {
-	p := pos{id: it.ID, seq: seq}
-	if q.kind == Priority {
-		p.prio = it.Priority
-	}
 	if v, err := tr.Get(q.idKey(it.ID)); err != nil {
 		return err
 	} else if v != nil {
 		return fmt.Errorf("%w: id %d", ErrDuplicateID, it.ID)
+	}
+	return q.pushChecked(tr, it, seq, dirs)
+}
+
+// pushChecked is pushAt for an item whose id is known to be new.
+func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs dirSet) error {
+	p := pos{id: it.ID, seq: seq}
+	if q.kind == Priority {
+		p.prio = it.Priority
 	}
 	if due := nanos(it.VisibleAt); due > q.opts.now().UnixNano() {
 		p.due = due
@@ -199,7 +264,8 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs dirSet) err
 		return nil
 	}
 	cell := cellsOf(res)
-	if err := ensureDir(tr, q.key(tagCellDir, cell...), dirs); err != nil {
+	var buf [128]byte // the directory keys, made sure of in dirs mostly
+	if err := ensureDir(tr, q.appendKey(buf[:0], tagCellDir, cell...), dirs); err != nil {
 		return err
 	}
 	// The entry carries the task's resources, so that a cell straddling a
@@ -208,7 +274,7 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs dirSet) err
 	if exactCell(res) {
 		return nil
 	}
-	if err := ensureDir(tr, q.key(tagShapeDir, res...), dirs); err != nil {
+	if err := ensureDir(tr, q.appendKey(buf[:0], tagShapeDir, res...), dirs); err != nil {
 		return err
 	}
 	tr.Set(q.entryKey(tagShapes, res, p), nil)

@@ -394,3 +394,51 @@ func TestClearItemsKeepsMarkers(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "after", v)
 }
+
+// TestPushAllRefusesDuplicateIDs: PushAll reads its ids and directory keys
+// in one kv.GetMany, and still refuses an id already queued, pushed earlier
+// in the transaction, or given twice in one call, in a plain transaction
+// and in an Attempt, leaving nothing of the call behind.
+func TestPushAllRefusesDuplicateIDs(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority, "cpu", "mem")
+	queued := push(t, db, q, 1, "queued", 1, 1)
+	item := func(id int64) queues.Item {
+		return queues.Item{ID: id, Resources: []int64{2, 40}, Value: []byte("new")}
+	}
+	claims := queues.NewClaims()
+	for _, attempt := range []bool{false, true} {
+		for name, items := range map[string][]queues.Item{
+			"queued":      {item(queues.NewID()), item(queued)},
+			"given twice": {item(7), item(queues.NewID()), item(7)},
+		} {
+			err := db.Transact(bg, func(tr kv.Transaction) error {
+				if attempt {
+					a := claims.Begin(tr)
+					defer a.Release(false)
+					tr = a
+				}
+				_, err := q.PushAll(tr, 0, items)
+				return err
+			})
+			require.ErrorIs(t, err, queues.ErrDuplicateID, name)
+		}
+		err := db.Transact(bg, func(tr kv.Transaction) error {
+			if err := q.Push(tr, item(9)); err != nil {
+				return err
+			}
+			_, err := q.PushAll(tr, 0, []queues.Item{item(10), item(9)})
+			return err
+		})
+		require.ErrorIs(t, err, queues.ErrDuplicateID, "pushed earlier in the transaction")
+	}
+	require.Equal(t, int64(1), count(t, db, q), "a refused call leaves nothing")
+	// And a good call pushes every item, filed in the fit index.
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		_, err := q.PushAll(tr, 0, []queues.Item{item(11), {ID: 12, Resources: []int64{3, 3}}})
+		return err
+	}))
+	got, ok := popFit(t, db, q, queues.Min, 2, 40)
+	require.True(t, ok)
+	require.Equal(t, "new", got)
+}

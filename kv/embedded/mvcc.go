@@ -52,6 +52,29 @@ func (s *store) get(rv uint64, key []byte, scratch *[]byte) ([]byte, bool) {
 	return val, ok
 }
 
+// getMany reads the keys of keys at the indexes in order (sorted by key)
+// at rv, into vals and oks, under one hold of s.mu: a path hint starts each
+// search where the last one ended.
+func (s *store) getMany(rv uint64, keys [][]byte, order []int, vals [][]byte, oks []bool, scratch *[]byte) {
+	if len(order) == 0 {
+		return
+	}
+	var hint btree.PathHint
+	s.rlock()
+	defer s.mu.RUnlock()
+	dead := rv < s.deadMax && s.dead.Len() > 0
+	for _, i := range order {
+		p := probe(scratch, keys[i])
+		r, ok := s.tree.GetHint(p, &hint)
+		if !ok && dead {
+			r, ok = s.dead.Get(p)
+		}
+		if ok {
+			vals[i], oks[i] = s.at(r, rv)
+		}
+	}
+}
+
 // Deletions leave the tree at once: the tree holds each live key, and a
 // key whose newest version is a deletion moves to s.dead until the
 // collector drops it (no reader can see past it any more). A read at the

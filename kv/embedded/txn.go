@@ -157,6 +157,49 @@ func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
 	return presence(v, ok), nil
 }
 
+// GetMany is kv.GetMany: the keys the transaction did not write are read
+// from the store under one hold of its lock, in key order.
+func (t *txn) GetMany(keys [][]byte) ([][]byte, error) { return t.getMany(keys, false) }
+
+func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	vals := make([][]byte, len(keys))
+	oks := make([]bool, len(keys))
+	writes := make([]*write, len(keys))
+	var fromStore []int // the indexes of the keys the store answers
+	for i, key := range keys {
+		if err := checkReadKey(key); err != nil {
+			return nil, err
+		}
+		w := t.findWrite(key)
+		switch {
+		case w != nil && w.base != baseDB:
+			vals[i], oks[i] = w.resolve(nil, false)
+			continue
+		case w == nil && t.inClears(key):
+			continue
+		}
+		writes[i] = w
+		fromStore = append(fromStore, i)
+	}
+	slices.SortFunc(fromStore, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	t.s.getMany(t.rv, keys, fromStore, vals, oks, &t.eprobe)
+	for _, i := range fromStore {
+		if !snapshot {
+			t.addRead(span{begin: slices.Clone(keys[i])})
+		}
+		if w := writes[i]; w != nil {
+			vals[i], oks[i] = w.resolve(vals[i], oks[i])
+		}
+	}
+	for i := range vals {
+		vals[i] = presence(vals[i], oks[i])
+	}
+	return vals, nil
+}
+
 func presence(v []byte, ok bool) []byte {
 	if !ok {
 		return nil
@@ -445,6 +488,8 @@ type snapshot struct {
 }
 
 func (s *snapshot) Get(key []byte) ([]byte, error) { return s.t.get(key, true) }
+
+func (s *snapshot) GetMany(keys [][]byte) ([][]byte, error) { return s.t.getMany(keys, true) }
 
 func (s *snapshot) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	return newRangeIter(s.t, r, opts, true)

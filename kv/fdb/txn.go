@@ -155,6 +155,38 @@ func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
 	return v, nil
 }
 
+// GetMany is kv.GetMany: every read is issued before the first is waited
+// for, so the keys cost one round trip to the cluster, not one each.
+func (t *txn) GetMany(keys [][]byte) ([][]byte, error) { return t.getMany(keys, false) }
+
+func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	for _, key := range keys {
+		if err := checkReadKey(key); err != nil {
+			return nil, err
+		}
+	}
+	var rd fdb.ReadTransaction = t.tr
+	if snapshot {
+		rd = t.tr.Snapshot()
+	}
+	fs := make([]fdb.FutureByteSlice, len(keys))
+	for i, key := range keys {
+		fs[i] = rd.Get(t.key(key))
+	}
+	vals := make([][]byte, len(keys))
+	for i, f := range fs {
+		v, err := f.Get()
+		if err != nil {
+			return nil, t.mapErr(err)
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
 func (t *txn) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	return t.getRange(r, opts, false)
 }
@@ -311,6 +343,8 @@ func (t *txn) OnError(err error) error {
 type snapshot struct{ t *txn }
 
 func (s *snapshot) Get(key []byte) ([]byte, error) { return s.t.get(key, true) }
+
+func (s *snapshot) GetMany(keys [][]byte) ([][]byte, error) { return s.t.getMany(keys, true) }
 
 func (s *snapshot) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	return s.t.getRange(r, opts, true)

@@ -55,6 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 		{"SnapshotReadNoConflict", testSnapshotReadNoConflict},
 		{"RangeBuffersReusable", testRangeBuffersReusable},
 		{"FirstIsRangeLimitOne", testFirst},
+		{"GetManyIsGetEach", testGetMany},
 		{"RangeConflictOnlyWhatWasRead", testRangeConflictOnlyWhatWasRead},
 		{"ExplicitConflictRanges", testExplicitConflictRanges},
 		{"ReadOnlyCommitNeverConflicts", testReadOnlyCommit},
@@ -409,6 +410,63 @@ func testFirst(t *testing.T, in Instance) {
 	_, _, err = kv.First(tr, kv.Range{Begin: []byte("a"), End: []byte("\xff\xff")}, true)
 	require.Equal(t, 2004, kv.Code(err))
 	tr.Cancel()
+}
+
+// testGetMany: kv.GetMany answers as a Get of each key, in the order
+// given, with the transaction's own writes, clears and atomic operations,
+// and with the same read conflicts (none through a snapshot).
+func testGetMany(t *testing.T, in Instance) {
+	set(t, in.DB, "m/a", "1", "m/c", "3", "m/e", "5", "m/n", "\x01\x00")
+	keys := func(ks ...string) [][]byte {
+		out := make([][]byte, len(ks))
+		for i, k := range ks {
+			out[i] = []byte(k)
+		}
+		return out
+	}
+	for _, snap := range []bool{false, true} {
+		tr := newTr(t, in.DB)
+		tr.Set([]byte("m/b"), []byte("mine"))
+		tr.Clear([]byte("m/c"))
+		tr.ClearRange(kv.Range{Begin: []byte("m/d"), End: []byte("m/f")})
+		tr.Add([]byte("m/n"), 2)
+		var rt kv.ReadTransaction = tr
+		if snap {
+			rt = tr.Snapshot()
+		}
+		asked := keys("m/z", "m/a", "m/b", "m/c", "m/e", "m/n", "m/a", "m/x")
+		vals, err := kv.GetMany(rt, asked)
+		require.NoError(t, err)
+		require.Len(t, vals, len(asked))
+		for i, k := range asked {
+			v, err := rt.Get(k)
+			require.NoError(t, err)
+			require.Equal(t, v, vals[i], "key %s", k)
+		}
+		require.Equal(t, []byte("1"), vals[1])
+		require.Equal(t, []byte("mine"), vals[2])
+		require.Nil(t, vals[3], "cleared")
+		require.Nil(t, vals[4], "range-cleared")
+		require.Equal(t, []byte{3, 0, 0, 0, 0, 0, 0, 0}, vals[5], "1 + 2, the result as long as the parameter")
+		require.Nil(t, vals[7], "absent")
+		// A key read (absent) is in the read conflicts, unless through
+		// a snapshot.
+		set(t, in.DB, "m/x", "late")
+		if err := tr.Commit(); snap {
+			require.NoError(t, err, "snapshot reads add no read conflicts")
+		} else {
+			require.ErrorIs(t, err, kv.ErrNotCommitted)
+		}
+		tr = newTr(t, in.DB)
+		tr.Clear([]byte("m/x"))
+		require.NoError(t, tr.Commit())
+	}
+	tr := newTr(t, in.DB)
+	vals, err := kv.GetMany(tr, nil)
+	require.NoError(t, err)
+	require.Empty(t, vals)
+	_, err = kv.GetMany(tr, keys("m/a", "\xff/system"))
+	require.Equal(t, 2004, kv.Code(err), "a key in the system key space, as Get")
 }
 
 func testSnapshotReadNoConflict(t *testing.T, in Instance) {
