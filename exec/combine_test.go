@@ -230,3 +230,46 @@ func raiseTo(m *atomic.Int64, n int64) {
 	for v := m.Load(); n > v && !m.CompareAndSwap(v, n); v = m.Load() {
 	}
 }
+
+// TestCombinedInsertGroupsRunSideBySide: INSERTs into one table combine in
+// as many groups at once as Go has processors, although pops of the table
+// run in fewer groups: one held group of INSERTs does not hold up the
+// others.
+func TestCombinedInsertGroupsRunSideBySide(t *testing.T) {
+	t.Parallel()
+	e := newExec(t, []byte("c"))
+	leaders := exec.MaxInsertLeaders()
+	require.GreaterOrEqual(t, leaders, exec.MaxLeaders())
+	inGroup, release := make(chan struct{}, leaders), make(chan struct{})
+	var armed atomic.Bool
+	e.OnGroup(func(int) {
+		if armed.Load() {
+			inGroup <- struct{}{}
+			<-release
+		}
+	})
+	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem))")
+	p, err := parser.Parse("INSERT INTO t (priority, cpu, mem) VALUES (1, 1, 1)")
+	require.NoError(t, err)
+	armed.Store(true)
+	done := make(chan error, leaders)
+	for range leaders {
+		go func() {
+			_, err := e.Auto(bg, p, exec.Args{})
+			done <- err
+		}()
+	}
+	for i := range leaders {
+		select {
+		case <-inGroup:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d groups of INSERTs ran at once; want %d", i, leaders)
+		}
+	}
+	armed.Store(false)
+	close(release)
+	for range leaders {
+		require.NoError(t, <-done)
+	}
+	require.Len(t, mustRun(t, e, "SELECT id FROM t").Rows, leaders)
+}

@@ -81,6 +81,6 @@ func (e *Executor) Plan(ctx context.Context, p *parser.Parsed, args Args, spread
 // before e runs any statement.
 func (e *Executor) OnGroup(f func(n int)) { e.groupHook = f }
 
-// MaxLeaders is how many groups of combined statements of one table run
-// at once.
-var MaxLeaders = maxLeaders
+// MaxLeaders is how many groups of combined pops of one table run at
+// once; MaxInsertLeaders, of combined INSERTs.
+var MaxLeaders, MaxInsertLeaders = maxLeaders, maxInsertLeaders
