@@ -43,8 +43,9 @@ priority 0..9, cpu 1..8, mem 1..32 and a 64-byte payload:
   latency  get_task: fill --sizes tasks, then time --reps single pops. random:
            random tasks and consumers; worst: the consumer has cpu 4, mem 16
            and only the last task pushed, at the lowest priority, fits it
-  fsync    (file: only) append and fsync a small file in DIR, --fsync-reps
-           times: what one durable commit costs at least
+  fsync    (file: only) write a small record into a file's reserved space
+           in DIR and fsync it, --fsync-reps times, as the log does: what
+           one durable commit costs at least
   wait     (not in the default list: it idles on purpose) SELECT ... FOR POP
            WAIT. wait_wake: --waiters consumers wait on an empty table; one
            task is pushed --wait-reps times, each once they all wait again:

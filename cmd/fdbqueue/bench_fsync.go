@@ -11,13 +11,16 @@ import (
 	"time"
 )
 
-// fsyncBytes is what the probe appends before each fsync: about one commit
+// fsyncBytes is what the probe writes before each fsync: about one commit
 // record of a single-row push.
 const fsyncBytes = 128
 
-// measureFsync appends fsyncBytes to a new file in dir and fsyncs it, reps
-// times, as the write-ahead log does for a commit. The file is named *.tmp,
-// which the engine's recovery removes should the bench die before it does.
+// measureFsync writes fsyncBytes after the last write in a new file in dir
+// and fsyncs it, reps times, as the write-ahead log does for a commit: into
+// space the file already has (the log reserves its segments' space ahead
+// of the records), so that the fsync does not also make a new file size
+// durable. The file is named *.tmp, which the engine's recovery removes
+// should the bench die before it does.
 func measureFsync(ctx context.Context, dir string, reps int) (res fsyncResult, err error) {
 	f, err := os.CreateTemp(dir, "fdbqueue-bench-fsync-*.tmp")
 	if err != nil {
@@ -31,14 +34,20 @@ func measureFsync(ctx context.Context, dir string, reps int) (res fsyncResult, e
 			err = rerr
 		}
 	}()
+	if err := f.Truncate(int64(reps) * fsyncBytes); err != nil {
+		return res, fmt.Errorf("reserving space in %s: %w", f.Name(), err)
+	}
+	if err := f.Sync(); err != nil {
+		return res, fmt.Errorf("fsync of %s: %w", f.Name(), err)
+	}
 	rec := make([]byte, fsyncBytes)
 	all := make([]time.Duration, 0, reps)
-	for range reps {
+	for i := range reps {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
 		t := time.Now()
-		if _, err := f.Write(rec); err != nil {
+		if _, err := f.WriteAt(rec, int64(i)*fsyncBytes); err != nil {
 			return res, fmt.Errorf("writing %s: %w", f.Name(), err)
 		}
 		if err := f.Sync(); err != nil {

@@ -80,7 +80,7 @@ type getTaskResult struct {
 type fsyncResult struct {
 	Bench    string  `json:"bench"` // fsync
 	Reps     int     `json:"reps"`
-	Bytes    int     `json:"bytes"` // appended before each fsync
+	Bytes    int     `json:"bytes"` // written before each fsync
 	MedianMS float64 `json:"median_ms"`
 	P99MS    float64 `json:"p99_ms"`
 	MinMS    float64 `json:"min_ms"`
@@ -275,7 +275,7 @@ func (r *benchReport) fsync(v fsyncResult) error {
 	v.resultMeta = r.meta
 	return r.row("fsync",
 		fmt.Sprintf("%-9s %9s %5s %10s %9s %9s %9s", "fsync", "bytes", "reps", "median ms", "p99 ms", "min ms", "max ms"), v,
-		fmt.Sprintf("%-9s %9d %5d %10.3f %9.3f %9.3f %9.3f", "append", v.Bytes, v.Reps, v.MedianMS, v.P99MS, v.MinMS, v.MaxMS))
+		fmt.Sprintf("%-9s %9d %5d %10.3f %9.3f %9.3f %9.3f", "write", v.Bytes, v.Reps, v.MedianMS, v.P99MS, v.MinMS, v.MaxMS))
 }
 
 func (r *benchReport) waitWake(v waitWakeResult) error {
