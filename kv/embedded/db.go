@@ -85,7 +85,11 @@ type store struct {
 	deadMax uint64
 	// older maps a record with flagOlder to the next older version of its
 	// key.
-	older   map[rec]rec
+	older map[rec]rec
+	// tombs are the range clears whose keys are still in the tree, by
+	// version; a clear of more than tombMin keys makes one (tombs.go).
+	tombs   []tomb
+	tombMin int
 	history []commitRecord
 	gcq     []gcRecord
 	gcHead  int
@@ -139,6 +143,7 @@ func newStore(name string, cfg Config) *store {
 		watches: make(map[string][]*watch),
 		name:    name,
 		sweep:   sweep{slack: compactSlack},
+		tombMin: tombMinKeys,
 	}
 }
 
@@ -259,7 +264,9 @@ func (db *DB) Stats() Stats {
 	if s.slabs.slabBytes != nil {
 		st.SlabBytes = s.slabs.slabBytes.Load()
 	}
-	st.LiveKeys = s.tree.Len() // the tree holds live keys only
+	// The tree holds live keys only, and those a range clear's tombstone
+	// covers until the collector takes them out (tombs.go).
+	st.LiveKeys = s.tree.Len()
 	s.activeMu.Lock()
 	st.ActiveReaders = s.active.live + len(s.active.pinned)
 	s.activeMu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,21 +21,30 @@ import (
 // several batches), whether the key is live now, deleted since, or set
 // again since. Deleted keys leave the tree at once, and old readers find
 // them among the commits since their version (mvcc.go).
+//
+// With tombstones, every range clear of more than one key is a tombstone
+// (tombs.go) instead of a deletion per key; the collector removes the keys
+// it covers once no reader is older.
 func TestReadsAtOldVersionsModel(t *testing.T) {
 	t.Parallel()
-	for seed := range uint64(8) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			t.Parallel()
-			readsAtOldVersions(t, seed)
-		})
+	for _, tombs := range []bool{false, true} {
+		for seed := range uint64(8) {
+			t.Run(fmt.Sprintf("tombstones=%v/%d", tombs, seed), func(t *testing.T) {
+				t.Parallel()
+				readsAtOldVersions(t, seed, tombs)
+			})
+		}
 	}
 }
 
-func readsAtOldVersions(t *testing.T, seed uint64) {
+func readsAtOldVersions(t *testing.T, seed uint64, tombs bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 7))
 	db := embedded.Open("", embedded.Config{})
 	defer db.Close()
+	if tombs {
+		embedded.SetTombMinKeys(db, 1)
+	}
 	const keys = 48
 	key := func(i int) []byte { return []byte(fmt.Sprintf("k%03d", i)) }
 	model := map[string]string{}
@@ -118,7 +128,7 @@ func readsAtOldVersions(t *testing.T, seed uint64) {
 		var ops []op
 		for range 1 + rng.IntN(6) {
 			i := rng.IntN(keys)
-			ops = append(ops, op{rng.IntN(5), i, min(keys, i+1+rng.IntN(6))})
+			ops = append(ops, op{rng.IntN(6), i, min(keys, i+1+rng.IntN(6))})
 		}
 		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
 			for _, o := range ops {
@@ -127,8 +137,10 @@ func readsAtOldVersions(t *testing.T, seed uint64) {
 					tr.Set(key(o.i), []byte(fmt.Sprintf("v%d.%d", step, o.i)))
 				case 2, 3:
 					tr.Clear(key(o.i))
-				default:
+				case 4:
 					tr.ClearRange(kv.Range{Begin: key(o.i), End: key(o.j)})
+				default:
+					tr.Add(key(o.i), 1)
 				}
 			}
 			return nil
@@ -139,10 +151,20 @@ func readsAtOldVersions(t *testing.T, seed uint64) {
 				model[string(key(o.i))] = fmt.Sprintf("v%d.%d", step, o.i)
 			case 2, 3:
 				delete(model, string(key(o.i)))
-			default:
+			case 4:
 				for i := o.i; i < o.j; i++ {
 					delete(model, string(key(i)))
 				}
+			default: // FoundationDB's ADD: little-endian, as long as the parameter
+				v := []byte(model[string(key(o.i))])
+				sum, carry := make([]byte, 8), 1
+				for b := range sum {
+					if b < len(v) {
+						carry += int(v[b])
+					}
+					sum[b], carry = byte(carry), carry>>8
+				}
+				model[string(key(o.i))] = string(sum)
 			}
 		}
 		// A reader at the newest version.
@@ -166,5 +188,123 @@ func readsAtOldVersions(t *testing.T, seed uint64) {
 		for _, r := range readers {
 			check(r)
 		}
+	}
+}
+
+// TestRangeClearAsTombstone: a range clear of many keys is a tombstone:
+// the clear's watches fire, an older reader still sees the keys, a newer
+// one does not, an atomic add starts from nothing, and later commits take
+// the keys out of the tree, then forget the tombstone.
+func TestRangeClearAsTombstone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := embedded.Open("", embedded.Config{})
+	defer db.Close()
+	embedded.SetTombMinKeys(db, 8)
+	key := func(i int) []byte { return []byte(fmt.Sprintf("t%03d", i)) }
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		for i := range 100 {
+			tr.Set(key(i), []byte("v"))
+		}
+		return nil
+	}))
+	old, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	defer old.Cancel()
+	_, err = old.GetReadVersion()
+	require.NoError(t, err)
+	var w kv.Watch
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		w = tr.Watch(key(50))
+		return nil
+	}))
+	defer w.Cancel()
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.ClearRange(kv.Range{Begin: key(10), End: key(90)})
+		return nil
+	}))
+	require.Equal(t, 1, embedded.Tombs(db))
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a watch that does not fire fails, not hangs
+	defer cancel()
+	require.NoError(t, w.Wait(wctx), "the clear fires the watches of its keys")
+
+	count := func(tr kv.ReadTransaction) int {
+		kvs, err := kv.Collect(tr.GetRange(kv.PrefixRange([]byte("t")), kv.RangeOptions{}))
+		require.NoError(t, err)
+		return len(kvs)
+	}
+	require.Equal(t, 100, count(old), "a reader older than the clear sees every key")
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		require.Equal(t, 20, count(tr))
+		v, err := tr.Get(key(50))
+		require.NoError(t, err)
+		require.Nil(t, v)
+		tr.Add(key(60), 5) // from nothing, not from the cleared "v"
+		return nil
+	}))
+	require.Equal(t, 1, embedded.Tombs(db), "kept while an older reader lives")
+	old.Cancel()
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte("other"), []byte("x")) // a commit: the collector runs
+		return nil
+	}))
+	require.Zero(t, embedded.Tombs(db))
+	require.Equal(t, 22, db.Stats().LiveKeys, "20 left, t060 added to, and other")
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		v, err := tr.Get(key(60))
+		require.Equal(t, []byte{5, 0, 0, 0, 0, 0, 0, 0}, v)
+		require.Equal(t, 21, count(tr))
+		return err
+	}))
+}
+
+// TestRangeClearAsTombstoneDurable: a tombstone's clear survives reopening
+// a file database (its log replays it), and a checkpoint taken while its
+// keys are still in the tree leaves them out.
+func TestRangeClearAsTombstoneDurable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	key := func(i int) []byte { return []byte(fmt.Sprintf("t%03d", i)) }
+	count := func(db *embedded.DB) int {
+		var n int
+		require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			kvs, err := kv.Collect(tr.GetRange(kv.PrefixRange([]byte("t")), kv.RangeOptions{}))
+			n = len(kvs)
+			return err
+		}))
+		return n
+	}
+	for _, checkpoint := range []bool{false, true} {
+		db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+		require.NoError(t, err)
+		embedded.SetTombMinKeys(db, 8)
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			for i := range 100 {
+				tr.Set(key(i), []byte("v"))
+			}
+			return nil
+		}))
+		old, err := db.CreateTransaction(ctx) // keeps the tombstone's keys in the tree
+		require.NoError(t, err)
+		_, err = old.GetReadVersion()
+		require.NoError(t, err)
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.ClearRange(kv.Range{Begin: key(10), End: key(90)})
+			return nil
+		}))
+		require.Equal(t, 1, embedded.Tombs(db))
+		if checkpoint {
+			require.NoError(t, db.Checkpoint())
+		}
+		old.Cancel()
+		require.Equal(t, 20, count(db))
+		require.NoError(t, db.Close())
+
+		db, err = embedded.OpenFile(dir, embedded.FileConfig{})
+		require.NoError(t, err)
+		require.Equal(t, 20, count(db), "checkpoint %v", checkpoint)
+		require.Equal(t, 20, db.Stats().LiveKeys)
+		require.NoError(t, db.Close())
 	}
 }

@@ -62,12 +62,14 @@
 //	conflict.go    write spans of recent commits against a commit's read spans
 //	mvcc.go        version chains, deleted keys out of the tree, reads as of a
 //	               version, installing a batch
+//	tombs.go       range clears of many keys as tombstones, collected in batches
 //	slab.go        records of versions in slabs, and the tree's handle on one
 //	compact.go     moving records in use out of slabs that are mostly garbage
 //	gc.go          read versions in use and pruning what none can read
 //	record.go      a commit's batch and its log record encoding
 //	file.go        file databases: open modes, recovery
 //	wal.go         the write-ahead log and its group-commit writer
+//	segment.go     log segment files, their space reserved ahead (prealloc_*.go)
 //	checkpoint.go  checkpoints, and dropping the log they make redundant
 //	lock.go        the directory lock; lock_*.go its call on each OS
 //	faults.go      injected FoundationDB failures, for tests

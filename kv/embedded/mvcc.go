@@ -21,18 +21,16 @@ func (s *store) at(r rec, rv uint64) ([]byte, bool) {
 	for {
 		w := r.word()
 		if w&verMask <= rv {
-			return r.val(), w&flagDel == 0
+			if w&flagDel != 0 || len(s.tombs) > 0 && s.tombed(r.key(), w&verMask, rv) {
+				return nil, false
+			}
+			return r.val(), true
 		}
 		if w&flagOlder == 0 {
 			return nil, false
 		}
 		r = s.older[r]
 	}
-}
-
-// latest returns the newest committed value of r, the tree's item.
-func latest(r rec) ([]byte, bool) {
-	return r.val(), !r.del()
 }
 
 // get returns the value of key at rv. scratch is the caller's buffer for
@@ -292,17 +290,18 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 		}
 		pk := probe(&s.probeBuf, w.key)
 		cur, exists := s.tree.GetHint(pk, &hint)
+		tombed := exists && len(s.tombs) > 0 && s.tombed(w.key, cur.ver(), ver)
 		inDead := false
 		if !exists && deadLo != nil && bytes.Compare(w.key, deadLo) >= 0 && bytes.Compare(w.key, deadHi) <= 0 {
 			cur, inDead = s.dead.Get(pk)
 		}
 		var curVal []byte
-		if exists {
+		if exists && !tombed {
 			curVal = cur.val()
 		}
-		val, ok := w.resolve(curVal, exists)
-		if !ok && !exists {
-			continue // absent before and after
+		val, ok := w.resolve(curVal, exists && !tombed)
+		if !ok && (!exists || tombed) {
+			continue // absent before and after (a tombed key leaves with its tombstone)
 		}
 		if !ok {
 			val = nil
@@ -366,6 +365,9 @@ func (s *store) buryLocked(r, prev rec) {
 func (s *store) applyClearsLocked(ver uint64, clears []kv.Range, touched []rec) []rec {
 	var cleared []rec
 	for _, r := range clears {
+		if s.clearManyLocked(ver, r) {
+			continue
+		}
 		s.tree.Ascend(probe(&s.probeBuf, r.Begin), func(e rec) bool {
 			key := e.key()
 			if bytes.Compare(key, r.End) >= 0 {

@@ -140,7 +140,7 @@ func (t *txn) settleWatches(err error) {
 		var val []byte
 		ok := false
 		if r, found := s.tree.Get(probe(&scratch, w.key)); found {
-			val, ok = latest(r)
+			val, ok = s.at(r, verMask)
 		}
 		if w.differs(val, ok) {
 			w.settleLocked(nil)
@@ -169,6 +169,26 @@ func (s *store) fireWatchesLocked(touched []rec) {
 		ok := !r.del()
 		for _, w := range slices.Clone(ws) {
 			if w.differs(val, ok) {
+				w.settleLocked(nil)
+			}
+		}
+	}
+}
+
+// fireWatchesInLocked fires the watches on the keys in r, just cleared by
+// a tombstone, that watch a value. Callers hold s.mu.
+func (s *store) fireWatchesInLocked(r kv.Range) {
+	if s.registered.Load() == 0 {
+		return
+	}
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	for key, ws := range s.watches {
+		if !r.Contains([]byte(key)) {
+			continue
+		}
+		for _, w := range slices.Clone(ws) {
+			if w.differs(nil, false) {
 				w.settleLocked(nil)
 			}
 		}
