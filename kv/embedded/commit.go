@@ -64,6 +64,9 @@ func (t *txn) commit() error {
 		}
 	}
 	t.finish(txnCommitted)
+	if len(b.clears) > 0 {
+		s.awaitTombs(s.version.Load())
+	}
 	return t.injectedUnknown(reportUnknown)
 }
 

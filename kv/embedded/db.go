@@ -88,11 +88,14 @@ type store struct {
 	older map[rec]rec
 	// tombs are the range clears whose keys are still in the tree, by
 	// version; a clear of more than tombMin keys makes one (tombs.go).
-	tombs   []tomb
-	tombMin int
-	history []commitRecord
-	gcq     []gcRecord
-	gcHead  int
+	tombs      []tomb
+	tombMin    int
+	tombWait   time.Duration
+	tombWorker bool // collectTombs runs
+	recovering bool // a file database's recovery replays its log
+	history    []commitRecord
+	gcq        []gcRecord
+	gcHead     int
 	// slabs holds the records commits write; sweep is the state of the
 	// compaction moving them out of slabs most of which is garbage
 	// (compact.go); probeBuf is applyLocked's scratch.
@@ -136,14 +139,15 @@ type store struct {
 
 func newStore(name string, cfg Config) *store {
 	return &store{
-		faults:  newInjector(cfg.Faults),
-		cfg:     cfg.withDefaults(),
-		tree:    btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 64}),
-		dead:    btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 16}),
-		watches: make(map[string][]*watch),
-		name:    name,
-		sweep:   sweep{slack: compactSlack},
-		tombMin: tombMinKeys,
+		faults:   newInjector(cfg.Faults),
+		cfg:      cfg.withDefaults(),
+		tree:     btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 64}),
+		dead:     btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 16}),
+		watches:  make(map[string][]*watch),
+		name:     name,
+		sweep:    sweep{slack: compactSlack},
+		tombMin:  tombMinKeys,
+		tombWait: tombWait,
 	}
 }
 

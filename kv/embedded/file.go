@@ -208,6 +208,8 @@ func openFileStore(dir string, cfg FileConfig) (*store, error) {
 // no file: it skips a torn tail instead of cutting it.
 func (s *store) recover(dir string, readOnly bool) (RecoveryStats, error) {
 	var st RecoveryStats
+	s.recovering = true
+	defer func() { s.recovering = false }()
 	if !readOnly {
 		tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp"))
 		for _, tmp := range tmps {
@@ -261,8 +263,10 @@ func (s *store) recover(dir string, readOnly bool) (RecoveryStats, error) {
 			}
 		}
 	}
-	// Nobody reads yet: prune every old version now.
+	// Nobody reads yet: prune every old version now, and the keys of
+	// every tombstone.
 	s.gcLocked(now, int(^uint(0)>>1))
+	s.tombsLocked(s.nextVer, int(^uint(0)>>1))
 	st.LastVersion = s.nextVer
 	return st, nil
 }

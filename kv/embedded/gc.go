@@ -174,9 +174,7 @@ func (s *store) gcLocked(now time.Time, budget int) {
 		s.gcq[s.gcHead] = gcRecord{}
 		s.gcHead++
 	}
-	if len(s.tombs) > 0 {
-		s.tombsLocked(h, budget)
-	}
+	s.startTombsLocked(h)
 	if s.gcHead > 1024 && s.gcHead*2 > len(s.gcq) {
 		n := copy(s.gcq, s.gcq[s.gcHead:])
 		clear(s.gcq[n:])
