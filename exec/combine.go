@@ -201,7 +201,10 @@ func (e *Executor) runGroup(group []*combineReq) {
 		}
 		live = append(live, r)
 	}
-	if len(live) == 1 {
+	switch len(live) {
+	case 0:
+		return // every context ended (a lone statement's had, before it began)
+	case 1:
 		// Alone: as any statement, with its own context.
 		r := live[0]
 		r.res, r.err = e.auto(r.ctx, r.b)

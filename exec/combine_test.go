@@ -273,3 +273,26 @@ func TestCombinedInsertGroupsRunSideBySide(t *testing.T) {
 	}
 	require.Len(t, mustRun(t, e, "SELECT id FROM t").Rows, leaders)
 }
+
+// TestCombinedStatementWithEndedContext: a statement that combines, run
+// with a context that already ended, returns the context's error and does
+// nothing; it used to panic, with no statement left in its group.
+func TestCombinedStatementWithEndedContext(t *testing.T) {
+	t.Parallel()
+	e := newExec(t, []byte("c"))
+	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem))")
+	mustRun(t, e, "INSERT INTO t (priority, cpu, mem) VALUES (1, 1, 1)")
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	for _, q := range []string{popFit, "INSERT INTO t (priority, cpu, mem) VALUES (2, 2, 2)"} {
+		p, err := parser.Parse(q)
+		require.NoError(t, err)
+		var args exec.Args
+		if q == popFit {
+			args = exec.Args{Positional: []any{int64(8), int64(32)}}
+		}
+		_, err = e.Auto(ctx, p, args)
+		require.ErrorIs(t, err, context.Canceled, q)
+	}
+	require.Len(t, mustRun(t, e, "SELECT cpu FROM t").Rows, 1, "nothing popped, nothing inserted")
+}
