@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/tidwall/btree"
+
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
@@ -99,9 +101,10 @@ func (s *store) tombsLocked(h uint64, budget int) {
 			return true
 		})
 		budget -= len(batch)
+		var hint btree.PathHint // the batch's keys are adjacent
 		for _, e := range batch {
 			if e.ver() < t.ver {
-				s.tree.Delete(e)
+				s.tree.DeleteHint(e, &hint)
 				s.dropOlderLocked(e)
 				e.mark(flagStale)
 				s.slabs.drop(e)
@@ -161,19 +164,31 @@ func (s *store) startTombsLocked(h uint64) {
 // until none is left that no reader is older than.
 func (s *store) collectTombs() {
 	for {
-		s.wlock()
-		h := s.horizonLocked(s.cfg.Clock())
-		s.tombsLocked(h, tombSlice)
-		more := len(s.tombs) > 0 && s.tombs[0].ver <= h
-		if !more {
-			s.tombWorker = false
-		}
-		s.mu.Unlock()
-		if !more {
+		if _, collected := s.tombSlice(^uint64(0), true); !collected {
 			return
 		}
 		runtime.Gosched()
 	}
+}
+
+// tombSlice takes the lock once, and removes up to tombSlice keys of the
+// tombstones at or below ver, if no reader is older than the first. It
+// reports whether such tombstones remain (pending) and whether it removed
+// any (collected). worker: the caller is collectTombs, whose flag it
+// clears when it collected nothing.
+func (s *store) tombSlice(ver uint64, worker bool) (pending, collected bool) {
+	s.wlock()
+	defer s.mu.Unlock()
+	pending = len(s.tombs) > 0 && s.tombs[0].ver <= ver
+	h := s.horizonLocked(s.cfg.Clock())
+	collected = pending && s.tombs[0].ver <= h
+	if collected {
+		s.tombsLocked(h, tombSlice)
+	}
+	if worker && !collected {
+		s.tombWorker = false
+	}
+	return pending, collected
 }
 
 // tombWait bounds how long a commit that made tombstones waits for readers
@@ -188,18 +203,11 @@ const tombWait = 100 * time.Millisecond
 func (s *store) awaitTombs(ver uint64) {
 	var blocked time.Time
 	for {
-		s.wlock()
-		pending := len(s.tombs) > 0 && s.tombs[0].ver <= ver
-		h := s.horizonLocked(s.cfg.Clock())
-		collectable := pending && s.tombs[0].ver <= h
-		if collectable {
-			s.tombsLocked(h, tombSlice)
-		}
-		s.mu.Unlock()
+		pending, collected := s.tombSlice(ver, false)
 		switch {
 		case !pending:
 			return
-		case collectable:
+		case collected:
 			blocked = time.Time{}
 			runtime.Gosched()
 		case blocked.IsZero():
