@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -118,14 +120,36 @@ func (q *Queue) Resources() []string { return append([]string(nil), q.resources.
 // Range returns the key range holding all of the queue's data.
 func (q *Queue) Range() kv.Range { return kv.PrefixRange(q.prefix) }
 
-// NewID returns a random positive id for Push. Make it outside the
+// NewID returns a new positive id for Push. Make it outside the
 // transaction function, so that a retry pushes the same id.
+//
+// A process hands out ids in blocks of consecutive ids, each block from a
+// random start, so that the ids of a batch are neighbours in the id index:
+// their lookups and inserts follow one path of the B-tree, where random ids
+// would each descend a path of their own, missing the cache at every level
+// (issue 11: about a quarter of a 100-row INSERT's time). Two processes (on
+// one FoundationDB cluster) meet only if their blocks overlap, which is
+// less likely than for the same number of random ids; a push that would
+// reuse an id in the queue fails with ErrDuplicateID, never overwrites.
 func NewID() int64 {
-	for {
-		if id := rand.Int64(); id > 0 {
-			return id
-		}
+	idGen.mu.Lock()
+	defer idGen.mu.Unlock()
+	if idGen.next == idGen.end {
+		idGen.next = 1 + rand.Int64N(math.MaxInt64-idBlock)
+		idGen.end = idGen.next + idBlock
 	}
+	id := idGen.next
+	idGen.next++
+	return id
+}
+
+// idBlock is how many consecutive ids NewID hands out from one random
+// start.
+const idBlock = 1 << 20
+
+var idGen struct {
+	mu        sync.Mutex
+	next, end int64 // the block's next id and its end (exclusive)
 }
 
 // pos is an item's place in queue order. due is 0 for a visible item, and

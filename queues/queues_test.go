@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,6 +72,45 @@ func count(t testing.TB, db kv.Database, q *queues.Queue) int64 {
 		return err
 	}))
 	return n
+}
+
+// TestNewIDConsecutiveAndUnique: ids are positive and never repeat, from
+// any number of goroutines, and one goroutine's ids are consecutive but
+// where a block ends, so that a batch's ids are neighbours in the index.
+func TestNewIDConsecutiveAndUnique(t *testing.T) {
+	t.Parallel()
+	const goroutines, each = 8, 20_000
+	ids := make([][]int64, goroutines)
+	var wg sync.WaitGroup
+	for g := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				ids[g] = append(ids[g], queues.NewID())
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[int64]bool{}
+	for _, mine := range ids {
+		for _, id := range mine {
+			require.Positive(t, id)
+			require.False(t, seen[id], "id %d made twice", id)
+			seen[id] = true
+		}
+	}
+	var run []int64
+	for range 1000 {
+		run = append(run, queues.NewID())
+	}
+	jumps := 0
+	for i := 1; i < len(run); i++ {
+		if run[i] != run[i-1]+1 {
+			jumps++
+		}
+	}
+	require.LessOrEqual(t, jumps, 1, "one goroutine's ids are consecutive but where a block ends: %v", run[:10])
 }
 
 func TestFIFO(t *testing.T) {
