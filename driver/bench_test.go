@@ -3,8 +3,12 @@ package driver_test
 import (
 	"database/sql"
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/fdbqueue/fdbqueue/kv/embedded"
 )
 
 // BenchmarkSQL measures statements through database/sql on memory:, with 1
@@ -133,4 +137,64 @@ func run(b *testing.B, par int, op func(i int) error) {
 			i++
 		}
 	})
+}
+
+// BenchmarkMemoryPerRow reports the heap a queued row takes on memory:, for
+// the rows of `fdbqueue bench` (priority 0..9, cpu 1..8, mem 1..32, a
+// 64-byte random payload) pushed by 100-row INSERTs into a table with a fit
+// index: 1,000,000 rows (10,000 with -short). Beside the heap a row
+// takes (B/row): the bytes of its records (records-B/row: keys, values and
+// a 10-byte header a key), the unused space of the slabs holding them
+// (slack-B/row), the rest of the heap (tree-B/row: the B-tree's nodes, 8
+// bytes a key at full nodes), and the keys a row has (keys/row).
+func BenchmarkMemoryPerRow(b *testing.B) {
+	n := 1_000_000
+	if testing.Short() {
+		n = 10_000
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	payload := make([]byte, 64)
+	for i := range payload {
+		payload[i] = byte(r.IntN(256))
+	}
+	insert := "INSERT INTO t (priority, cpu, mem, payload) VALUES " + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", 100), ", ")
+	for b.Loop() {
+		name := fmt.Sprintf("%s-%d", b.Name(), r.Int64())
+		// A second handle on the named database, for its engine's counters.
+		eng := embedded.Open(name, embedded.Config{})
+		db, err := sql.Open("fdbqueue", "memory:"+name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.Exec("CREATE TABLE t (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, payload BLOB, INDEX fit (cpu, mem))"); err != nil {
+			b.Fatal(err)
+		}
+		st0 := eng.Stats()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		args := make([]any, 0, 400)
+		for i := 0; i < n; i += 100 {
+			args = args[:0]
+			for range 100 {
+				args = append(args, r.IntN(10), 1+r.IntN(8), 1+r.IntN(32), payload)
+			}
+			if _, err := db.Exec(insert, args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		st := eng.Stats()
+		heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		slabs := float64(st.SlabBytes - st0.SlabBytes)
+		recs := float64(st.RecordBytes - st0.RecordBytes)
+		b.ReportMetric(heap/float64(n), "B/row")
+		b.ReportMetric(recs/float64(n), "records-B/row")
+		b.ReportMetric((slabs-recs)/float64(n), "slack-B/row")
+		b.ReportMetric((heap-slabs)/float64(n), "tree-B/row")
+		b.ReportMetric(float64(st.LiveKeys-st0.LiveKeys)/float64(n), "keys/row")
+		_ = db.Close()
+		_ = eng.Close()
+	}
 }

@@ -122,8 +122,16 @@ func sizes() []int {
 
 // BenchmarkMemoryPerTask reports the heap a queued task takes in the
 // memory engine (item, id index, fit index entries, push marker and their
-// B-tree entries), for a task of the random workload with a 7-byte value:
-// live heap after a GC, before and after filling, divided by the tasks.
+// B-tree entries), for a task of the random workload with a 7-byte value,
+// pushed one by one with Push: live heap after a GC, before and after
+// filling, divided by the tasks (B/task). Of those: the bytes of the
+// records (records-B/task: keys, values, a 10-byte header a key), the
+// unused space of their slabs (slack-B/task), and the rest
+// (tree-B/task: the B-tree's nodes, 8 bytes a key at full nodes); and the
+// keys a task has (keys/task). The random workload's mem (128..65536)
+// makes about every task's shape one of its own, with a directory key of
+// its own; driver's BenchmarkMemoryPerRow measures the rows of
+// `fdbqueue bench`.
 func BenchmarkMemoryPerTask(b *testing.B) {
 	for _, n := range sizes() {
 		b.Run(fmt.Sprint("n=", n), func(b *testing.B) {
@@ -134,8 +142,13 @@ func BenchmarkMemoryPerTask(b *testing.B) {
 				f := fillFresh(b, workloads[0], n)
 				runtime.GC()
 				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "B/task")
-				runtime.KeepAlive(f)
+				st := f.db.(*embedded.DB).Stats()
+				heap, slabs, recs := float64(after.HeapAlloc-before.HeapAlloc), float64(st.SlabBytes), float64(st.RecordBytes)
+				b.ReportMetric(heap/float64(n), "B/task")
+				b.ReportMetric(recs/float64(n), "records-B/task")
+				b.ReportMetric((slabs-recs)/float64(n), "slack-B/task")
+				b.ReportMetric((heap-slabs)/float64(n), "tree-B/task")
+				b.ReportMetric(float64(st.LiveKeys)/float64(n), "keys/task")
 				_ = f.db.Close()
 			}
 		})
