@@ -11,7 +11,6 @@ require (
 	github.com/peterh/liner v1.2.3
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.11.1
-	github.com/tidwall/btree v1.8.1
 	github.com/xwb1989/sqlparser v0.0.0-20180606152119-120387863bf2
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0

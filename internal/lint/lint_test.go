@@ -21,7 +21,7 @@ var allowed = map[string][]string{
 	"tuple":       {},
 	"kv":          {},
 	"kv/kvtest":   {"kv"},
-	"kv/embedded": {"kv"},
+	"kv/embedded": {"kv", "internal/btree"},
 	"kv/fdb":      {"kv"},
 	"queues":      {"kv", "tuple"},
 	"parser":      {},

@@ -6,7 +6,7 @@ package embedded
 import (
 	"bytes"
 
-	"github.com/tidwall/btree"
+	"github.com/fdbqueue/fdbqueue/internal/btree"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )

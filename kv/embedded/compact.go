@@ -4,7 +4,7 @@
 package embedded
 
 import (
-	"github.com/tidwall/btree"
+	"github.com/fdbqueue/fdbqueue/internal/btree"
 )
 
 // compactSlack is the garbage in slabs (bytes) below which compaction does

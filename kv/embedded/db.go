@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidwall/btree"
+	"github.com/fdbqueue/fdbqueue/internal/btree"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tidwall/btree"
+	"github.com/fdbqueue/fdbqueue/internal/btree"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )

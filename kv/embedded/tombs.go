@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/tidwall/btree"
+	"github.com/fdbqueue/fdbqueue/internal/btree"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )

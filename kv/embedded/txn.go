@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tidwall/btree"
+	"github.com/fdbqueue/fdbqueue/internal/btree"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )

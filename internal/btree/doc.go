@@ -1,0 +1,18 @@
+// Package btree is github.com/tidwall/btree v1.8.1's generic B-tree
+// (btreeg.go, and from map.go what it needs: iso.go), MIT-licensed (see
+// LICENSE), with one change: a full node first moves items into its left
+// sibling, if that has room, and splits only if not (shiftLeft, as a
+// B*-tree does).
+//
+// Why: the engine's tree gets most of its keys appended in order at a few
+// tails (each priority's and each fit-index cell's tail of a queue,
+// consecutive ids), and a node that splits in the middle under appends
+// keeps its empty half for good: the engine's tree took 16 B a key, twice
+// its 8-byte slot (issue 11; BenchmarkMemoryPerTask and
+// BenchmarkMemoryPerRow report it). Upstream has no option for it.
+//
+// To update: copy btreeg.go and the tests from upstream again, and carry
+// the change over (search for "fdbqueue's change"); upstream's tests of
+// BTreeG run here (btreeg_test.go, but TestContiguous*) beside the
+// change's own (split_test.go).
+package btree
