@@ -58,3 +58,61 @@ func TestFileIOErrorFailsCleanly(t *testing.T) {
 	require.Equal(t, "v", string(v))
 	require.NoError(t, set("reopened"))
 }
+
+// TestFileFsyncErrorHidesTheGroup: when the log's fsync fails (the write
+// before it did not), the group's commits fail as maybe committed, and no
+// reader sees them: not a new key, not a new value of a key, not a key
+// they delete, by a point read or a range read. (Installing a group while
+// its fsync runs, at versions readers do not read yet, was tried, and
+// failed this test by losing a deleted key from range reads; it gained
+// nothing measurable either.)
+func TestFileFsyncErrorHidesTheGroup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := OpenFile(dir, FileConfig{})
+	require.NoError(t, err)
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte("changed"), []byte("old"))
+		tr.Set([]byte("deleted"), []byte("old"))
+		return nil
+	}))
+	check := func(db *DB) {
+		t.Helper()
+		require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			for k, want := range map[string]string{"changed": "old", "deleted": "old", "added": ""} {
+				v, err := tr.Get([]byte(k))
+				require.NoError(t, err)
+				require.Equal(t, want, string(v), "key %s", k)
+			}
+			kvs, err := kv.Collect(tr.GetRange(kv.Range{Begin: []byte("a"), End: []byte("z")}, kv.RangeOptions{}))
+			require.NoError(t, err)
+			require.Len(t, kvs, 2, "a range read sees the keys as they were")
+			return nil
+		}))
+	}
+	db.s.log.syncFault = func() error { return errors.New("injected fsync error") }
+	err = db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte("changed"), []byte("new"))
+		tr.Clear([]byte("deleted"))
+		tr.Set([]byte("added"), []byte("new"))
+		return nil
+	})
+	require.ErrorIs(t, err, ErrFailed)
+	require.True(t, kv.IsMaybeCommitted(err), "got %v", err)
+	require.ErrorContains(t, err, "injected fsync error")
+	check(db)
+	_ = db.Close()
+
+	// The write reached the file, and only the fsync failed: on reopen
+	// the group may be there or not (commit_unknown_result); here the
+	// page cache kept it.
+	db, err = OpenFile(dir, FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		v, err := tr.Get([]byte("changed"))
+		require.Contains(t, []string{"old", "new"}, string(v))
+		return err
+	}))
+}

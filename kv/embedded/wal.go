@@ -84,6 +84,9 @@ type wal struct {
 	// ckptStarted, if set (tests), runs on the checkpoint's goroutine
 	// once its read version is pinned, before it writes anything.
 	ckptStarted func(ver uint64)
+	// syncFault, if set (tests, before the commits it fails are queued),
+	// turns the result of each fsync of the log into its error.
+	syncFault func() error
 }
 
 func segName(first uint64) string { return fmt.Sprintf("wal-%020d.log", first) }
@@ -178,6 +181,15 @@ func (w *wal) run() {
 	}
 }
 
+// syncSegment fsyncs the log segment, or fails as syncFault says.
+func (w *wal) syncSegment() error {
+	err := w.seg.sync()
+	if w.syncFault != nil && err == nil {
+		err = w.syncFault()
+	}
+	return err
+}
+
 // gatherWait bounds how long the writer waits for a group to fill.
 const gatherWait = 100 * time.Microsecond
 
@@ -221,7 +233,7 @@ func (w *wal) write(group []*pending) error {
 	w.sinceCkpt += int64(len(w.buf))
 	w.lastVer = group[len(group)-1].ver
 	if w.sync == SyncFull {
-		return w.seg.sync()
+		return w.syncSegment()
 	}
 	return nil
 }
