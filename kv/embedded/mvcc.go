@@ -229,9 +229,26 @@ func (s *store) installLocked(now time.Time, ver uint64, b *batch) {
 // garbage collection to the caller: it returns the budget the collection
 // should get for it. Callers hold s.mu, and apply versions in order.
 func (s *store) applyAtLocked(ver uint64, b *batch) int {
+	return s.publishLocked(ver, s.stageLocked(ver, b))
+}
+
+// stageLocked installs b at version ver, newer than s.version, and
+// returns the records it wrote: readers, at s.version or older, do not see
+// them until publishLocked makes ver readable (a file database stages a
+// group while its fsync runs, wal.go). The records join s.gcq at once, as
+// a reader's range read finds there the keys deleted since its version.
+// Callers hold s.mu.
+func (s *store) stageLocked(ver uint64, b *batch) []rec {
 	touched := s.applyLocked(ver, b)
-	s.fireWatchesLocked(touched)
 	s.gcq = append(s.gcq, gcRecord{ver: ver, entries: touched})
+	return touched
+}
+
+// publishLocked makes ver, staged with the records touched, the version
+// new readers read, and fires the watches of its keys. It returns a
+// collection budget for gcLocked. Callers hold s.mu.
+func (s *store) publishLocked(ver uint64, touched []rec) int {
+	s.fireWatchesLocked(touched)
 	s.version.Store(ver)
 	return 2*len(touched) + 64
 }
