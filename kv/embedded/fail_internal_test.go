@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -61,60 +62,69 @@ func TestFileIOErrorFailsCleanly(t *testing.T) {
 	require.NoError(t, set("reopened"))
 }
 
-// TestFileFsyncErrorHidesTheGroup: a group is staged in the tree while its
-// fsync runs, at versions readers do not read until the fsync returns. If
-// it fails, the group's commits fail as maybe committed, and no reader
-// ever sees them: not a new key, not a new value of a key, not a key they
-// delete, by a point read or a range read.
+// TestFileFsyncErrorHidesTheGroup: when the log's fsync fails, the
+// group's commits fail as maybe committed, and no reader ever sees them:
+// not a new key, not a new value of a key, not a key they delete, by a
+// point read or a range read. A group of stageMin writes or more was
+// staged in the tree while the fsync ran (and stays there, never
+// readable); a smaller one never got there.
 func TestFileFsyncErrorHidesTheGroup(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := OpenFile(dir, FileConfig{})
-	require.NoError(t, err)
-	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-		tr.Set([]byte("changed"), []byte("old"))
-		tr.Set([]byte("deleted"), []byte("old"))
-		return nil
-	}))
-	check := func(db *DB) {
-		t.Helper()
-		require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-			for k, want := range map[string]string{"changed": "old", "deleted": "old", "added": ""} {
-				v, err := tr.Get([]byte(k))
-				require.NoError(t, err)
-				require.Equal(t, want, string(v), "key %s", k)
-			}
-			kvs, err := kv.Collect(tr.GetRange(kv.Range{Begin: []byte("a"), End: []byte("z")}, kv.RangeOptions{}))
+	for _, filler := range []int{0, stageMin} {
+		t.Run(fmt.Sprint("filler=", filler), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := t.TempDir()
+			db, err := OpenFile(dir, FileConfig{})
 			require.NoError(t, err)
-			require.Len(t, kvs, 2, "a range read sees the keys as they were")
-			return nil
-		}))
-	}
-	db.s.log.syncFault = func() error { return errors.New("injected fsync error") }
-	err = db.Transact(ctx, func(tr kv.Transaction) error {
-		tr.Set([]byte("changed"), []byte("new"))
-		tr.Clear([]byte("deleted"))
-		tr.Set([]byte("added"), []byte("new"))
-		return nil
-	})
-	require.ErrorIs(t, err, ErrFailed)
-	require.True(t, kv.IsMaybeCommitted(err), "got %v", err)
-	require.ErrorContains(t, err, "injected fsync error")
-	check(db)
-	_ = db.Close()
+			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+				tr.Set([]byte("changed"), []byte("old"))
+				tr.Set([]byte("deleted"), []byte("old"))
+				return nil
+			}))
+			db.s.log.syncFault = func() error { return errors.New("injected fsync error") }
+			err = db.Transact(ctx, func(tr kv.Transaction) error {
+				tr.Set([]byte("changed"), []byte("new"))
+				tr.Clear([]byte("deleted"))
+				tr.Set([]byte("added"), []byte("new"))
+				setFiller(tr, filler)
+				return nil
+			})
+			require.ErrorIs(t, err, ErrFailed)
+			require.True(t, kv.IsMaybeCommitted(err), "got %v", err)
+			require.ErrorContains(t, err, "injected fsync error")
+			require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+				for k, want := range map[string]string{"changed": "old", "deleted": "old", "added": ""} {
+					v, err := tr.Get([]byte(k))
+					require.NoError(t, err)
+					require.Equal(t, want, string(v), "key %s", k)
+				}
+				kvs, err := kv.Collect(tr.GetRange(kv.Range{Begin: []byte("a"), End: []byte("z")}, kv.RangeOptions{}))
+				require.NoError(t, err)
+				require.Equal(t, []kv.KeyValue{{Key: []byte("changed"), Value: []byte("old")}, {Key: []byte("deleted"), Value: []byte("old")}}, kvs, "a range read sees the keys as they were")
+				return nil
+			}))
+			_ = db.Close()
 
-	// The write reached the file, and only the fsync failed: on reopen
-	// the group may be there or not (commit_unknown_result); here the
-	// page cache kept it.
-	db, err = OpenFile(dir, FileConfig{})
-	require.NoError(t, err)
-	defer db.Close()
-	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		v, err := tr.Get([]byte("changed"))
-		require.Contains(t, []string{"old", "new"}, string(v))
-		return err
-	}))
+			// The write reached the file, and only the fsync failed: on
+			// reopen the group may be there or not (commit_unknown_result).
+			db, err = OpenFile(dir, FileConfig{})
+			require.NoError(t, err)
+			defer db.Close()
+			require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+				v, err := tr.Get([]byte("changed"))
+				require.Contains(t, []string{"old", "new"}, string(v))
+				return err
+			}))
+		})
+	}
+}
+
+// setFiller sets n keys after the others of these tests ("~0", "~1", ...).
+func setFiller(tr kv.Transaction, n int) {
+	for i := range n {
+		tr.Set([]byte(fmt.Sprint("~", i)), nil)
+	}
 }
 
 // TestFileGroupReadableOnceDurable: while a group's fsync runs, its writes
@@ -147,6 +157,7 @@ func TestFileGroupReadableOnceDurable(t *testing.T) {
 			tr.Set([]byte("changed"), []byte("new"))
 			tr.Clear([]byte("deleted"))
 			tr.Set([]byte("added"), []byte("new"))
+			setFiller(tr, stageMin) // a group this large is staged
 			return nil
 		})
 	}()

@@ -168,12 +168,24 @@ func (w *wal) run() {
 			continue
 		}
 		s := w.s
-		if w.sync == SyncFull {
+		staged := false
+		switch {
+		case w.sync != SyncFull:
+		case groupWrites(group) < stageMin:
+			// Installing a few keys takes less than handing the fsync
+			// to another goroutine and back: a single-row commit's
+			// latency is the fsync's and little more.
+			if err := w.syncSegment(); err != nil {
+				w.fail(err, group)
+				continue
+			}
+		default:
 			// The group is in the file, not yet on disk: the tree takes
 			// it while the fsync runs, at versions no reader reads yet
 			// (they read at s.version), and it becomes readable once
 			// the fsync returns. Installing a 100-row INSERT takes about
 			// as long as its fsync (issue 11).
+			staged = true
 			synced := make(chan error, 1)
 			go func() { synced <- w.syncSegment() }()
 			s.mu.Lock()
@@ -193,7 +205,7 @@ func (w *wal) run() {
 		s.mu.Lock()
 		budget := 0
 		for _, p := range group {
-			if w.sync != SyncFull {
+			if !staged {
 				p.touched = s.stageLocked(p.ver, p.b)
 			}
 			budget += s.publishLocked(p.ver, p.touched)
@@ -205,6 +217,19 @@ func (w *wal) run() {
 		}
 		lastGroup = len(group)
 	}
+}
+
+// stageMin is the fewest writes (keys set or cleared, ranges cleared) of
+// a group that the writer stages while its fsync runs.
+const stageMin = 64
+
+// groupWrites returns the writes of a group's batches.
+func groupWrites(group []*pending) int {
+	n := 0
+	for _, p := range group {
+		n += len(p.b.writes) + len(p.b.clears)
+	}
+	return n
 }
 
 // syncSegment fsyncs the log segment, or fails as syncFault says.
