@@ -131,25 +131,30 @@ func (q *Queue) Range() kv.Range { return kv.PrefixRange(q.prefix) }
 // one FoundationDB cluster) meet only if their blocks overlap, which is
 // less likely than for the same number of random ids; a push that would
 // reuse an id in the queue fails with ErrDuplicateID, never overwrites.
-func NewID() int64 {
-	idGen.mu.Lock()
-	defer idGen.mu.Unlock()
-	if idGen.next == idGen.end {
-		idGen.next = 1 + rand.Int64N(math.MaxInt64-idBlock)
-		idGen.end = idGen.next + idBlock
-	}
-	id := idGen.next
-	idGen.next++
-	return id
-}
+func NewID() int64 { return ids.id() }
 
 // idBlock is how many consecutive ids NewID hands out from one random
 // start.
 const idBlock = 1 << 20
 
-var idGen struct {
+// idSource hands out ids in blocks (see NewID); ids is the process's.
+type idSource struct {
 	mu        sync.Mutex
 	next, end int64 // the block's next id and its end (exclusive)
+}
+
+var ids idSource
+
+func (s *idSource) id() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == s.end {
+		s.next = 1 + rand.Int64N(math.MaxInt64-idBlock)
+		s.end = s.next + idBlock
+	}
+	id := s.next
+	s.next++
+	return id
 }
 
 // pos is an item's place in queue order. due is 0 for a visible item, and
