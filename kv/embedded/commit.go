@@ -59,6 +59,8 @@ func (t *txn) commit() error {
 		return r.err
 	}
 	if r.wait != nil {
+		// File: write the log here if no one else is (wal.lead).
+		s.log.lead()
 		if err := <-r.wait; err != nil {
 			return err
 		}

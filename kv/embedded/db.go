@@ -185,7 +185,8 @@ func Open(name string, cfg Config) *DB {
 	return &DB{s: s}
 }
 
-// Close releases the handle. Transactions already open keep working.
+// Close releases the handle. Transactions already open keep reading; once
+// the last handle of a file database closes, their commits fail.
 func (db *DB) Close() error {
 	if !db.closed.CompareAndSwap(false, true) || db.s.name == "" {
 		return nil

@@ -69,7 +69,8 @@
 //	gc.go          read versions in use and pruning what none can read
 //	record.go      a commit's batch and its log record encoding
 //	file.go        file databases: open modes, recovery
-//	wal.go         the write-ahead log and its group-commit writer
+//	wal.go         the write-ahead log: a lone commit writes it itself, else
+//	               the writer goroutine, one fsync per group
 //	segment.go     log segment files, their space reserved ahead (prealloc_*.go)
 //	checkpoint.go  checkpoints, and dropping the log they make redundant
 //	lock.go        the directory lock; lock_*.go its call on each OS

@@ -54,25 +54,36 @@ type pending struct {
 	touched []rec
 }
 
-// wal is a file database's write-ahead log and the goroutine that writes it.
+// wal is a file database's write-ahead log. One goroutine at a time holds
+// its pen and writes it: a committing goroutine when the log is idle (lead),
+// else the writer goroutine (run), so that a lone client's commit costs its
+// write and fsync without two hand-offs between goroutines, and concurrent
+// commits still share an fsync.
 type wal struct {
 	s    *store
 	dir  string
 	sync SyncMode
 
-	// mu guards queue, failed, stopping and ckptWaiters: the Checkpoint
-	// calls no running checkpoint has taken yet.
+	// mu guards queue, failed, stopping, ckptWaiters (the Checkpoint calls
+	// no running checkpoint has taken yet), writing and writerWaits.
 	mu          sync.Mutex
 	queue       []*pending
 	failed      error
 	stopping    bool
 	ckptWaiters []chan error
+	// writing says a goroutine holds the pen: it writes the queued
+	// commits in version order, and owns the fields below.
+	writing bool
+	// writerWaits says the writer goroutine, holding a finished
+	// checkpoint's outcome, found the pen taken: whoever puts it down
+	// wakes the writer.
+	writerWaits bool
 	wake        chan struct{}
 	done        chan struct{}
 
-	// The writer goroutine owns these. ckptTaken holds the Checkpoint
-	// calls the running checkpoint answers: those that asked before it
-	// took its read version, and no others.
+	// The pen's holder owns these. ckptTaken holds the Checkpoint calls
+	// the running checkpoint answers: those that asked before it took its
+	// read version, and no others.
 	seg       *segment
 	buf       []byte
 	sinceCkpt int64
@@ -101,21 +112,20 @@ func (w *wal) start() {
 }
 
 // enqueue adds a commit; callers hold s.mu, so commits queue in version
-// order. The channel receives nil once the commit is durable and readable.
+// order, and call lead once they let go of it. The channel receives nil once
+// the commit is durable and readable.
 func (w *wal) enqueue(ver uint64, b *batch) <-chan error {
 	p := &pending{ver: ver, b: b, done: make(chan error, 1)}
 	w.mu.Lock()
-	if w.failed != nil {
-		err := w.failed
-		w.mu.Unlock()
-		p.done <- err
-		return p.done
-	}
-	w.queue = append(w.queue, p)
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
+	defer w.mu.Unlock()
+	switch {
+	case w.failed != nil:
+		p.done <- w.failed
+	case w.stopping:
+		// The database closed under a transaction opened before.
+		p.done <- errLogClosed
 	default:
+		w.queue = append(w.queue, p)
 	}
 	return p.done
 }
@@ -126,27 +136,99 @@ func (w *wal) failure() error {
 	return w.failed
 }
 
-// run writes queued commits as groups: one write and one fsync per group,
-// then makes them readable in order.
+// lead writes the queued commits on the calling goroutine, which has just
+// queued its own, if no one holds the pen. Otherwise the holder answers
+// them, or wakes the writer goroutine for them when it puts the pen down.
+// A leader writes one group: commits queued meanwhile go to the writer
+// goroutine, which gathers them (gather), so a client is not kept writing
+// for others.
+func (w *wal) lead() {
+	w.mu.Lock()
+	if w.writing || w.stopping || len(w.queue) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	w.writing = true
+	group := w.queue
+	w.queue = nil
+	w.mu.Unlock()
+	w.commitGroup(group)
+	due := !w.ckptBusy && w.sinceCkpt >= w.ckptBytes
+	if w.putDown() || due {
+		w.poke()
+	}
+}
+
+// putDown lets go of the pen, and reports whether the writer goroutine has
+// work: queued commits, Checkpoint calls, a close, or a wait for the pen.
+func (w *wal) putDown() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writing = false
+	work := len(w.queue) > 0 || len(w.ckptWaiters) > 0 || w.stopping || w.writerWaits
+	w.writerWaits = false
+	return work
+}
+
+// poke wakes the writer goroutine.
+func (w *wal) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the writer goroutine: it writes queued commits as groups, one
+// write and one fsync per group, when no committing goroutine does (lead),
+// and it starts and finishes checkpoints.
 func (w *wal) run() {
 	defer close(w.done)
 	lastGroup := 0
+	var ckptErr error // a finished checkpoint's outcome, while ckptFinished
+	ckptFinished := false
+	idle := func() {
+		select {
+		case <-w.wake:
+		case ckptErr = <-w.ckptDone:
+			ckptFinished = true
+		}
+	}
 	for {
 		w.gather(lastGroup)
 		w.mu.Lock()
+		if w.writing {
+			// The holder wakes the writer if it leaves work; a finished
+			// checkpoint is work for the writer alone.
+			w.writerWaits = ckptFinished
+			w.mu.Unlock()
+			if !ckptFinished {
+				idle()
+			} else {
+				<-w.wake
+			}
+			continue
+		}
+		w.writing = true
 		group := w.queue
 		w.queue = nil
 		stopping := w.stopping
 		forced := len(w.ckptWaiters) > 0
 		w.mu.Unlock()
-		select {
-		case err := <-w.ckptDone:
-			w.finishCheckpoint(err)
-		default:
+		if !ckptFinished {
+			select {
+			case ckptErr = <-w.ckptDone:
+				ckptFinished = true
+			default:
+			}
+		}
+		if ckptFinished {
+			w.finishCheckpoint(ckptErr)
+			ckptErr, ckptFinished = nil, false
 		}
 		w.maybeCheckpoint(forced)
 		if len(group) == 0 {
 			if stopping {
+				// The pen stays taken: nothing is written after this.
 				w.ckpt.Wait()
 				select {
 				case err := <-w.ckptDone:
@@ -156,67 +238,75 @@ func (w *wal) run() {
 				w.answerCheckpoints(w.takeCheckpointWaiters(), errLogClosed)
 				return
 			}
-			select {
-			case <-w.wake:
-			case err := <-w.ckptDone:
-				w.finishCheckpoint(err)
+			if !w.putDown() {
+				idle()
 			}
 			continue
 		}
-		if err := w.write(group); err != nil {
-			w.fail(err, group)
-			continue
+		if w.commitGroup(group) {
+			lastGroup = len(group)
 		}
-		s := w.s
-		staged := false
-		switch {
-		case w.sync != SyncFull:
-		case groupWrites(group) < stageMin:
-			// Installing a few keys takes less than handing the fsync
-			// to another goroutine and back: a single-row commit's
-			// latency is the fsync's and little more.
-			if err := w.syncSegment(); err != nil {
-				w.fail(err, group)
-				continue
-			}
-		default:
-			// The group is in the file, not yet on disk: the tree takes
-			// it while the fsync runs, at versions no reader reads yet
-			// (they read at s.version), and it becomes readable once
-			// the fsync returns. Installing a 100-row INSERT takes about
-			// as long as its fsync (issue 11).
-			staged = true
-			synced := make(chan error, 1)
-			go func() { synced <- w.syncSegment() }()
-			s.mu.Lock()
-			for _, p := range group {
-				p.touched = s.stageLocked(p.ver, p.b)
-			}
-			s.mu.Unlock()
-			if err := <-synced; err != nil {
-				// The group stays in the tree, never readable: no
-				// version after it is published, and the database
-				// accepts no commit any more.
-				w.fail(err, group)
-				continue
-			}
-		}
-		now := s.cfg.Clock()
-		s.mu.Lock()
-		budget := 0
-		for _, p := range group {
-			if !staged {
-				p.touched = s.stageLocked(p.ver, p.b)
-			}
-			budget += s.publishLocked(p.ver, p.touched)
-		}
-		s.gcLocked(now, budget)
-		s.mu.Unlock()
-		for _, p := range group {
-			p.done <- nil
-		}
-		lastGroup = len(group)
+		w.putDown()
 	}
+}
+
+// commitGroup writes a group of commits to the log, makes it durable, then
+// readable, and answers its commits. The caller holds the pen. It reports
+// whether the group committed; if not, the log failed.
+func (w *wal) commitGroup(group []*pending) bool {
+	if err := w.write(group); err != nil {
+		w.fail(err, group)
+		return false
+	}
+	s := w.s
+	staged := false
+	switch {
+	case w.sync != SyncFull:
+	case groupWrites(group) < stageMin:
+		// Installing a few keys takes less than handing the fsync to
+		// another goroutine and back: a single-row commit's latency is
+		// the fsync's and little more.
+		if err := w.syncSegment(); err != nil {
+			w.fail(err, group)
+			return false
+		}
+	default:
+		// The group is in the file, not yet on disk: the tree takes it
+		// while the fsync runs, at versions no reader reads yet (they
+		// read at s.version), and it becomes readable once the fsync
+		// returns. Installing a 100-row INSERT takes about as long as
+		// its fsync (issue 11).
+		staged = true
+		synced := make(chan error, 1)
+		go func() { synced <- w.syncSegment() }()
+		s.mu.Lock()
+		for _, p := range group {
+			p.touched = s.stageLocked(p.ver, p.b)
+		}
+		s.mu.Unlock()
+		if err := <-synced; err != nil {
+			// The group stays in the tree, never readable: no version
+			// after it is published, and the database accepts no
+			// commit any more.
+			w.fail(err, group)
+			return false
+		}
+	}
+	now := s.cfg.Clock()
+	s.mu.Lock()
+	budget := 0
+	for _, p := range group {
+		if !staged {
+			p.touched = s.stageLocked(p.ver, p.b)
+		}
+		budget += s.publishLocked(p.ver, p.touched)
+	}
+	s.gcLocked(now, budget)
+	s.mu.Unlock()
+	for _, p := range group {
+		p.done <- nil
+	}
+	return true
 }
 
 // stageMin is the fewest writes (keys set or cleared, ranges cleared) of
@@ -380,10 +470,7 @@ func (w *wal) checkpoint() error {
 	}
 	w.ckptWaiters = append(w.ckptWaiters, c)
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.poke()
 	return <-c
 }
 
@@ -392,10 +479,7 @@ func (w *wal) close() error {
 	w.mu.Lock()
 	w.stopping = true
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.poke()
 	<-w.done
 	return w.seg.close()
 }
