@@ -65,7 +65,8 @@ type wal struct {
 	sync SyncMode
 
 	// mu guards queue, failed, stopping, ckptWaiters (the Checkpoint calls
-	// no running checkpoint has taken yet), writing and writerWaits.
+	// no running checkpoint has taken yet), writing, lastGroup and
+	// writerWaits.
 	mu          sync.Mutex
 	queue       []*pending
 	failed      error
@@ -74,6 +75,10 @@ type wal struct {
 	// writing says a goroutine holds the pen: it writes the queued
 	// commits in version order, and owns the fields below.
 	writing bool
+	// lastGroup is the size of the last group written: while groups hold
+	// more than one commit, commits go to the writer goroutine, which
+	// gathers them (gather).
+	lastGroup int
 	// writerWaits says the writer goroutine, holding a finished
 	// checkpoint's outcome, found the pen taken: whoever puts it down
 	// wakes the writer.
@@ -136,35 +141,48 @@ func (w *wal) failure() error {
 	return w.failed
 }
 
-// lead writes the queued commits on the calling goroutine, which has just
-// queued its own, if no one holds the pen. Otherwise the holder answers
-// them, or wakes the writer goroutine for them when it puts the pen down.
-// A leader writes one group: commits queued meanwhile go to the writer
-// goroutine, which gathers them (gather), so a client is not kept writing
-// for others.
+// lead sees the commits the calling goroutine has just queued with its own
+// to the log. A lone client (the last group was one commit, and no one
+// holds the pen) writes them itself. Under concurrent commits it wakes the
+// writer goroutine, which gathers groups; and when another goroutine holds
+// the pen, that one answers them, or wakes the writer for them when it
+// puts the pen down. A leader writes one group: commits queued meanwhile go
+// to the writer, so a client is not kept writing for others.
 func (w *wal) lead() {
 	w.mu.Lock()
-	if w.writing || w.stopping || len(w.queue) == 0 {
+	switch {
+	case w.writing || len(w.queue) == 0:
 		w.mu.Unlock()
+		return
+	case w.stopping || w.lastGroup > 1:
+		w.mu.Unlock()
+		w.poke()
 		return
 	}
 	w.writing = true
 	group := w.queue
 	w.queue = nil
 	w.mu.Unlock()
-	w.commitGroup(group)
+	n := 0
+	if w.commitGroup(group) {
+		n = len(group)
+	}
 	due := !w.ckptBusy && w.sinceCkpt >= w.ckptBytes
-	if w.putDown() || due {
+	if w.putDown(n) || due {
 		w.poke()
 	}
 }
 
-// putDown lets go of the pen, and reports whether the writer goroutine has
-// work: queued commits, Checkpoint calls, a close, or a wait for the pen.
-func (w *wal) putDown() bool {
+// putDown lets go of the pen, after writing a group of n commits (0: none,
+// or the log failed), and reports whether the writer goroutine has work:
+// queued commits, Checkpoint calls, a close, or a wait for the pen.
+func (w *wal) putDown(n int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.writing = false
+	if n > 0 {
+		w.lastGroup = n
+	}
 	work := len(w.queue) > 0 || len(w.ckptWaiters) > 0 || w.stopping || w.writerWaits
 	w.writerWaits = false
 	return work
@@ -183,7 +201,6 @@ func (w *wal) poke() {
 // and it starts and finishes checkpoints.
 func (w *wal) run() {
 	defer close(w.done)
-	lastGroup := 0
 	var ckptErr error // a finished checkpoint's outcome, while ckptFinished
 	ckptFinished := false
 	idle := func() {
@@ -194,7 +211,7 @@ func (w *wal) run() {
 		}
 	}
 	for {
-		w.gather(lastGroup)
+		w.gather()
 		w.mu.Lock()
 		if w.writing {
 			// The holder wakes the writer if it leaves work; a finished
@@ -238,15 +255,16 @@ func (w *wal) run() {
 				w.answerCheckpoints(w.takeCheckpointWaiters(), errLogClosed)
 				return
 			}
-			if !w.putDown() {
+			if !w.putDown(0) {
 				idle()
 			}
 			continue
 		}
+		n := 0
 		if w.commitGroup(group) {
-			lastGroup = len(group)
+			n = len(group)
 		}
-		w.putDown()
+		w.putDown(n)
 	}
 }
 
@@ -338,7 +356,10 @@ const gatherWait = 100 * time.Microsecond
 // clients it just answered are about to commit again, and one fsync for all
 // of them beats one for the first and another for the rest (the
 // group-commit convoy). A lone client never waits.
-func (w *wal) gather(want int) {
+func (w *wal) gather() {
+	w.mu.Lock()
+	want := w.lastGroup
+	w.mu.Unlock()
 	if want <= 1 || w.sync == SyncNone {
 		return
 	}
