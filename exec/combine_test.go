@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fdbqueue/fdbqueue/exec"
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/kv/embedded"
 	"github.com/fdbqueue/fdbqueue/parser"
 )
 
@@ -295,4 +297,97 @@ func TestCombinedStatementWithEndedContext(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled, q)
 	}
 	require.Len(t, mustRun(t, e, "SELECT cpu FROM t").Rows, 1, "nothing popped, nothing inserted")
+}
+
+// slowDisk is a database whose commits, once armed, wait for a disk until
+// released: each calls its OnCommitQueued function first, as a file
+// database's commits do before their fsync.
+type slowDisk struct {
+	kv.Database
+	armed   atomic.Bool
+	waiting atomic.Int64 // commits waiting for the disk
+	release chan struct{}
+}
+
+func (*slowDisk) CertainCommits() bool { return true }
+
+func (d *slowDisk) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
+	tr, err := d.Database.CreateTransaction(ctx)
+	return &slowTxn{Transaction: tr, d: d}, err
+}
+
+type slowTxn struct {
+	kv.Transaction
+	d      *slowDisk
+	queued func()
+}
+
+func (t *slowTxn) OnCommitQueued(queued func()) { t.queued = queued }
+
+func (t *slowTxn) Commit() error {
+	if t.d.armed.Load() {
+		if t.queued != nil {
+			t.queued()
+		}
+		t.d.waiting.Add(1)
+		<-t.d.release
+	}
+	return t.Transaction.Commit()
+}
+
+// TestCombinedInsertsHandOffWhileCommitting: a group of INSERTs whose
+// commit waits only for the disk lets the next group start (as many run at
+// once as maxInsertLeaders allows): statements that arrive meanwhile share
+// the next fsync instead of waiting for this one to end. Groups of pops
+// keep the lead until they return.
+func TestCombinedInsertsHandOffWhileCommitting(t *testing.T) {
+	t.Parallel()
+	mem := embedded.Open("", embedded.Config{})
+	defer mem.Close()
+	db := &slowDisk{Database: mem, release: make(chan struct{})}
+	e := exec.New(db, []byte("c"))
+	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem))")
+	p, err := parser.Parse("INSERT INTO t (priority, cpu, mem) VALUES (1, 1, 1)")
+	require.NoError(t, err)
+	db.armed.Store(true)
+	release := sync.OnceFunc(func() { close(db.release) })
+	defer release() // also when the test fails
+	leaders := exec.MaxInsertLeaders()
+	n := leaders + 4
+	done := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := e.Auto(bg, p, exec.Args{})
+			done <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return db.waiting.Load() > int64(leaders) }, 10*time.Second, time.Millisecond,
+		"%d groups of INSERTs hold the lead while their commits wait for the disk", leaders)
+	release()
+	for range n {
+		require.NoError(t, <-done)
+	}
+	require.Len(t, mustRun(t, e, "SELECT id FROM t").Rows, n)
+
+	// Pops: a group after one that has not landed would pass over its
+	// rows and conflict with it.
+	db.release = make(chan struct{})
+	db.waiting.Store(0)
+	release = sync.OnceFunc(func() { close(db.release) })
+	defer release()
+	pop, err := parser.Parse(popFit)
+	require.NoError(t, err)
+	for range n {
+		go func() {
+			_, err := e.Auto(bg, pop, exec.Args{Positional: []any{int64(8), int64(32)}})
+			done <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return db.waiting.Load() > 0 }, 10*time.Second, time.Millisecond)
+	require.Never(t, func() bool { return db.waiting.Load() > int64(exec.MaxLeaders()) }, 100*time.Millisecond, time.Millisecond,
+		"groups of pops handed the lead on while their commits waited")
+	release()
+	for range n {
+		require.NoError(t, <-done)
+	}
 }

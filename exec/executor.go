@@ -210,6 +210,11 @@ func (e *Executor) transact(ctx context.Context, retryUnknown bool, fn func(kv.T
 		return err
 	}
 	defer tr.Cancel()
+	if queued, _ := ctx.Value(queuedKey{}).(func()); queued != nil {
+		if q, ok := tr.(kv.CommitQueuer); ok {
+			q.OnCommitQueued(queued)
+		}
+	}
 	tooOld := 0
 	var unknown error // the first maybe-committed error of an attempt
 	for {

@@ -270,6 +270,18 @@ func CommitsCertain(db Database) bool {
 	return ok && c.CertainCommits()
 }
 
+// CommitQueuer is implemented by a Transaction that can say when a commit
+// has passed its checks and waits only to be made durable (an fsync of the
+// log it shares with other commits): from then on it succeeds unless the
+// disk fails, and it costs no CPU. The embedded engine's file databases
+// call the function; other engines never do.
+type CommitQueuer interface {
+	// OnCommitQueued sets the function the transaction's commits call once
+	// queued for the disk, in every later attempt too (nil: none). It is
+	// called on the committing goroutine, before Commit returns.
+	OnCommitQueued(queued func())
+}
+
 // Transact is the retry loop that engines use to implement
 // Database.Transact: run fn, commit, and on error ask OnError whether to try
 // again.

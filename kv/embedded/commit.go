@@ -59,6 +59,9 @@ func (t *txn) commit() error {
 		return r.err
 	}
 	if r.wait != nil {
+		if t.queued != nil {
+			t.queued()
+		}
 		// File: write the log here if no one else is (wal.lead).
 		s.log.lead()
 		if err := <-r.wait; err != nil {

@@ -59,3 +59,55 @@ func TestFileConcurrentCommitsShareFsyncs(t *testing.T) {
 	t.Logf("%d commits, %d fsyncs", clients*each, n)
 	require.Less(t, n, int64(clients*each/2), "concurrent commits share fsyncs")
 }
+
+// A file database's commit calls its OnCommitQueued function once checked
+// and queued for the log, while the log's fsync is still to come; a memory
+// database's commits, and commits that write nothing, never call it.
+func TestCommitQueuedBeforeDurable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := OpenFile(t.TempDir(), FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
+	defer release()
+	db.s.log.syncFault = func() error {
+		<-hold
+		return nil
+	}
+	tr, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	var queued atomic.Int64
+	tr.(kv.CommitQueuer).OnCommitQueued(func() { queued.Add(1) })
+	tr.Set([]byte("k"), []byte("v"))
+	committed := make(chan error, 1)
+	go func() { committed <- tr.Commit() }()
+	require.Eventually(t, func() bool { return queued.Load() == 1 }, 10*time.Second, time.Millisecond)
+	select {
+	case err := <-committed:
+		t.Fatalf("the commit returned (%v) before its fsync", err)
+	default:
+	}
+	release()
+	require.NoError(t, <-committed)
+	require.EqualValues(t, 1, queued.Load())
+
+	// Nothing written: nothing queued.
+	ro, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	ro.(kv.CommitQueuer).OnCommitQueued(func() { queued.Add(1) })
+	_, err = ro.Get([]byte("k"))
+	require.NoError(t, err)
+	require.NoError(t, ro.Commit())
+	require.EqualValues(t, 1, queued.Load())
+
+	mem := Open("", Config{})
+	defer mem.Close()
+	mt, err := mem.CreateTransaction(ctx)
+	require.NoError(t, err)
+	mt.(kv.CommitQueuer).OnCommitQueued(func() { queued.Add(1) })
+	mt.Set([]byte("k"), []byte("v"))
+	require.NoError(t, mt.Commit())
+	require.EqualValues(t, 1, queued.Load(), "memory: commits never wait for a disk")
+}

@@ -48,6 +48,7 @@ type txn struct {
 
 	retries int
 	backoff time.Duration
+	queued  func() // OnCommitQueued
 	snap    snapshot
 	creq    commitReq // the commit on its way through the combiner
 
@@ -61,7 +62,10 @@ type txn struct {
 	firstBuf []kv.KeyValue
 }
 
-var _ kv.Transaction = (*txn)(nil)
+var (
+	_ kv.Transaction  = (*txn)(nil)
+	_ kv.CommitQueuer = (*txn)(nil)
+)
 
 func newTxn(s *store, ctx context.Context) *txn {
 	t := &txn{s: s, ctx: ctx, start: s.cfg.Clock()}
@@ -490,9 +494,14 @@ func (t *txn) reset() {
 	if t.hasRV {
 		t.s.releaseReadVersion(t)
 	}
-	*t = txn{s: t.s, ctx: t.ctx, start: t.start, readOnly: t.readOnly, retries: t.retries, backoff: t.backoff}
+	*t = txn{s: t.s, ctx: t.ctx, start: t.start, readOnly: t.readOnly, retries: t.retries, backoff: t.backoff, queued: t.queued}
 	t.snap.t = t
 }
+
+// OnCommitQueued implements kv.CommitQueuer: a file database's commit
+// calls queued once it passed its conflict check and was queued for the
+// log, before the log's write and fsync.
+func (t *txn) OnCommitQueued(queued func()) { t.queued = queued }
 
 // OnError implements kv.Transaction.
 func (t *txn) OnError(err error) error {
