@@ -17,10 +17,11 @@ const fsyncBytes = 128
 
 // measureFsync writes fsyncBytes after the last write in a new file in dir
 // and fsyncs it, reps times, as the write-ahead log does for a commit: into
-// space the file already has (the log reserves its segments' space ahead
-// of the records), so that the fsync does not also make a new file size
-// durable. The file is named *.tmp, which the engine's recovery removes
-// should the bench die before it does.
+// space the file already has, written with zeros (the log writes its
+// segments' space ahead of the records), so that the fsync does not also
+// make a new file size or newly allocated blocks durable. The file is named
+// *.tmp, which the engine's recovery removes should the bench die before
+// it does.
 func measureFsync(ctx context.Context, dir string, reps int) (res fsyncResult, err error) {
 	f, err := os.CreateTemp(dir, "fdbqueue-bench-fsync-*.tmp")
 	if err != nil {
@@ -34,7 +35,7 @@ func measureFsync(ctx context.Context, dir string, reps int) (res fsyncResult, e
 			err = rerr
 		}
 	}()
-	if err := f.Truncate(int64(reps) * fsyncBytes); err != nil {
+	if _, err := f.Write(make([]byte, reps*fsyncBytes)); err != nil {
 		return res, fmt.Errorf("reserving space in %s: %w", f.Name(), err)
 	}
 	if err := f.Sync(); err != nil {

@@ -71,7 +71,7 @@
 //	file.go        file databases: open modes, recovery
 //	wal.go         the write-ahead log: a lone commit writes it itself, else
 //	               the writer goroutine, one fsync per group
-//	segment.go     log segment files, their space reserved ahead (prealloc_*.go)
+//	segment.go     log segment files, their space written with zeros ahead
 //	checkpoint.go  checkpoints, and dropping the log they make redundant
 //	lock.go        the directory lock; lock_*.go its call on each OS
 //	faults.go      injected FoundationDB failures, for tests
