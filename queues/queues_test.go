@@ -456,6 +456,8 @@ func TestPushAllRefusesDuplicateIDs(t *testing.T) {
 		for name, items := range map[string][]queues.Item{
 			"queued":      {item(queues.NewID()), item(queued)},
 			"given twice": {item(7), item(queues.NewID()), item(7)},
+			// A run of consecutive ids is read as one range.
+			"queued, in a run": {item(queued - 2), item(queued + 2), item(queued), item(queued - 1), item(queued + 1)},
 		} {
 			err := db.Transact(bg, func(tr kv.Transaction) error {
 				if attempt {
@@ -467,6 +469,9 @@ func TestPushAllRefusesDuplicateIDs(t *testing.T) {
 				return err
 			})
 			require.ErrorIs(t, err, queues.ErrDuplicateID, name)
+			if name != "given twice" {
+				require.ErrorContains(t, err, fmt.Sprint(queued), name)
+			}
 		}
 		err := db.Transact(bg, func(tr kv.Transaction) error {
 			if err := q.Push(tr, item(9)); err != nil {
@@ -476,6 +481,15 @@ func TestPushAllRefusesDuplicateIDs(t *testing.T) {
 			return err
 		})
 		require.ErrorIs(t, err, queues.ErrDuplicateID, "pushed earlier in the transaction")
+		err = db.Transact(bg, func(tr kv.Transaction) error {
+			if err := q.Push(tr, item(104)); err != nil {
+				return err
+			}
+			_, err := q.PushAll(tr, 0, []queues.Item{item(101), item(102), item(103), item(104), item(105), item(106)})
+			return err
+		})
+		require.ErrorIs(t, err, queues.ErrDuplicateID, "pushed earlier in the transaction, in a run")
+		require.ErrorContains(t, err, "id 104")
 	}
 	require.Equal(t, int64(1), count(t, db, q), "a refused call leaves nothing")
 	// And a good call pushes every item, filed in the fit index.
@@ -486,4 +500,42 @@ func TestPushAllRefusesDuplicateIDs(t *testing.T) {
 	got, ok := popFit(t, db, q, queues.Min, 2, 40)
 	require.True(t, ok)
 	require.Equal(t, "new", got)
+}
+
+// TestConcurrentRunsOfOneIDConflict: two transactions that push the same
+// run of consecutive ids at once (checked with one range read each) do not
+// both land: one pushes them, the other meets ErrDuplicateID.
+func TestConcurrentRunsOfOneIDConflict(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority, "cpu", "mem")
+	for round := range 20 {
+		first := int64(1000 + 100*round)
+		items := make([]queues.Item, 10)
+		for i := range items {
+			items[i] = queues.Item{ID: first + int64(i), Resources: []int64{1, 1}, Value: []byte("v")}
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for g := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[g] = db.Transact(bg, func(tr kv.Transaction) error {
+					_, err := q.PushAll(tr, 0, items)
+					return err
+				})
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+			} else {
+				require.ErrorIs(t, err, queues.ErrDuplicateID)
+			}
+		}
+		require.Equal(t, 1, ok, "round %d: %v", round, errs)
+	}
+	require.Equal(t, int64(200), count(t, db, q))
 }
