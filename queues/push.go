@@ -179,11 +179,7 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item) (dirSet, error) {
 	}
 	for i, k := range keys[:lone] {
 		if vals[i] != nil {
-			id, _, err := tuple.DecodeInt(k[len(q.sub[tagIDs]):])
-			if err != nil {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w: id %d", ErrDuplicateID, id)
+			return nil, q.duplicateID(k)
 		}
 	}
 	for i, k := range keys[lone:] {
@@ -206,13 +202,19 @@ func (q *Queue) checkIDRun(tr kv.Transaction, first, last int64) error {
 	case err != nil:
 		return err
 	case ok:
-		id, _, err := tuple.DecodeInt(e.Key[len(q.sub[tagIDs]):])
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: id %d", ErrDuplicateID, id)
+		return q.duplicateID(e.Key)
 	}
 	return nil
+}
+
+// duplicateID returns the ErrDuplicateID of the id index key k, found
+// where a new item's key was to go.
+func (q *Queue) duplicateID(k []byte) error {
+	id, _, err := tuple.DecodeInt(k[len(q.sub[tagIDs]):])
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: id %d", ErrDuplicateID, id)
 }
 
 // pushAt adds it at seq (see nextSeq), without counting it: the caller

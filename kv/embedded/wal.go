@@ -141,13 +141,14 @@ func (w *wal) failure() error {
 	return w.failed
 }
 
-// lead sees the commits the calling goroutine has just queued with its own
-// to the log. A lone client (the last group was one commit, and no one
-// holds the pen) writes them itself. Under concurrent commits it wakes the
-// writer goroutine, which gathers groups; and when another goroutine holds
-// the pen, that one answers them, or wakes the writer for them when it
-// puts the pen down. A leader writes one group: commits queued meanwhile go
-// to the writer, so a client is not kept writing for others.
+// lead is called by a committing goroutine once its commit is queued for
+// the log (perhaps with others a combiner leader queued with it). A lone
+// client (the last group was one commit, and no one holds the pen) writes
+// the queue itself. Under concurrent commits it wakes the writer
+// goroutine, which gathers groups; and when another goroutine holds the
+// pen, that one answers the queue, or wakes the writer for it when it puts
+// the pen down. A leader writes one group: commits queued meanwhile go to
+// the writer, so a client is not kept writing for others.
 func (w *wal) lead() {
 	w.mu.Lock()
 	switch {
