@@ -15,7 +15,7 @@ import (
 type commitReq struct {
 	t      *txn
 	b      *batch
-	writes []span       // write-conflict spans
+	writes commitRecord // what the commit writes, its version not yet set
 	reads  []span       // the read-conflict spans merged, nil until needed
 	now    time.Time    // the commit's clock reading, for the age check
 	done   chan bool    // receives once the leader has settled the commit (false), or to make this commit lead (true)
@@ -142,7 +142,8 @@ func (s *store) settleLocked(r *commitReq) error {
 	}
 	s.nextVer++
 	ver := s.nextVer
-	s.history = append(s.history, commitRecord{ver: ver, writes: r.writes})
+	r.writes.ver = ver
+	s.history = append(s.history, r.writes)
 	if s.log == nil {
 		r.gcBudget = s.applyAtLocked(ver, r.b)
 		return nil

@@ -47,7 +47,7 @@ func (t *txn) commit() error {
 	// Everything that does not need the store's lock is done here, so
 	// that the lock is held only to check and install.
 	b := t.batch()
-	t.creq = commitReq{t: t, b: b, writes: t.writeSpans(b), now: s.cfg.Clock()}
+	t.creq = commitReq{t: t, b: b, writes: t.record(b), now: s.cfg.Clock()}
 	r := &t.creq
 	if len(t.reads) > 0 && s.version.Load() > t.rv {
 		// Commits landed since the read version: the check will need

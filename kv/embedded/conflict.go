@@ -29,14 +29,17 @@ func (s span) intersects(o span) bool {
 
 func (s span) size() int { return len(s.begin) + len(s.end) }
 
-// commitRecord is one commit's writes, kept for conflict checks.
+// commitRecord is one commit's writes, kept for conflict checks: the keys it
+// set or mutated, in order, and its cleared ranges and explicit write
+// conflicts.
 type commitRecord struct {
 	ver    uint64
-	writes []span
+	keys   [][]byte // sorted, distinct
+	ranges []span
 }
 
 // conflictsLocked reports whether any commit after rv wrote into reads
-// (sorted by begin, disjoint). Callers hold s.mu.
+// (sorted by begin, disjoint, each with an explicit end). Callers hold s.mu.
 func (s *store) conflictsLocked(rv uint64, reads []span) bool {
 	// History is in version order: find the first record after rv.
 	i := len(s.history)
@@ -44,18 +47,25 @@ func (s *store) conflictsLocked(rv uint64, reads []span) bool {
 		i--
 	}
 	for _, rec := range s.history[i:] {
-		for _, w := range rec.writes {
-			// First read span whose end is past w.begin.
-			lo, hi := 0, len(reads)
-			for lo < hi {
-				m := (lo + hi) / 2
-				if reads[m].beforeEnd(w.begin) {
-					hi = m
-				} else {
-					lo = m + 1
+		for _, w := range rec.ranges {
+			if readsIntersect(reads, w) {
+				return true
+			}
+		}
+		// Both sides are sorted: search the longer one for each of the
+		// shorter one's. A 100-row INSERT writes hundreds of keys and
+		// reads a few ranges; a fit pop reads dozens and writes a few.
+		if len(rec.keys) <= len(reads) {
+			for _, k := range rec.keys {
+				if readsIntersect(reads, span{begin: k}) {
+					return true
 				}
 			}
-			if lo < len(reads) && reads[lo].intersects(w) {
+			continue
+		}
+		for _, r := range reads {
+			j, _ := slices.BinarySearchFunc(rec.keys, r.begin, bytes.Compare)
+			if j < len(rec.keys) && bytes.Compare(rec.keys[j], r.end) < 0 {
 				return true
 			}
 		}
@@ -63,17 +73,38 @@ func (s *store) conflictsLocked(rv uint64, reads []span) bool {
 	return false
 }
 
-// writeSpans lists the write-conflict spans of b and the explicit write
-// conflict keys.
-func (t *txn) writeSpans(b *batch) []span {
-	out := make([]span, 0, len(b.clears)+len(b.writes)+len(t.wconf))
-	for _, r := range b.clears {
-		out = append(out, span{begin: r.Begin, end: r.End})
+// readsIntersect reports whether w intersects one of reads (sorted by
+// begin, disjoint).
+func readsIntersect(reads []span, w span) bool {
+	// First read span whose end is past w.begin.
+	lo, hi := 0, len(reads)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if reads[m].beforeEnd(w.begin) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
 	}
-	for _, w := range b.writes {
-		out = append(out, span{begin: w.key})
+	return lo < len(reads) && reads[lo].intersects(w)
+}
+
+// record lists b's writes for the history: the keys of b.writes (sorted by
+// key), and the clears and explicit write-conflict spans.
+func (t *txn) record(b *batch) commitRecord {
+	keys := make([][]byte, len(b.writes))
+	for i, w := range b.writes {
+		keys[i] = w.key
 	}
-	return append(out, t.wconf...)
+	var ranges []span
+	if n := len(b.clears) + len(t.wconf); n > 0 {
+		ranges = make([]span, 0, n)
+		for _, r := range b.clears {
+			ranges = append(ranges, span{begin: r.Begin, end: r.End})
+		}
+		ranges = append(ranges, t.wconf...)
+	}
+	return commitRecord{keys: keys, ranges: ranges}
 }
 
 // mergeSpans sorts spans by begin and merges overlapping or adjacent ones.

@@ -1,0 +1,111 @@
+package embedded_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/kv/embedded"
+)
+
+// ckey returns the i-th key of the conflict tests, in key order.
+func ckey(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+
+// ckeys returns ckey(i) for each i in from..to-1, step by step.
+func ckeys(from, to, step int) [][]byte {
+	var out [][]byte
+	for i := from; i < to; i += step {
+		out = append(out, ckey(i))
+	}
+	return out
+}
+
+// A commit conflicts exactly when a commit after its read version wrote a
+// key inside one of its read ranges or point reads. The check searches
+// whichever side is longer, the writer's keys or the reader's ranges; both
+// shapes are here, with the boundaries of each range.
+func TestConflictsAreExact(t *testing.T) {
+	t.Parallel()
+	between := func(i int) []byte { return append(ckey(i), 'x') } // after ckey(i), before ckey(i+1)
+	cases := []struct {
+		name     string
+		reads    []readSpan
+		writes   [][]byte  // set by the other commit
+		clear    *kv.Range // cleared by the other commit
+		conflict bool
+	}{
+		// Many written keys, a few reads: each read searches the keys.
+		{"range holds a written key", []readSpan{{ckey(101), ckey(104)}}, ckeys(0, 400, 2), nil, true},
+		{"range between written keys", []readSpan{{between(100), ckey(102)}}, ckeys(0, 400, 2), nil, false},
+		{"range ends at a written key", []readSpan{{ckey(99), ckey(100)}}, ckeys(0, 400, 2), nil, false},
+		{"range starts at a written key", []readSpan{{ckey(100), ckey(101)}}, ckeys(0, 400, 2), nil, true},
+		{"range past every written key", []readSpan{{ckey(400), ckey(500)}}, ckeys(0, 400, 2), nil, false},
+		{"range before every written key", []readSpan{{[]byte("a"), ckey(0)}}, ckeys(0, 400, 2), nil, false},
+		{"point read of a written key", []readSpan{{ckey(398), nil}}, ckeys(0, 400, 2), nil, true},
+		{"point read beside written keys", []readSpan{{ckey(397), nil}}, ckeys(0, 400, 2), nil, false},
+		{"last of several ranges hit", []readSpan{{ckey(1), ckey(2)}, {ckey(3), ckey(4)}, {ckey(397), ckey(399)}}, ckeys(0, 400, 2), nil, true},
+		// Many reads, a few written keys: each key searches the reads.
+		{"key inside one of many ranges", rangesEvery(10), [][]byte{ckey(205)}, nil, true},
+		{"key between many ranges", rangesEvery(10), [][]byte{ckey(207)}, nil, false},
+		{"key at a range's end", rangesEvery(10), [][]byte{ckey(206)}, nil, false},
+		{"key at a range's begin", rangesEvery(10), [][]byte{ckey(200)}, nil, true},
+		// Clears, whatever the counts.
+		{"clear over a read", rangesEvery(10), nil, &kv.Range{Begin: ckey(207), End: ckey(211)}, true},
+		{"clear between reads", rangesEvery(10), nil, &kv.Range{Begin: ckey(207), End: ckey(210)}, false},
+		{"clear beside many keys", []readSpan{{ckey(101), ckey(102)}}, ckeys(0, 100, 1), &kv.Range{Begin: ckey(101), End: ckey(102)}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := embedded.Open("", embedded.Config{})
+			defer db.Close()
+			reader, err := db.CreateTransaction(ctx)
+			require.NoError(t, err)
+			for _, r := range c.reads {
+				if r.end == nil {
+					_, err := reader.Get(r.begin)
+					require.NoError(t, err)
+					continue
+				}
+				it := reader.GetRange(kv.Range{Begin: r.begin, End: r.end}, kv.RangeOptions{})
+				for it.Next() {
+				}
+				require.NoError(t, it.Err())
+			}
+			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+				for _, k := range c.writes {
+					tr.Set(k, []byte("v"))
+				}
+				if c.clear != nil {
+					tr.ClearRange(*c.clear)
+				}
+				return nil
+			}))
+			reader.Set([]byte("out"), []byte("v"))
+			err = reader.Commit()
+			if c.conflict {
+				require.ErrorIs(t, err, kv.ErrNotCommitted)
+			} else {
+				require.NoError(t, err)
+			}
+		})
+	}
+}
+
+// readSpan is a read of the conflict tests: the range [begin, end), or
+// with end nil a point read of begin.
+type readSpan struct{ begin, end []byte }
+
+// rangesEvery returns the read ranges [ckey(i), ckey(i+step/2+1)) for i in
+// 0, step, ... below 1000.
+func rangesEvery(step int) []readSpan {
+	var out []readSpan
+	for i := 0; i < 1000; i += step {
+		out = append(out, readSpan{ckey(i), ckey(i + step/2 + 1)})
+	}
+	return out
+}
