@@ -167,6 +167,9 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 
 func toArgs(named []driver.NamedValue) exec.Args {
 	var a exec.Args
+	if len(named) > 0 && named[0].Name == "" {
+		a.Positional = make([]any, 0, len(named))
+	}
 	for _, nv := range named {
 		if nv.Name != "" {
 			if a.Named == nil {

@@ -162,6 +162,8 @@ type ReadTransaction interface {
 
 // Transaction reads and writes. Writes are buffered until Commit; errors in
 // them (a key too large, say) are reported by Commit, as FoundationDB does.
+// The writes copy their arguments, as FoundationDB's client does: the caller
+// may reuse a key's or a value's bytes once the call returns.
 type Transaction interface {
 	ReadTransaction
 	// Set writes value at key.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -168,14 +169,19 @@ func extending(prefix []byte) kv.Range {
 // itemKey returns the key of the item at p: under tag 0, or tag 13 when p
 // is invisible.
 func (q *Queue) itemKey(p pos) []byte {
+	return q.appendItemKey(make([]byte, 0, len(q.sub[tagItems])+4*maxIntLen), p)
+}
+
+// appendItemKey appends the key of the item at p (itemKey) to dst.
+func (q *Queue) appendItemKey(dst []byte, p pos) []byte {
 	tag := tagItems
 	if p.due != 0 {
 		tag = tagHidden
 	}
 	if q.kind == FIFO {
-		return q.key(tag, p.seq, p.id)
+		return q.appendKey(dst, tag, p.seq, p.id)
 	}
-	return q.key(tag, p.prio, p.seq, p.id)
+	return q.appendKey(dst, tag, p.prio, p.seq, p.id)
 }
 
 // dueKey returns the due index key of the invisible item at p.
@@ -184,17 +190,19 @@ func (q *Queue) dueKey(p pos) []byte { return q.key(tagDue, p.due, p.prio, p.seq
 func (q *Queue) idKey(id int64) []byte { return q.key(tagIDs, id) }
 
 // idValue is the id index's value for the item at p.
-func (q *Queue) idValue(p pos) []byte {
-	var b []byte
+func (q *Queue) idValue(p pos) []byte { return q.appendIDValue(nil, p) }
+
+// appendIDValue appends the id index's value for the item at p to dst.
+func (q *Queue) appendIDValue(dst []byte, p pos) []byte {
 	if q.kind == FIFO {
-		b = appendInts(nil, p.seq)
+		dst = appendInts(dst, p.seq)
 	} else {
-		b = appendInts(nil, p.prio, p.seq)
+		dst = appendInts(dst, p.prio, p.seq)
 	}
 	if p.due != 0 {
-		b = appendInts(b, p.due)
+		dst = appendInts(dst, p.due)
 	}
-	return b
+	return dst
 }
 
 // decodeIDValue returns the position that the id index's value v gives
@@ -233,8 +241,13 @@ func (q *Queue) countKey() []byte { return q.sub[tagCount] }
 // entryKey returns the fit index entry of the item at p under tag
 // (tagCells or tagShapes) and coords (its cell or its shape).
 func (q *Queue) entryKey(tag int, coords []int64, p pos) []byte {
-	b := make([]byte, 0, len(q.sub[tag])+maxIntLen*(len(coords)+3))
-	return appendInts(appendInts(append(b, q.sub[tag]...), coords...), p.prio, p.seq, p.id)
+	return q.appendEntryKey(make([]byte, 0, len(q.sub[tag])+maxIntLen*(len(coords)+3)), tag, coords, p)
+}
+
+// appendEntryKey appends the entry key of p under tag and coords
+// (entryKey) to dst.
+func (q *Queue) appendEntryKey(dst []byte, tag int, coords []int64, p pos) []byte {
+	return appendInts(appendInts(append(dst, q.sub[tag]...), coords...), p.prio, p.seq, p.id)
 }
 
 // decodeEntry returns the position of a fit index entry under prefix (a
@@ -283,11 +296,14 @@ func (q *Queue) decodeKeyUnder(tag int, k []byte) (pos, error) {
 
 // encodeValue packs an item's resources and value as a tuple, followed by
 // its visible_at, lease and attempts when any of them is set.
-func encodeValue(it Item) []byte {
+func encodeValue(it Item) []byte { return appendValue(nil, it) }
+
+// appendValue appends the item record's value of it (encodeValue) to dst.
+func appendValue(dst []byte, it Item) []byte {
 	// Packing escapes each 0x00 of the value with one more byte: sized
-	// for them, the buffer is allocated once.
+	// for them, the buffer grows at most once.
 	size := maxIntLen*(len(it.Resources)+3) + len(it.Value) + bytes.Count(it.Value, []byte{0}) + 2
-	b := appendInts(make([]byte, 0, size), it.Resources...)
+	b := appendInts(slices.Grow(dst, size), it.Resources...)
 	b, _ = tuple.Tuple{it.Value}.AppendPack(b)
 	if vis := nanos(it.VisibleAt); vis != 0 || it.Lease != 0 || it.Attempts != 0 {
 		b = appendInts(b, vis, it.Lease, it.Attempts)

@@ -139,7 +139,7 @@ func (q *Queue) rewrite(tr kv.Transaction, old pos, it Item, now int64) (pos, er
 			q.indexRemove(tr, old, it.Resources)
 		}
 	case old.due != 0:
-		if err := q.indexAdd(tr, np, it.Resources, nil); err != nil {
+		if err := q.indexAdd(tr, np, it.Resources, nil, nil); err != nil {
 			return np, err
 		}
 	}

@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 		{"SerializableReadConflicts", testSerializableReadConflicts},
 		{"SnapshotReadNoConflict", testSnapshotReadNoConflict},
 		{"RangeBuffersReusable", testRangeBuffersReusable},
+		{"WriteBuffersReusable", testWriteBuffersReusable},
 		{"FirstIsRangeLimitOne", testFirst},
 		{"GetManyIsGetEach", testGetMany},
 		{"RangeConflictOnlyWhatWasRead", testRangeConflictOnlyWhatWasRead},
@@ -337,6 +338,47 @@ func testRangeBuffersReusable(t *testing.T, in Instance) {
 		tr.Set([]byte("out"), []byte("1"))
 		require.ErrorIs(t, tr.Commit(), kv.ErrNotCommitted, "reverse=%v", reverse)
 	}
+}
+
+// testWriteBuffersReusable: the writes copy their keys and values, so the
+// caller may reuse those bytes at once, as pushes do with one buffer for
+// every key they write.
+func testWriteBuffersReusable(t *testing.T, in Instance) {
+	set(t, in.DB, "w/c", "old", "w/d", "old", "w/e", "old", "w/f", "old")
+	tr := newTr(t, in.DB)
+	buf := []byte("w/a=1")
+	tr.Set(buf[:3], buf[4:])
+	copy(buf, "w/b=2")
+	tr.Set(buf[:3], buf[4:])
+	copy(buf, "w/c")
+	tr.Clear(buf[:3])
+	begin, end := []byte("w/d"), []byte("w/e")
+	tr.ClearRange(kv.Range{Begin: begin, End: end})
+	copy(begin, "w/0")
+	copy(end, "w/z")
+	n := []byte("w/n")
+	tr.Add(n, 7)
+	copy(n, "w/m")
+	cv := []byte("old")
+	key := []byte("w/f")
+	tr.CompareAndClear(key, cv)
+	copy(key, "w/e")
+	copy(cv, "new")
+	copy(buf, "zzzzz")
+	require.NoError(t, tr.Commit())
+
+	got := map[string]string{}
+	rd := newTr(t, in.DB)
+	it := rd.GetRange(kv.PrefixRange([]byte("w/")), kv.RangeOptions{})
+	for it.Next() {
+		e := it.KeyValue()
+		got[string(e.Key)] = string(e.Value)
+	}
+	require.NoError(t, it.Err())
+	require.Equal(t, map[string]string{
+		"w/a": "1", "w/b": "2", "w/e": "old",
+		"w/n": string([]byte{7, 0, 0, 0, 0, 0, 0, 0}),
+	}, got)
 }
 
 // testFirst: kv.First (which engines may serve without an iterator) is a
