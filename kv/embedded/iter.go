@@ -40,6 +40,10 @@ type rangeIter struct {
 
 	conflict int // index of this iterator's span in t.reads, or -1
 	origin   []byte
+	// endBuf holds the end of the read-conflict span of a forward
+	// iteration: rewritten in place as the span grows, one allocation for
+	// the keys a range read returns, not one a key.
+	endBuf []byte
 }
 
 func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rangeIter {
@@ -48,7 +52,9 @@ func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rang
 		begin: r.Begin, end: r.End,
 		reverse: opts.Reverse, limit: opts.Limit, mode: opts.Mode,
 		conflict: -1,
+		batch:    t.spareBatch, // a finished iterator's, if any
 	}
+	t.spareBatch = nil
 	if err := t.check(); err != nil {
 		it.fail(err)
 		return it
@@ -237,14 +243,20 @@ func (it *rangeIter) cover(key []byte) {
 	if it.reverse {
 		s.begin = key
 	} else {
-		s.end = kv.KeyAfter(key)
+		it.endBuf = append(append(it.endBuf[:0], key...), 0)
+		s.end = it.endBuf
 	}
 }
 
 // finish ends the iteration; exhausted means the whole range was read, so the
-// whole of it is a read conflict.
+// whole of it is a read conflict. The next iterator of the transaction
+// takes its batch's memory.
 func (it *rangeIter) finish(exhausted bool) {
 	it.done = true
+	if cap(it.batch) > cap(it.t.spareBatch) {
+		clear(it.batch[:cap(it.batch)]) // no slab memory kept alive
+		it.t.spareBatch, it.batch = it.batch[:0], nil
+	}
 	if it.conflict < 0 {
 		return
 	}
@@ -254,7 +266,8 @@ func (it *rangeIter) finish(exhausted bool) {
 			// A copy: it.begin is still the caller's slice.
 			s.begin = append([]byte{}, it.begin...)
 		} else {
-			s.end = append([]byte{}, it.end...)
+			it.endBuf = append(it.endBuf[:0], it.end...)
+			s.end = it.endBuf
 		}
 	}
 	it.t.size += s.size()

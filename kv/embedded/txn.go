@@ -52,14 +52,19 @@ type txn struct {
 	snap    snapshot
 	creq    commitReq // the commit on its way through the combiner
 
-	// wblock and bblock are what is left of newWrite's blocks.
-	wblock []write
-	bblock []byte
+	// wblock and bblock are what is left of newWrite's blocks; bblocks
+	// is the bytes of the byte blocks so far.
+	wblock  []write
+	bblock  []byte
+	bblocks int
 
 	// Probes for tree lookups, kept here so that lookups do not allocate.
 	wprobe   write
 	eprobe   []byte // a record of the key looked up
 	firstBuf []kv.KeyValue
+	// spareBatch is the batch of the last finished range iterator, for
+	// the next one.
+	spareBatch []kv.KeyValue
 }
 
 var (
@@ -343,7 +348,12 @@ func (t *txn) newWrite(key []byte, extra int) *write {
 		buf = make([]byte, n)
 	} else {
 		if len(t.bblock) < n {
-			t.bblock = make([]byte, min(max(t.size, 256, n), byteBlock))
+			// As large as the blocks so far (not t.size, which counts
+			// the read conflicts: a fit pop's dozens of reads made its
+			// few small writes take a block of 4 to 8 KiB).
+			size := min(max(t.bblocks, 256, n), byteBlock)
+			t.bblock = make([]byte, size)
+			t.bblocks += size
 		}
 		buf, t.bblock = t.bblock[:n:n], t.bblock[n:]
 	}

@@ -551,6 +551,40 @@ func testRangeConflictOnlyWhatWasRead(t *testing.T, in Instance) {
 	tr.Set([]byte("out"), []byte("1"))
 	require.ErrorIs(t, tr.Commit(), kv.ErrNotCommitted)
 
+	// The keys returned are covered, the last one too, in both
+	// directions, and also when the caller stops iterating early.
+	set(t, in.DB, "p/b", "1", "p/d", "2")
+	for _, c := range []struct {
+		opts  kv.RangeOptions
+		write string
+	}{
+		{kv.RangeOptions{Limit: 1}, "p/b"},
+		{kv.RangeOptions{Limit: 1, Reverse: true}, "p/d"},
+	} {
+		tr = newTr(t, in.DB)
+		require.Equal(t, []string{c.write}, rangeKeys(t, tr, "p/", "p0", c.opts))
+		set(t, in.DB, c.write, "rewritten")
+		tr.Set([]byte("out"), []byte("1"))
+		require.ErrorIs(t, tr.Commit(), kv.ErrNotCommitted, "%+v", c.opts)
+	}
+	set(t, in.DB, "s/1", "x", "s/2", "x", "s/3", "x")
+	for _, c := range []struct {
+		write    string
+		conflict bool
+	}{{"s/2", true}, {"s/2a", false}} {
+		tr = newTr(t, in.DB)
+		it := tr.GetRange(kv.Range{Begin: []byte("s/"), End: []byte("s0")}, kv.RangeOptions{})
+		require.True(t, it.Next())
+		require.True(t, it.Next()) // s/2, then the caller stops
+		set(t, in.DB, c.write, "y")
+		tr.Set([]byte("out"), []byte("1"))
+		if err := tr.Commit(); c.conflict {
+			require.ErrorIs(t, err, kv.ErrNotCommitted, c.write)
+		} else {
+			require.NoError(t, err, c.write)
+		}
+	}
+
 	// An empty range read covers the whole range.
 	tr = newTr(t, in.DB)
 	require.Empty(t, rangeKeys(t, tr, "r/", "r0", kv.RangeOptions{Limit: 1}))
