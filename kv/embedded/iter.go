@@ -145,8 +145,11 @@ func (it *rangeIter) nextWrite() *write {
 		return nil
 	}
 	var found *write
+	// The transaction's probe: a new write here would escape to the heap.
+	probe := &it.t.wprobe
 	if it.reverse {
-		ws.Descend(&write{key: it.end}, func(w *write) bool {
+		probe.key = it.end
+		ws.Descend(probe, func(w *write) bool {
 			if bytes.Compare(w.key, it.end) >= 0 {
 				return true
 			}
@@ -156,7 +159,8 @@ func (it *rangeIter) nextWrite() *write {
 			return false
 		})
 	} else {
-		ws.Ascend(&write{key: it.begin}, func(w *write) bool {
+		probe.key = it.begin
+		ws.Ascend(probe, func(w *write) bool {
 			if it.beginEx && bytes.Equal(w.key, it.begin) {
 				return true
 			}
@@ -166,6 +170,7 @@ func (it *rangeIter) nextWrite() *write {
 			return false
 		})
 	}
+	probe.key = nil
 	return found
 }
 
