@@ -223,6 +223,16 @@ func presence(v []byte, ok bool) []byte {
 	return v
 }
 
+// twoKeys returns the span [begin, end+suffix), its bounds copied into one
+// new array.
+func twoKeys(begin, end []byte, suffix ...byte) span {
+	b := make([]byte, 0, len(begin)+len(end)+len(suffix))
+	b = append(b, begin...)
+	n := len(b)
+	b = append(append(b, end...), suffix...)
+	return span{begin: b[:n:n], end: b[n:]}
+}
+
 func (t *txn) addRead(s span) {
 	t.reads = append(t.reads, s)
 	t.size += s.size()
@@ -258,14 +268,15 @@ func (t *txn) first(r kv.Range, reverse, snapshot bool) (kv.KeyValue, bool, erro
 	if !snapshot {
 		// As the iterator records it: what the read covered, up to the
 		// key it returned, or the whole range when it found nothing.
+		// Both bounds in one allocation: a fit pop makes dozens.
 		var sp span
 		switch {
 		case found && reverse:
 			sp = span{begin: e.Key, end: slices.Clone(r.End)}
 		case found:
-			sp = span{begin: slices.Clone(r.Begin), end: kv.KeyAfter(e.Key)}
+			sp = twoKeys(r.Begin, e.Key, 0)
 		default:
-			sp = span{begin: slices.Clone(r.Begin), end: slices.Clone(r.End)}
+			sp = twoKeys(r.Begin, r.End)
 		}
 		if !bytes.Equal(sp.begin, sp.end) {
 			t.addRead(sp)
@@ -297,10 +308,11 @@ func (t *txn) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	return newRangeIter(t, r, opts, false)
 }
 
-// writeKey buffers a write to key, returning the write record to fill in.
-func (t *txn) writeKey(key []byte, extra int) *write {
+// writeKey buffers a write to key, returning the write record to fill in,
+// and, when the write is new, room for extra bytes of value.
+func (t *txn) writeKey(key []byte, extra int) (*write, []byte) {
 	if t.state != txnActive {
-		return nil
+		return nil, nil
 	}
 	if t.err == nil {
 		switch {
@@ -318,24 +330,25 @@ func (t *txn) writeKey(key []byte, extra int) *write {
 	t.wprobe.key = key
 	w, ok := t.writes.GetHint(&t.wprobe, &hint)
 	t.wprobe.key = nil
+	var room []byte
 	if !ok {
-		w = t.newWrite(key, extra)
+		w, room = t.newWrite(key, extra)
 		if t.inClears(key) {
 			w.base = baseCleared
 		}
 		t.writes.SetHint(w, &hint)
 		t.size += len(key)
 	}
-	return w
+	return w, room
 }
 
-// newWrite returns a write to key with spare room for extra bytes of
-// value, carved out of blocks the transaction allocates: a write costs no
+// newWrite returns a write to key and room for extra bytes of value,
+// carved out of blocks the transaction allocates: a write costs no
 // object of its own, where two a write (the write, its bytes) made a third
 // of the garbage of a 100-row INSERT (issue 11). The blocks live as long
 // as any write in them: the transaction's, until it is reset, and its
 // batch's and write spans', until its commit is installed.
-func (t *txn) newWrite(key []byte, extra int) *write {
+func (t *txn) newWrite(key []byte, extra int) (*write, []byte) {
 	// Blocks grow with the transaction: one of a few writes takes little.
 	if len(t.wblock) == 0 {
 		t.wblock = make([]write, min(max(t.writes.Len(), 4), writeBlock))
@@ -358,8 +371,8 @@ func (t *txn) newWrite(key []byte, extra int) *write {
 		buf, t.bblock = t.bblock[:n:n], t.bblock[n:]
 	}
 	copy(buf, key)
-	w.key, w.spare = buf[:len(key):len(key)], buf[len(key):]
-	return w
+	w.key = buf[:len(key):len(key)]
+	return w, buf[len(key):]
 }
 
 // writeBlock and byteBlock are the sizes of newWrite's blocks: writes, and
@@ -370,7 +383,7 @@ const (
 )
 
 func (t *txn) Set(key, value []byte) {
-	w := t.writeKey(key, len(value))
+	w, room := t.writeKey(key, len(value))
 	if w == nil {
 		return
 	}
@@ -378,19 +391,18 @@ func (t *txn) Set(key, value []byte) {
 		t.err = kv.Errorf(kv.CodeValueTooLarge, "value of %d bytes (limit %d)", len(value), kv.MaxValueSize)
 	}
 	w.base = baseSet
-	if len(w.spare) >= len(value) {
-		w.val = w.spare[:len(value):len(value)]
+	if len(room) >= len(value) {
+		w.val = room[:len(value):len(value)]
 		copy(w.val, value)
 	} else {
 		w.val = slices.Clone(value)
 	}
-	w.spare = nil
 	w.ops = nil
 	t.size += len(value)
 }
 
 func (t *txn) Clear(key []byte) {
-	w := t.writeKey(key, 0)
+	w, _ := t.writeKey(key, 0)
 	if w == nil {
 		return
 	}
@@ -429,7 +441,7 @@ func (t *txn) ClearRange(r kv.Range) {
 }
 
 func (t *txn) atomic(key []byte, kind opKind, param []byte) {
-	w := t.writeKey(key, 0)
+	w, _ := t.writeKey(key, 0)
 	if w == nil {
 		return
 	}

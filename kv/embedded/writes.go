@@ -29,11 +29,10 @@ type atomicOp struct {
 
 // write is a transaction's buffered write to one key.
 type write struct {
-	key   []byte
-	base  baseKind
-	val   []byte
-	ops   []atomicOp
-	spare []byte // room allocated with key for the first Set's value
+	key  []byte
+	base baseKind
+	val  []byte
+	ops  []atomicOp
 }
 
 // resolve applies w to the value it starts from (dbVal, dbOK when base is
