@@ -118,16 +118,16 @@ func (w *watch) committed(a *attempt, code int) {
 }
 
 // poll looks at the key until its value changes or the watch is cancelled
-// (fdb_future_cancel, fdb_future_destroy).
+// (fdb_future_cancel, fdb_future_destroy). The watch stops counting against
+// max_watches before its future is ready, so a caller woken by it may set a
+// new watch at once.
 func (w *watch) poll(store kv.Database, db *database) {
-	defer func() {
-		db.uncountWatch()
-		w.f.done()
-	}()
+	defer w.f.done()
 	tick := time.NewTicker(db.cl.cfg.WatchPoll)
 	defer tick.Stop()
 	for range tick.C {
 		if w.f.isReady() {
+			db.uncountWatch()
 			return
 		}
 		var v []byte
@@ -137,10 +137,12 @@ func (w *watch) poll(store kv.Database, db *database) {
 			return err
 		})
 		if err != nil {
+			db.uncountWatch()
 			w.f.fail(codeOf(err))
 			return
 		}
 		if (v != nil) != w.present || !bytes.Equal(v, w.value) {
+			db.uncountWatch()
 			w.f.succeed()
 			return
 		}
