@@ -434,12 +434,25 @@ func TestWatches(t *testing.T) {
 	require.Equal(t, 1025, code(w.Get()), "cancelled before its commit")
 
 	require.NoError(t, db.Options().SetMaxWatches(1))
+	// A watch whose commit fails fails with it, and no longer counts once
+	// the commit's failure is known.
+	tr = newTr(t, db)
+	_, err := tr.Get(fdb.Key("x")).Get()
+	require.NoError(t, err)
+	w = tr.Watch(fdb.Key("a"))
+	set(t, db, "x", "changed")
+	tr.Set(fdb.Key("y"), nil)
+	require.Equal(t, 1020, code(tr.Commit().Get()))
+
 	tr = newTr(t, db)
 	w1 := tr.Watch(fdb.Key("a"))
 	require.NoError(t, tr.Commit().Get())
+	require.False(t, w1.IsReady(), "w1 was refused: the failed watch still counted")
+	require.Equal(t, 1020, code(w.Get()))
 	tr = newTr(t, db)
 	w2 := tr.Watch(fdb.Key("b"))
 	require.NoError(t, tr.Commit().Get())
+	require.True(t, w2.IsReady(), "w2 was not refused") // (else Get waits for good)
 	require.Equal(t, 1032, code(w2.Get()), "too_many_watches")
 	w1.Cancel()
 	require.Equal(t, 1101, code(w1.Get()))

@@ -472,10 +472,12 @@ func (t *txn) runCommit(a *attempt, f *future, watches []*watch) {
 		// attempt is over, as when the time bomb goes off.
 		t.kill(a, code)
 	}
-	a.finishErr(f, code, func() { f.succeed() })
+	// The watches first: a failed commit's watches stop counting against
+	// max_watches before its caller learns of the failure.
 	for _, w := range watches {
 		w.committed(a, code)
 	}
+	a.finishErr(f, code, func() { f.succeed() })
 }
 
 func (a *attempt) commitOnEngine(watches []*watch) int {
