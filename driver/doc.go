@@ -37,7 +37,8 @@
 //
 // Types: INT/INTEGER/BIGINT (64-bit), DOUBLE/FLOAT/REAL (64-bit; NaN is
 // refused), TEXT/VARCHAR(n) (valid UTF-8), BLOB/VARBINARY(n), BOOLEAN,
-// TIMESTAMP/DATETIME (UTC). Options and types the dialect would not enforce
+// TIMESTAMP/DATETIME (UTC, years 1 to 9999, to the nanosecond; Go's zero
+// time.Time included). Options and types the dialect would not enforce
 // (PRIMARY KEY, UNIQUE, UNSIGNED, DECIMAL, ...) are refused by name. A column named priority makes the
 // table a priority queue; without one it is a FIFO queue. INDEX (cpu, mem)
 // names integer resource columns: WHERE cpu <= ? AND mem <= ? then finds the
@@ -58,7 +59,9 @@
 // WHERE id = ? AND _lease = ? extends or releases. A lease that expires makes
 // the row visible again at its original place. INSERT may set _visible_at
 // to delay a row. NOW() and NOW() +/- INTERVAL n SECOND|MINUTE|HOUR go where
-// a TIMESTAMP does.
+// a TIMESTAMP does. A row stays hidden at most until 2262-04-11T23:47:16Z
+// (queues.MaxVisibleAt): a later _visible_at, or a lease that would end
+// later, is refused with ErrValue or ErrArgs.
 //
 // CREATE TABLE t (...) MAX_ATTEMPTS=n also creates t_dead (unless it
 // exists), a FIFO table with t's columns, FIFO even with a priority column. A

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
 func typeName(v any) string {
@@ -142,17 +143,29 @@ func convert(col *Column, v any) (any, error) {
 			}
 		}
 	case parser.TypeTimestamp:
+		var t time.Time
 		switch x := v.(type) {
 		case time.Time:
-			return x.UTC(), nil
+			t = x.UTC()
 		case string:
+			parsed := false
 			for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02"} {
-				if t, err := time.Parse(layout, strings.TrimSpace(x)); err == nil {
-					return t.UTC(), nil
+				var err error
+				if t, err = time.Parse(layout, strings.TrimSpace(x)); err == nil {
+					parsed, t = true, t.UTC()
+					break
 				}
 			}
-			return nil, bad(" (timestamps are time.Time or RFC 3339 text)")
+			if !parsed {
+				return nil, bad(" (timestamps are time.Time or RFC 3339 text)")
+			}
+		default:
+			return nil, bad("")
 		}
+		if t.Before(MinTimestamp) || t.After(MaxTimestamp) {
+			return nil, fmt.Errorf("%w: column %s is TIMESTAMP, from %s to %s; got %s", ErrValue, col.Name, timeText(MinTimestamp), timeText(MaxTimestamp), timeText(t))
+		}
+		return t, nil
 	}
 	return nil, bad("")
 }
@@ -173,9 +186,34 @@ func short(v any) string {
 	return s
 }
 
-// encodeValue maps a column value onto a tuple element.
+// The range of a TIMESTAMP: the years 1 to 9999 (what RFC 3339 text
+// writes, and SQL's TIMESTAMP), to the nanosecond. Go's zero time.Time is
+// its first instant.
+var (
+	MinTimestamp = time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC)
+	MaxTimestamp = time.Date(9999, time.December, 31, 23, 59, 59, 999999999, time.UTC)
+)
+
+// The times a TIMESTAMP stores as one int64 of unix nanoseconds (about
+// 1677-09-21 to 2262-04-11): the encoding of every version before the
+// range grew, kept so that their rows read back as they were.
+var (
+	minNanoTime = time.Unix(0, math.MinInt64)
+	maxNanoTime = time.Unix(0, math.MaxInt64)
+)
+
+// timeText formats t as a TIMESTAMP reads back, for errors.
+func timeText(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// encodeValue maps a column value onto a tuple element. A TIMESTAMP is
+// its unix nanoseconds where an int64 holds them, and else the nested
+// tuple (unix seconds, nanoseconds): exact over the whole range, and
+// readable alongside rows written before.
 func encodeValue(v any) any {
 	if t, ok := v.(time.Time); ok {
+		if t.Before(minNanoTime) || t.After(maxNanoTime) {
+			return tuple.Tuple{t.Unix(), int64(t.Nanosecond())}
+		}
 		return t.UnixNano()
 	}
 	return v
@@ -204,8 +242,17 @@ func decodeValue(ty parser.Type, e any) (any, error) {
 	case parser.TypeBool:
 		_, ok = e.(bool)
 	case parser.TypeTimestamp:
-		if n, isInt := e.(int64); isInt {
-			return time.Unix(0, n).UTC(), nil
+		switch x := e.(type) {
+		case int64:
+			return time.Unix(0, x).UTC(), nil
+		case tuple.Tuple:
+			if len(x) == 2 {
+				sec, ok1 := x[0].(int64)
+				nsec, ok2 := x[1].(int64)
+				if ok1 && ok2 && nsec >= 0 && nsec < int64(time.Second) {
+					return time.Unix(sec, nsec).UTC(), nil
+				}
+			}
 		}
 	}
 	if !ok {

@@ -77,8 +77,8 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 					return nil, &RowError{r + 1, fmt.Errorf("%w: _visible_at cannot be NULL (NOW() for at once)", ErrValue)}
 				}
 				item.VisibleAt = v.(time.Time)
-				if item.VisibleAt.UnixNano() <= 0 {
-					return nil, &RowError{r + 1, fmt.Errorf("%w: _visible_at %v is before 1970", ErrValue, item.VisibleAt)}
+				if err := checkVisibleAt(item.VisibleAt); err != nil {
+					return nil, &RowError{r + 1, err}
 				}
 				continue
 			}

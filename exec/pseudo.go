@@ -68,6 +68,24 @@ func visibleAt(it queues.Item) time.Time {
 	return it.VisibleAt.UTC()
 }
 
+// checkVisibleAt reports a _visible_at that no row can have: a delay
+// ends by queues.MaxVisibleAt, and the zero time is "at once".
+func checkVisibleAt(t time.Time) error {
+	if !queues.ValidVisibleAt(t) {
+		return fmt.Errorf("%w: _visible_at %s is out of range: it is %s", ErrValue, timeText(t), queues.VisibleAtRange)
+	}
+	return nil
+}
+
+// checkLeaseEnd reports a lease of d from now that would end after
+// queues.MaxVisibleAt: the row could not stay hidden that long.
+func checkLeaseEnd(d time.Duration, now time.Time) error {
+	if end := now.Add(d); end.After(queues.MaxVisibleAt) {
+		return fmt.Errorf("%w: FOR LEASE %v would end at %s, after %s, the latest a lease can end", ErrArgs, d, timeText(end), timeText(queues.MaxVisibleAt))
+	}
+	return nil
+}
+
 // readOnlyColumn is the error for a statement that writes a pseudo-column
 // other than _visible_at.
 func readOnlyColumn(name string) error {

@@ -115,6 +115,9 @@ func (b *bound) bindWait() error {
 		if err != nil {
 			return err
 		}
+		if err := checkLeaseEnd(d, b.now); err != nil {
+			return err
+		}
 		b.lease = d
 	}
 	var pos []any

@@ -143,8 +143,8 @@ func (s *stmtCtx) planSetVisible(st *parser.Update) (plan, error) {
 		return nil, fmt.Errorf("%w: _visible_at cannot be NULL (NOW() for at once)", ErrValue)
 	}
 	p.at = v.(time.Time)
-	if p.at.UnixNano() <= 0 {
-		return nil, fmt.Errorf("%w: _visible_at %v is before 1970", ErrValue, p.at)
+	if err := checkVisibleAt(p.at); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -21,7 +21,7 @@ const maxLeaseSeconds = float64(math.MaxInt64) / float64(time.Second)
 // (an error without a sentinel: the caller says whose fault it is).
 func LeaseDuration(secs float64) (time.Duration, error) {
 	if math.IsNaN(secs) || secs <= 0 || secs >= maxLeaseSeconds {
-		return 0, fmt.Errorf("FOR LEASE %v: a lease lasts a positive number of seconds (under 292 years); %s", secs, leaseHint)
+		return 0, fmt.Errorf("FOR LEASE %v: a lease lasts a positive number of seconds, and ends by 2262-04-11; %s", secs, leaseHint)
 	}
 	d := time.Duration(math.Round(secs * float64(time.Second)))
 	return max(d, 1), nil

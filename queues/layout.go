@@ -3,6 +3,7 @@ package queues
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"time"
@@ -309,6 +310,20 @@ func appendValue(dst []byte, it Item) []byte {
 		b = appendInts(b, vis, it.Lease, it.Attempts)
 	}
 	return b
+}
+
+// MaxVisibleAt is the latest time an item can become visible, and so the
+// latest a delay, a lease or an extension can end: a visible_at is kept
+// as int64 unix nanoseconds, 0 for the zero time (visible at once).
+var MaxVisibleAt = time.Unix(0, math.MaxInt64).UTC()
+
+// VisibleAtRange says which times an item's visible_at can be, for errors.
+const VisibleAtRange = "the zero time (visible at once) or a time from 1970-01-01T00:00:00.000000001Z to 2262-04-11T23:47:16.854775807Z"
+
+// ValidVisibleAt reports whether t can be an item's visible_at: the zero
+// time, or a time nanos holds as a positive number.
+func ValidVisibleAt(t time.Time) bool {
+	return t.IsZero() || t.After(time.Unix(0, 0)) && !t.After(MaxVisibleAt)
 }
 
 // nanos returns t in unix nanoseconds, 0 for the zero time.

@@ -232,6 +232,9 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 	}
 	now := q.opts.now()
 	until := now.Add(req.For)
+	if err := checkEnd("a lease", req.For, until); err != nil {
+		return nil, err
+	}
 	var out []Item
 	for len(out) < req.N {
 		var items []Item
@@ -320,7 +323,11 @@ func (q *Queue) Extend(tr kv.Transaction, id, lease int64, d time.Duration) (boo
 	if d <= 0 {
 		return false, fmt.Errorf("%w: an extension of %v: a lease lasts a positive duration", ErrInvalidItem, d)
 	}
-	return q.setVisibleIfHeld(tr, id, lease, q.opts.now().Add(d))
+	until := q.opts.now().Add(d)
+	if err := checkEnd("an extension", d, until); err != nil {
+		return false, err
+	}
+	return q.setVisibleIfHeld(tr, id, lease, until)
 }
 
 // Release ends the lease of the item with id, if it is still lease, and
@@ -328,7 +335,20 @@ func (q *Queue) Extend(tr kv.Transaction, id, lease int64, d time.Duration) (boo
 // place; it reports whether the lease was held. The item keeps its lease
 // token and attempts.
 func (q *Queue) Release(tr kv.Transaction, id, lease int64, delay time.Duration) (bool, error) {
-	return q.setVisibleIfHeld(tr, id, lease, q.opts.now().Add(max(delay, 0)))
+	at := q.opts.now().Add(max(delay, 0))
+	if err := checkEnd("a delay", delay, at); err != nil {
+		return false, err
+	}
+	return q.setVisibleIfHeld(tr, id, lease, at)
+}
+
+// checkEnd reports a lease, an extension or a delay of d that would end
+// at end, after MaxVisibleAt: it could not hide the item.
+func checkEnd(what string, d time.Duration, end time.Time) error {
+	if end.After(MaxVisibleAt) {
+		return fmt.Errorf("%w: %s of %v would end at %s, after %s, the latest an item can stay invisible", ErrInvalidItem, what, d, end.UTC().Format(time.RFC3339), MaxVisibleAt.Format(time.RFC3339Nano))
+	}
+	return nil
 }
 
 func (q *Queue) setVisibleIfHeld(tr kv.Transaction, id, lease int64, at time.Time) (bool, error) {
@@ -355,8 +375,8 @@ func (q *Queue) holding(tr kv.Transaction, id, lease int64) (Item, pos, bool, er
 // invisible until at if at is in the future, visible at once otherwise,
 // at its original place. It reports whether the item is queued.
 func (q *Queue) SetVisibleAt(tr kv.Transaction, id int64, at time.Time) (bool, error) {
-	if !at.IsZero() && at.UnixNano() <= 0 {
-		return false, fmt.Errorf("%w: visible_at %v is before 1970", ErrInvalidItem, at)
+	if !ValidVisibleAt(at) {
+		return false, fmt.Errorf("%w: visible_at %s: it is %s", ErrInvalidItem, at.UTC().Format(time.RFC3339Nano), VisibleAtRange)
 	}
 	it, p, ok, err := q.getByID(tr, id)
 	if err != nil || !ok {

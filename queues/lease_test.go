@@ -235,6 +235,41 @@ func TestLeaseBadInput(t *testing.T) {
 	require.Equal(t, int64(1), count(t, db, q))
 }
 
+// TestLeaseEndsByMaxVisibleAt: a lease, an extension, a release or a push
+// that would hide an item past MaxVisibleAt (where int64 nanoseconds end)
+// is refused: it would otherwise wrap to a time in the past and show the
+// item at once.
+func TestLeaseEndsByMaxVisibleAt(t *testing.T) {
+	t.Parallel()
+	db, q, clock := setupClock(t, queues.Priority)
+	id := push(t, db, q, 1, "x")
+	far := queues.MaxVisibleAt.Sub(clock.Now()) + 1
+	err := db.Transact(bg, func(tr kv.Transaction) error {
+		_, err := q.Lease(tr, queues.LeaseRequest{N: 1, For: far})
+		return err
+	})
+	require.ErrorIs(t, err, queues.ErrInvalidItem)
+	require.ErrorContains(t, err, "after 2262-04-11T23:47:16.854775807Z")
+
+	it := lease(t, db, q, queues.LeaseRequest{N: 1, For: far - 1})[0]
+	require.True(t, it.VisibleAt.Equal(queues.MaxVisibleAt))
+	require.Empty(t, lease(t, db, q, queues.LeaseRequest{N: 1, For: time.Second}), "the lease hides the item")
+	for _, f := range []func(tr kv.Transaction) (bool, error){
+		func(tr kv.Transaction) (bool, error) { return q.Extend(tr, id, it.Lease, far) },
+		func(tr kv.Transaction) (bool, error) { return q.Release(tr, id, it.Lease, far) },
+		func(tr kv.Transaction) (bool, error) { return q.SetVisibleAt(tr, id, queues.MaxVisibleAt.Add(1)) },
+		func(tr kv.Transaction) (bool, error) { return q.SetVisibleAt(tr, id, time.Unix(0, 0)) },
+		func(tr kv.Transaction) (bool, error) {
+			return true, q.Push(tr, queues.Item{ID: queues.NewID(), Priority: 1, VisibleAt: queues.MaxVisibleAt.Add(1)})
+		},
+	} {
+		err := db.Transact(bg, func(tr kv.Transaction) error { _, err := f(tr); return err })
+		require.ErrorIs(t, err, queues.ErrInvalidItem)
+	}
+	require.Empty(t, lease(t, db, q, queues.LeaseRequest{N: 1, For: time.Second}), "the lease still hides the item")
+	require.Equal(t, int64(1), count(t, db, q))
+}
+
 // TestLeaseSignal: a release that makes an item visible, and a lease that
 // ends sooner than every other, wake the consumers waiting on the queue;
 // a lease ending after another does not.

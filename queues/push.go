@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/tuple"
@@ -90,8 +91,8 @@ func (q *Queue) checkItem(it Item) error {
 	if it.Attempts < 0 {
 		return fmt.Errorf("%w: %d attempts: attempts are 0 or more", ErrInvalidItem, it.Attempts)
 	}
-	if !it.VisibleAt.IsZero() && it.VisibleAt.UnixNano() <= 0 {
-		return fmt.Errorf("%w: visible_at %v is before 1970: use the zero time for an item visible at once", ErrInvalidItem, it.VisibleAt)
+	if !ValidVisibleAt(it.VisibleAt) {
+		return fmt.Errorf("%w: visible_at %s: it is %s", ErrInvalidItem, it.VisibleAt.UTC().Format(time.RFC3339Nano), VisibleAtRange)
 	}
 	return q.checkResources(it.Resources, "resources")
 }
