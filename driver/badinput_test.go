@@ -1,9 +1,13 @@
 package driver_test
 
 import (
+	"bytes"
+	"database/sql"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -166,4 +170,44 @@ func TestDeleteAllOfALargeTable(t *testing.T) {
 	require.Equal(t, int64(n), deleted)
 	require.NoError(t, tx.Commit())
 	require.Zero(t, count(t, db, "big"))
+}
+
+// A row's limit is one: whatever INSERT accepts can be leased (which adds
+// the lease's fields to the record), leased again and moved to the
+// dead-letter table; whatever it refuses is refused with ErrValue naming
+// the column and its bytes, never with the engine's value_too_large.
+func TestRowSizeLimit(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Exec("CREATE TABLE m (priority INT NOT NULL, b BLOB) MAX_ATTEMPTS=1")
+	require.NoError(t, err)
+
+	_, err = db.Exec("INSERT INTO m (priority, b) VALUES (1, ?)", make([]byte, 50_000))
+	require.ErrorIs(t, err, fdbqueue.ErrValue)
+	require.ErrorContains(t, err, "a row holds at most 100000: column b holds 50000 bytes, 50000 of them zero bytes, which take 3 bytes each stored")
+	_, err = db.Exec("INSERT INTO m (priority, b) VALUES (1, ?)", make([]byte, 49_990))
+	require.ErrorIs(t, err, fdbqueue.ErrValue, "refused by the row check, not by the engine")
+	require.NotContains(t, err.Error(), "value_too_large")
+	_, err = db.Exec("INSERT INTO m (priority, b) VALUES (1, ?)", make([]byte, 33_000))
+	require.NoError(t, err)
+
+	accepted := 1
+	for n := 99_900; n <= 100_000; n += 4 {
+		_, err := db.Exec("INSERT INTO m (priority, b) VALUES (1, ?)", bytes.Repeat([]byte("a"), n))
+		if err != nil {
+			require.ErrorIs(t, err, fdbqueue.ErrValue, "%d bytes", n)
+			require.ErrorContains(t, err, fmt.Sprintf("column b holds %d bytes", n))
+			continue
+		}
+		accepted++
+	}
+	require.Greater(t, accepted, 1, "a row of almost 100,000 ordinary bytes fits")
+	for range accepted {
+		var id int64
+		require.NoError(t, db.QueryRow("SELECT id FROM m LIMIT 1 FOR LEASE 0.001").Scan(&id))
+	}
+	time.Sleep(5 * time.Millisecond) // the leases end
+	var id int64
+	require.ErrorIs(t, db.QueryRow("SELECT id FROM m LIMIT 1 FOR LEASE 30").Scan(&id), sql.ErrNoRows, "every row moved to m_dead")
+	require.EqualValues(t, accepted, count(t, db, "m_dead"))
 }

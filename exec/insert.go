@@ -1,8 +1,10 @@
 package exec
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -11,9 +13,11 @@ import (
 	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
-// MaxRowSize is the largest row (all columns packed) a table stores: a
-// FoundationDB value.
-const MaxRowSize = 100_000
+// MaxRowSize is the most bytes a row takes stored: one FoundationDB value
+// (kv.MaxValueSize) holds it. Each byte of a TEXT or BLOB takes one byte,
+// a zero byte three (it is escaped twice: in the row, and in the queue's
+// record), a number at most nine; rowTooLarge says which column is large.
+const MaxRowSize = kv.MaxValueSize
 
 // insert pushes an INSERT's rows, all of them checked first.
 func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Result, error) {
@@ -110,8 +114,8 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 			return nil, &RowError{r + 1, err}
 		}
 		packed = len(item.Value)
-		if len(item.Value) > MaxRowSize {
-			return nil, &RowError{r + 1, fmt.Errorf("%w: %d bytes packed; a row holds at most %d", ErrValue, len(item.Value), MaxRowSize)}
+		if size := queues.MaxRecordSize(item.Value, len(item.Resources)); size > MaxRowSize {
+			return nil, &RowError{r + 1, rowTooLarge(t, full, size)}
 		}
 		items = append(items, item)
 	}
@@ -124,4 +128,32 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		return nil, err
 	}
 	return &Result{RowsAffected: int64(len(items)), LastInsertID: items[len(items)-1].ID}, nil
+}
+
+// rowTooLarge is the error for a row of vals that takes size bytes stored,
+// more than MaxRowSize: it names the largest column and what it holds.
+func rowTooLarge(t *Table, vals []any, size int) error {
+	big, bigLen, zeros := -1, 0, 0
+	for i, v := range vals {
+		var n, z int
+		switch x := v.(type) {
+		case string:
+			n, z = len(x), strings.Count(x, "\x00")
+		case []byte:
+			n, z = len(x), bytes.Count(x, []byte{0})
+		default:
+			continue
+		}
+		if n+2*z > bigLen+2*zeros {
+			big, bigLen, zeros = i, n, z
+		}
+	}
+	msg := fmt.Sprintf("the row takes %d bytes stored; a row holds at most %d", size, MaxRowSize)
+	if big >= 0 {
+		msg += fmt.Sprintf(": column %s holds %d bytes", t.Columns[big].Name, bigLen)
+		if zeros > 0 {
+			msg += fmt.Sprintf(", %d of them zero bytes, which take 3 bytes each stored", zeros)
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrValue, msg)
 }

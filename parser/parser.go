@@ -1,11 +1,13 @@
 package parser
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -84,12 +86,15 @@ func tokenize(sql string) ([]token, error) {
 			break
 		}
 		if typ == sqlparser.LEX_ERROR {
+			if len(val) > 0 && val[0] >= utf8.RuneSelf {
+				return nil, fmt.Errorf("%w: syntax error at position %d near %q: a name without quotes is ASCII letters, digits, _ and $; quote others in backticks, as `%s`", ErrSyntax, tz.Position, val, nameAt(sql, before))
+			}
 			return nil, fmt.Errorf("%w: syntax error at position %d: unterminated or invalid token near %q; %s", ErrSyntax, tz.Position, val, Supported)
 		}
-		if typ == sqlparser.ID && !utf8.Valid(val) {
-			// Names are stored as text: one that is not UTF-8 could not be
-			// read back.
-			return nil, fmt.Errorf("%w: name %q is not valid UTF-8", ErrSyntax, val)
+		if typ == sqlparser.ID {
+			if err := checkName(val); err != nil {
+				return nil, err
+			}
 		}
 		start, end := max(before-1, 0), max(tz.Position-1, 0)
 		if end > len(sql) {
@@ -98,6 +103,45 @@ func tokenize(sql string) ([]token, error) {
 		toks = append(toks, token{typ: typ, val: string(val), start: start, end: end})
 	}
 	return toks, nil
+}
+
+// MaxNameSize is the longest table or column name, in bytes (MySQL's is
+// 64 characters): names are parts of keys, which hold at most 10,000
+// bytes.
+const MaxNameSize = 255
+
+// checkName reports a name that no table or column may have.
+func checkName(name []byte) error {
+	switch {
+	case !utf8.Valid(name):
+		// Names are stored as text: one that is not UTF-8 could not be
+		// read back.
+		return fmt.Errorf("%w: name %q is not valid UTF-8", ErrSyntax, name)
+	case len(name) > MaxNameSize:
+		return fmt.Errorf("%w: name %.20q... is %d bytes; a name is at most %d", ErrSyntax, name, len(name), MaxNameSize)
+	case len(bytes.TrimSpace(name)) == 0:
+		return fmt.Errorf("%w: name %q is blank; a name has a character other than spaces", ErrSyntax, name)
+	}
+	return nil
+}
+
+// nameAt returns the run of name characters (letters, digits, _ and $,
+// of any script) at offset i of sql, for the error at an unquoted name
+// outside ASCII.
+func nameAt(sql string, i int) string {
+	i = max(i, 0)
+	for i < len(sql) && sql[i] == ' ' {
+		i++
+	}
+	j := i
+	for j < len(sql) {
+		r, n := utf8.DecodeRuneInString(sql[j:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '$' && !unicode.Is(unicode.So, r) {
+			break
+		}
+		j += n
+	}
+	return sql[i:j]
 }
 
 // prepass recognises what sqlparser does not: a trailing FOR POP [WAIT n],
@@ -408,14 +452,18 @@ func (c *converter) unsupportedStatement() error {
 	}
 	for _, h := range statementHints {
 		if lead == h.lead || strings.HasPrefix(lead, h.lead+" ") {
-			return unsupported("%s (%s)", lead, h.hint)
+			return unsupported("statement %s (%s)", lead, h.hint)
 		}
 	}
-	return unsupported("%s", lead)
+	return fmt.Errorf("%w: statement %s; %s", ErrUnsupported, lead, Supported)
 }
 
+// unsupported is the error for one part of a statement outside the
+// dialect: it says what, and what to write instead where there is a
+// choice, without the whole grammar (Supported), which only a statement
+// not understood at all needs.
 func unsupported(format string, args ...any) error {
-	return fmt.Errorf("%w: %s; %s", ErrUnsupported, fmt.Sprintf(format, args...), Supported)
+	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
 }
 
 func (c *converter) statement(tree sqlparser.Statement) (Statement, error) {

@@ -331,3 +331,47 @@ func FuzzParse(f *testing.F) {
 		require.Equal(t, p, p2)
 	})
 }
+
+// An error about one part of a statement says what was wrong there, and
+// what to write instead, without the whole grammar; a statement that is
+// not understood at all (or not in the dialect) still lists it.
+func TestErrorsWithoutTheGrammar(t *testing.T) {
+	t.Parallel()
+	for _, sql := range []string{
+		"SELECT * FROM t WHERE a = 9223372036854775808",
+		"SELECT * FROM t LIMIT -1",
+		"SELECT * FROM t LIMIT 2, 3",
+		"CREATE TABLE t (a VARCHAR(0))",
+		"CREATE TABLE t (a INT) MAX_ATTEMPTS=0",
+		"SELECT COUNT(*), name FROM t",
+		"SELECT a AS b FROM t",
+		"SELECT DISTINCT a FROM t",
+		"SELECT a FROM t LIMIT 1 FOR LEASE 0",
+		"INSERT INTO t (a) VALUES (0/0)",
+		"INSERT INTO t (a) VALUES (NOW() + INTERVAL 1 DAY)",
+		"CREATE TABLE émoji (a INT)",
+		"CREATE TABLE ` ` (a INT)",
+		"CREATE TABLE `" + strings.Repeat("x", 300) + "` (a INT)",
+		"CREATE TABLE t (`" + strings.Repeat("y", 70000) + "` INT)",
+	} {
+		_, err := Parse(sql)
+		require.Error(t, err, sql)
+		require.NotContains(t, err.Error(), "supported: CREATE TABLE", sql)
+		require.Less(t, len(err.Error()), 300, "%s: %v", sql, err)
+	}
+	for _, sql := range []string{"GRANT ALL ON t TO u", "SELEC 1", "", "SELECT * FROM t WHERE"} {
+		_, err := Parse(sql)
+		require.ErrorContains(t, err, Supported, sql)
+	}
+	_, err := Parse("CREATE TABLE émoji2 (名前 TEXT)")
+	require.ErrorIs(t, err, ErrSyntax)
+	require.ErrorContains(t, err, "quote others in backticks, as `émoji2`")
+	_, err = Parse("CREATE TABLE `émoji😀` (`名前` TEXT, `🔥` INT)")
+	require.NoError(t, err)
+	_, err = Parse("CREATE TABLE ` ` (a INT)")
+	require.ErrorContains(t, err, "is blank")
+	_, err = Parse("CREATE TABLE `" + strings.Repeat("x", 256) + "` (a INT)")
+	require.ErrorContains(t, err, "is 256 bytes; a name is at most 255")
+	_, err = Parse("CREATE TABLE `" + strings.Repeat("x", 255) + "` (a INT)")
+	require.NoError(t, err)
+}

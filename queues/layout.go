@@ -299,11 +299,21 @@ func (q *Queue) decodeKeyUnder(tag int, k []byte) (pos, error) {
 // its visible_at, lease and attempts when any of them is set.
 func encodeValue(it Item) []byte { return appendValue(nil, it) }
 
+// MaxRecordSize returns the most bytes the record of an item with value
+// and n resources takes in the store, whether leased or not: its
+// resources, its value with each 0x00 escaped by one more byte, and the
+// lease fields (visible_at, lease, attempts) a lease adds. A record is one
+// value of the store, so this must stay within kv.MaxValueSize for the
+// item to be pushed, leased and moved.
+func MaxRecordSize(value []byte, n int) int {
+	return maxIntLen*(n+3) + len(value) + bytes.Count(value, []byte{0}) + 2
+}
+
 // appendValue appends the item record's value of it (encodeValue) to dst.
 func appendValue(dst []byte, it Item) []byte {
-	// Packing escapes each 0x00 of the value with one more byte: sized
-	// for them, the buffer grows at most once.
-	size := maxIntLen*(len(it.Resources)+3) + len(it.Value) + bytes.Count(it.Value, []byte{0}) + 2
+	// Sized for the escapes and the lease fields, the buffer grows at most
+	// once.
+	size := MaxRecordSize(it.Value, len(it.Resources))
 	b := appendInts(slices.Grow(dst, size), it.Resources...)
 	b, _ = tuple.Tuple{it.Value}.AppendPack(b)
 	if vis := nanos(it.VisibleAt); vis != 0 || it.Lease != 0 || it.Attempts != 0 {
