@@ -41,7 +41,7 @@ func TestBadInputIntegrity(t *testing.T) {
 		{"INSERT INTO fl VALUES ('nan', ?)", []any{math.NaN()}, "column f is DOUBLE; got float NaN (NaN is not stored: it equals nothing; use NULL"},
 		{"INSERT INTO fl VALUES ('nan', 'NaN')", nil, "got string NaN (NaN is not stored"},
 		{"INSERT INTO fl VALUES ('ok', 1), ('nan', ?)", []any{math.NaN()}, "row 2: column f is DOUBLE"},
-		{"SELECT v FROM fl WHERE f = ?", []any{math.NaN()}, "WHERE f =: fdbqueue: invalid value: column f is DOUBLE; got float NaN"},
+		{"SELECT v FROM fl WHERE f = ?", []any{math.NaN()}, "fdbqueue: invalid value: WHERE f =: column f is DOUBLE; got float NaN"},
 		{"DELETE FROM fl WHERE f < 'nan'", nil, "NaN is not stored"},
 		// Priorities and fit-index columns are integers: NaN is not one.
 		{"INSERT INTO tasks VALUES (?, 1, 1, 'x')", []any{math.NaN()}, "column priority is INT; got float NaN (not an integer)"},
@@ -54,7 +54,7 @@ func TestBadInputIntegrity(t *testing.T) {
 		{"INSERT INTO u (v) VALUES ('a\xffb')", nil, "not valid UTF-8; bytes go in a BLOB column"},
 		{"INSERT INTO u (v) VALUES ('ok'), (?)", []any{"\xc3"}, "row 2: column v is TEXT"},
 		{"INSERT INTO u (v) VALUES (?)", []any{[]byte{0xff}}, "not valid UTF-8"},
-		{"SELECT * FROM u WHERE v = ?", []any{"\xff"}, "WHERE v =: fdbqueue: invalid value: column v is TEXT"},
+		{"SELECT * FROM u WHERE v = ?", []any{"\xff"}, "fdbqueue: invalid value: WHERE v =: column v is TEXT"},
 		{"DELETE FROM u WHERE v = '\xfe'", nil, "not valid UTF-8"},
 		{"CREATE TABLE d (v TEXT DEFAULT '\xff')", nil, "DEFAULT of column v"},
 		{"CREATE TABLE d (`\xff` TEXT)", nil, "is not valid UTF-8"},

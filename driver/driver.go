@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -190,7 +189,7 @@ func ExecuteTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sq
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return errors.Join(err, ctx.Err())
+			return kv.Join(err, ctx.Err())
 		case <-t.C:
 		}
 		if backoff < 100*time.Millisecond {

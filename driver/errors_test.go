@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -87,4 +88,42 @@ func TestConfigClone(t *testing.T) {
 	cfg.Name = "other"
 	require.Equal(t, "1", c.Params["fault_seed"])
 	require.Equal(t, "", c.Name)
+}
+
+// Error texts: one line, the class first, then where, then what was wrong.
+func TestErrorTexts(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Exec("CREATE TABLE jobs (priority INT NOT NULL, name TEXT)")
+	require.NoError(t, err)
+
+	// A context that ends while the statement commits: the engine's
+	// transaction_cancelled and the context's error, on one line.
+	slow, err := sql.Open("fdbqueue", "memory:?commit_latency=200ms")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = slow.Close() })
+	_, err = slow.Exec("CREATE TABLE jobs (priority INT NOT NULL, name TEXT)")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = slow.ExecContext(ctx, "INSERT INTO jobs (priority, name) VALUES (1, 'x')")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotContains(t, err.Error(), "\n", "one line: %q", err)
+
+	for _, tc := range []struct {
+		sql  string
+		args []any
+		is   error
+		want string
+	}{
+		{"SELECT * FROM jobs WHERE id = 'abc'", nil, fdbqueue.ErrValue, "fdbqueue: invalid value: WHERE id =: column id is INT; got string abc"},
+		{"INSERT INTO jobs (priority, name, _visible_at) VALUES (1, 'x', NOW() + INTERVAL ? HOUR)", []any{1e9}, fdbqueue.ErrArgs, "fdbqueue: wrong arguments: row 1: INTERVAL 1e+09: out of range"},
+		{"INSERT INTO jobs (priority, name) VALUES (1, 'x'), ('y', 'x')", nil, fdbqueue.ErrValue, "fdbqueue: invalid value: row 2: column priority is INT"},
+		{"UPDATE jobs SET priority = 2 WHERE id = NULL", nil, fdbqueue.ErrValue, "WHERE id = NULL: a row's id is never NULL"},
+		{"UPDATE jobs SET _visible_at = NOW() WHERE id = ? AND _lease = ?", []any{1, nil}, fdbqueue.ErrValue, "WHERE _lease = NULL: a row's _lease is never NULL"},
+	} {
+		_, err := db.Exec(tc.sql, tc.args...)
+		require.ErrorIs(t, err, tc.is, tc.sql)
+		require.ErrorContains(t, err, tc.want, tc.sql)
+	}
 }

@@ -274,7 +274,7 @@ func TestWaitInTransaction(t *testing.T) {
 	var name string
 	err = tx.QueryRow("SELECT name FROM jobs LIMIT 1 FOR POP WAIT 5").Scan(&name)
 	require.ErrorIs(t, err, fdbqueue.ErrUnsupported)
-	require.ErrorContains(t, err, "FOR POP WAIT inside a transaction")
+	require.ErrorContains(t, err, "WAIT inside a transaction")
 	require.ErrorIs(t, tx.QueryRow("SELECT name FROM jobs LIMIT 1 FOR POP WAIT ?", time.Second).Scan(&name), fdbqueue.ErrUnsupported)
 	require.NoError(t, tx.QueryRow("SELECT name FROM jobs ORDER BY priority LIMIT 1 FOR POP WAIT 0").Scan(&name))
 	require.Equal(t, "a", name)

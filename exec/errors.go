@@ -67,11 +67,31 @@ type RowError struct {
 }
 
 func (e *RowError) Error() string {
-	msg := e.Err.Error()
-	if rest, ok := strings.CutPrefix(msg, ErrValue.Error()+": "); ok {
-		return fmt.Sprintf("%v: row %d: %s", ErrValue, e.Row, rest)
-	}
-	return fmt.Sprintf("row %d: %s", e.Row, msg)
+	return afterClass(e.Err.Error(), fmt.Sprintf("row %d", e.Row))
 }
 
 func (e *RowError) Unwrap() error { return e.Err }
+
+// within is an error with where it happened (a WHERE condition, say),
+// said after the error's class: "fdbqueue: invalid value: WHERE id =:
+// column id is INT; got string abc".
+type within struct {
+	where string
+	err   error
+}
+
+func (e *within) Error() string { return afterClass(e.err.Error(), e.where) }
+func (e *within) Unwrap() error { return e.err }
+
+// afterClass puts where after msg's class ("fdbqueue: not supported: "),
+// or before msg when it has none.
+func afterClass(msg, where string) string {
+	const prefix = "fdbqueue: "
+	if rest, ok := strings.CutPrefix(msg, prefix); ok {
+		if i := strings.Index(rest, ": "); i >= 0 {
+			n := len(prefix) + i + 2
+			return msg[:n] + where + ": " + msg[n:]
+		}
+	}
+	return where + ": " + msg
+}

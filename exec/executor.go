@@ -3,7 +3,6 @@ package exec
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -250,7 +249,7 @@ func stillUnknown(err, unknown error) error {
 	if unknown == nil || kv.IsMaybeCommitted(err) {
 		return err
 	}
-	return errors.Join(err, fmt.Errorf("an earlier attempt may have been applied: %w", unknown))
+	return kv.Join(err, fmt.Errorf("an earlier attempt may have been applied: %w", unknown))
 }
 
 // Pops that conflict (consumers taking the same head item) turn into

@@ -144,7 +144,7 @@ func (b *bound) nowValue(v parser.Value) (any, error) {
 		}
 		d := n * float64(v.Unit)
 		if d != d || d > 1<<62 || d < -(1<<62) {
-			return nil, fmt.Errorf("%w: INTERVAL %v: out of range", ErrArgs, n)
+			return nil, fmt.Errorf("%w: INTERVAL %v: out of range: NOW() moves by at most 2^62 nanoseconds, about 146 years", ErrArgs, n)
 		}
 		at = at.Add(time.Duration(d))
 	}

@@ -67,7 +67,7 @@ type waitState struct {
 const pollInterval = 50 * time.Millisecond
 
 // errWaitInTx is returned for FOR POP WAIT in an explicit transaction.
-var errWaitInTx = fmt.Errorf("%w: FOR POP WAIT inside a transaction: a wait arms its watch by committing its own transaction, which would commit yours; run it in autocommit (outside BEGIN or sql.Tx), or pop without WAIT (or with WAIT 0) inside the transaction", parser.ErrUnsupported)
+var errWaitInTx = fmt.Errorf("%w: WAIT inside a transaction (FOR POP or FOR LEASE): a wait arms its watch by committing its own transaction, which would commit yours; run it in autocommit (outside BEGIN or sql.Tx), or take rows without WAIT (or with WAIT 0) inside the transaction", parser.ErrUnsupported)
 
 // waitOf converts FOR POP WAIT's value (a literal, or the argument bound to
 // its placeholder) to a wait: a time.Duration, or a number of seconds.
@@ -85,11 +85,11 @@ func waitOf(v any) (time.Duration, error) {
 	case float64:
 		secs = x
 	case nil:
-		return 0, fmt.Errorf("%w: FOR POP WAIT's argument is NULL; bind a time.Duration or a number of seconds, from 0 (do not wait) to %v", ErrArgs, parser.MaxWait.Seconds())
+		return 0, fmt.Errorf("%w: WAIT's argument is NULL; bind a time.Duration or a number of seconds, from 0 (do not wait) to %v", ErrArgs, parser.MaxWait.Seconds())
 	case string:
-		return 0, fmt.Errorf("%w: FOR POP WAIT's argument is the string %q; bind a time.Duration or a number of seconds (an int or a float), from 0 (do not wait) to %v", ErrArgs, x, parser.MaxWait.Seconds())
+		return 0, fmt.Errorf("%w: WAIT's argument is the string %q; bind a time.Duration or a number of seconds (an int or a float), from 0 (do not wait) to %v", ErrArgs, x, parser.MaxWait.Seconds())
 	default:
-		return 0, fmt.Errorf("%w: FOR POP WAIT's argument is a %T; bind a time.Duration or a number of seconds, from 0 (do not wait) to %v", ErrArgs, v, parser.MaxWait.Seconds())
+		return 0, fmt.Errorf("%w: WAIT's argument is a %T; bind a time.Duration or a number of seconds, from 0 (do not wait) to %v", ErrArgs, v, parser.MaxWait.Seconds())
 	}
 	d, err := parser.WaitDuration(secs)
 	if err != nil {
@@ -181,7 +181,7 @@ func (s *stmtCtx) armWait(rows []row, p plan) error {
 // id, under the same name).
 func (s *stmtCtx) checkWaitTable() error {
 	if id := s.b.wait.table; id != 0 && id != s.t.ID {
-		return fmt.Errorf("%w: %s was dropped (and created again) while FOR POP WAIT waited for its rows", ErrNoTable, s.t.Name)
+		return fmt.Errorf("%w: %s was dropped (and created again) while the statement's WAIT waited for its rows", ErrNoTable, s.t.Name)
 	}
 	return nil
 }
@@ -199,7 +199,7 @@ func (e *Executor) waitPop(ctx context.Context, b *bound) (*Result, error) {
 		w := b.wait.watch
 		b.wait.watch = nil
 		if err != nil && b.wait.table != 0 && errors.Is(err, ErrNoTable) {
-			err = fmt.Errorf("%w (it was dropped while FOR POP WAIT waited for its rows)", err)
+			err = fmt.Errorf("%w (it was dropped while the statement's WAIT waited for its rows)", err)
 		}
 		if err != nil || w == nil {
 			if w != nil {
@@ -231,7 +231,7 @@ func (e *Executor) waitPop(ctx context.Context, b *bound) (*Result, error) {
 				// or the context ended meanwhile.
 				sleepCtx(wctx, pollInterval/2+rand.N(pollInterval))
 			default:
-				return nil, fmt.Errorf("fdbqueue: FOR POP WAIT: the watch on the table's pushes failed; nothing was taken: %w", err)
+				return nil, fmt.Errorf("fdbqueue: WAIT: the watch on the table's pushes failed; nothing was taken: %w", err)
 			}
 		case <-wctx.Done():
 			stopDue()

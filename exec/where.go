@@ -80,7 +80,7 @@ func (s *stmtCtx) where(where []parser.Cond) ([]cond, error) {
 		col := t.columnDef(i)
 		v, err := s.b.convert(col, w.Value)
 		if err != nil {
-			return nil, fmt.Errorf("WHERE %s %s: %w", w.Column, w.Op, err)
+			return nil, &within{fmt.Sprintf("WHERE %s %s", w.Column, w.Op), err}
 		}
 		out = append(out, cond{col: i, name: col.Name, op: w.Op, val: v})
 	}

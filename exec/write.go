@@ -78,6 +78,9 @@ func (s *stmtCtx) planUpdate(st *parser.Update) (plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := nullKey(conds); err != nil {
+		return nil, err
+	}
 	id, ok := idLookup(conds)
 	if !ok || len(conds) != 1 {
 		return nil, fmt.Errorf("%w: %s", ErrStatement, form)
@@ -108,6 +111,17 @@ func (e *Executor) update(tr kv.Transaction, st *parser.Update, b *bound) (*Resu
 	return &Result{RowsAffected: n}, nil
 }
 
+// nullKey reports a WHERE id = NULL or _lease = NULL of an UPDATE by id:
+// the statement has the right shape, but its value is never a row's.
+func nullKey(conds []cond) error {
+	for _, c := range conds {
+		if (c.col == colID || c.col == colLease) && c.op == parser.OpEq && c.val == nil {
+			return fmt.Errorf("%w: WHERE %s = NULL: a row's %s is never NULL; bind the row's %s", ErrValue, c.name, c.name, c.name)
+		}
+	}
+	return nil
+}
+
 // updateForms are the UPDATEs there are, for errors.
 const updateForms = "the UPDATEs are UPDATE t SET priority = v WHERE id = v, and UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v]"
 
@@ -117,6 +131,9 @@ const updateForms = "the UPDATEs are UPDATE t SET priority = v WHERE id = v, and
 func (s *stmtCtx) planSetVisible(st *parser.Update) (plan, error) {
 	conds, err := s.where(st.Where)
 	if err != nil {
+		return nil, err
+	}
+	if err := nullKey(conds); err != nil {
 		return nil, err
 	}
 	p := setVisible{}

@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error is a FoundationDB error: a numeric code, as FoundationDB defines it,
@@ -217,3 +218,34 @@ func IsRetryableNotCommitted(err error) bool {
 func Errorf(code int, format string, args ...any) *Error {
 	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
 }
+
+// Join returns an error that wraps errs, leaving out the nil ones (nil if
+// all are), as errors.Join does, but whose text is theirs on one line,
+// joined by "; ": errors end up in one-line logs.
+func Join(errs ...error) error {
+	var j joinError
+	for _, err := range errs {
+		if err != nil {
+			j.errs = append(j.errs, err)
+		}
+	}
+	if len(j.errs) == 0 {
+		return nil
+	}
+	return &j
+}
+
+type joinError struct{ errs []error }
+
+func (e *joinError) Error() string {
+	var b strings.Builder
+	for i, err := range e.errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(err.Error())
+	}
+	return b.String()
+}
+
+func (e *joinError) Unwrap() []error { return e.errs }

@@ -266,5 +266,5 @@ func TestScriptWait(t *testing.T) {
 
 	_, errs, code = shellRun(t, script, "-1")
 	require.Equal(t, 1, code)
-	require.Contains(t, errs, "FOR POP WAIT inside a transaction")
+	require.Contains(t, errs, "WAIT inside a transaction")
 }

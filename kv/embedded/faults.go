@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -91,7 +90,7 @@ func (in *injector) before(ctx context.Context) (bool, error) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return false, errors.Join(kv.ErrTransactionCancelled, ctx.Err())
+			return false, kv.Join(kv.ErrTransactionCancelled, ctx.Err())
 		}
 	}
 	switch in.draw() {

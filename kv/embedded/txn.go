@@ -88,7 +88,7 @@ func (t *txn) check() error {
 		return kv.Errorf(kv.CodeTransactionCancelled, "transaction was cancelled")
 	}
 	if err := t.ctx.Err(); err != nil {
-		return errors.Join(kv.ErrTransactionCancelled, err)
+		return kv.Join(kv.ErrTransactionCancelled, err)
 	}
 	now := t.s.cfg.Clock()
 	if d := t.s.cfg.TransactionTimeout; d > 0 && now.Sub(t.start) > d {
@@ -548,7 +548,7 @@ func (t *txn) OnError(err error) error {
 	case <-timer.C:
 	case <-t.ctx.Done():
 		timer.Stop()
-		return errors.Join(err, t.ctx.Err())
+		return kv.Join(err, t.ctx.Err())
 	}
 	t.reset()
 	return nil

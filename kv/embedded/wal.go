@@ -411,7 +411,7 @@ func (w *wal) fail(err error, group []*pending) {
 	w.queue = nil
 	w.mu.Unlock()
 	for _, p := range group {
-		p.done <- errors.Join(kv.Errorf(kv.CodeCommitUnknownResult, "the log write failed; this commit may or may not be on disk"), failed)
+		p.done <- kv.Join(kv.Errorf(kv.CodeCommitUnknownResult, "the log write failed; this commit may or may not be on disk"), failed)
 	}
 	for _, p := range rest {
 		p.done <- failed

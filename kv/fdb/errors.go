@@ -44,12 +44,12 @@ func (t *txn) mapErr(err error) error {
 	switch kv.Code(e) {
 	case kv.CodeTransactionCancelled, kv.CodeTransactionTimedOut:
 		if cerr := t.ctx.Err(); cerr != nil {
-			return errors.Join(kv.Errorf(kv.CodeTransactionCancelled, "the context is done"), cerr)
+			return kv.Join(kv.Errorf(kv.CodeTransactionCancelled, "the context is done"), cerr)
 		}
 		if kv.Code(e) == kv.CodeTransactionTimedOut && t.deadlineTimeout {
 			// FoundationDB's timer fired a little before the
 			// context's.
-			return errors.Join(kv.Errorf(kv.CodeTransactionCancelled, "the context's deadline passed"), context.DeadlineExceeded)
+			return kv.Join(kv.Errorf(kv.CodeTransactionCancelled, "the context's deadline passed"), context.DeadlineExceeded)
 		}
 	}
 	return e

@@ -187,7 +187,7 @@ func (d *DB) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
 		return nil, kv.Errorf(kv.CodeClientInvalidOperation, "database handle is closed")
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, errors.Join(kv.ErrTransactionCancelled, err)
+		return nil, kv.Join(kv.ErrTransactionCancelled, err)
 	}
 	var tr fdb.Transaction
 	var err error

@@ -57,7 +57,7 @@ func (t *txn) check() error {
 		return kv.Errorf(kv.CodeTransactionCancelled, "transaction was cancelled")
 	}
 	if err := t.ctx.Err(); err != nil {
-		return errors.Join(kv.ErrTransactionCancelled, err)
+		return kv.Join(kv.ErrTransactionCancelled, err)
 	}
 	return nil
 }
@@ -298,7 +298,7 @@ func (t *txn) Commit() error {
 	e := t.mapErr(err)
 	var fe fdb.Error
 	if errors.As(err, &fe) && (fe.Code == kv.CodeTransactionTimedOut || fe.Code == kv.CodeTransactionCancelled) {
-		return errors.Join(kv.Errorf(kv.CodeCommitUnknownResult, "the transaction timed out or was cancelled while its commit was in flight: it may have been applied"), e)
+		return kv.Join(kv.Errorf(kv.CodeCommitUnknownResult, "the transaction timed out or was cancelled while its commit was in flight: it may have been applied"), e)
 	}
 	return e
 }
@@ -322,7 +322,7 @@ func (t *txn) OnError(err error) error {
 		return err
 	}
 	if cerr := t.ctx.Err(); cerr != nil {
-		return errors.Join(err, cerr)
+		return kv.Join(err, cerr)
 	}
 	ferr := t.tr.OnError(fdb.Error{Code: ke.Code}).Get()
 	if ferr == nil {
@@ -330,13 +330,13 @@ func (t *txn) OnError(err error) error {
 		return nil
 	}
 	if cerr := t.ctx.Err(); cerr != nil {
-		return errors.Join(err, cerr)
+		return kv.Join(err, cerr)
 	}
 	var fe fdb.Error
 	if errors.As(ferr, &fe) && fe.Code == ke.Code {
 		return err
 	}
-	return errors.Join(err, t.mapErr(ferr))
+	return kv.Join(err, t.mapErr(ferr))
 }
 
 // snapshot is the transaction's snapshot view.
