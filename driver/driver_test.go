@@ -546,3 +546,34 @@ func TestTables(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tables, 1)
 }
+
+// The priority and resource columns are NOT NULL whatever the CREATE
+// said (the queue orders and fits by them): the catalog says so, as
+// INSERT enforces it.
+func TestQueueColumnsAreNotNull(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Exec("CREATE TABLE t6 (priority INT NULL, cpu INT, mem INT, x TEXT, INDEX fit (cpu, mem))")
+	require.NoError(t, err)
+	conn, err := db.Conn(context.Background())
+	require.NoError(t, err)
+	defer conn.Close()
+	tables, err := fdbqueue.Tables(context.Background(), conn)
+	require.NoError(t, err)
+	require.Len(t, tables, 1)
+	notNull := map[string]bool{}
+	for _, c := range tables[0].Columns {
+		notNull[c.Name] = c.NotNull
+	}
+	require.Equal(t, map[string]bool{"priority": true, "cpu": true, "mem": true, "x": false}, notNull)
+	rows, err := db.Query("SELECT priority, x FROM t6")
+	require.NoError(t, err)
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	require.NoError(t, err)
+	nullable, ok := types[0].Nullable()
+	require.True(t, ok)
+	require.False(t, nullable)
+	_, err = db.Exec("INSERT INTO t6 (priority, cpu, mem) VALUES (NULL, 1, 1)")
+	require.ErrorIs(t, err, fdbqueue.ErrValue)
+}

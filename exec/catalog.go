@@ -136,6 +136,7 @@ func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 		names = append(names, t.Columns[i].Name)
 	}
 	t.IndexName, _ = tup[6].(string)
+	t.markRequired() // schemas stored before CREATE marked them
 	if len(tup) == 8 {
 		if t.MaxAttempts, _ = tup[7].(int64); t.MaxAttempts <= 0 {
 			return nil, fmt.Errorf("%w: MAX_ATTEMPTS %v", ErrCatalog, tup[7])

@@ -84,6 +84,7 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 	if len(t.Columns) == 0 {
 		return nil, fmt.Errorf("%w: a table needs at least one column", ErrSchema)
 	}
+	t.markRequired()
 
 	ck := catalogKey(e.cat.root, st.Name)
 	existing, err := tr.Get(ck)
@@ -95,6 +96,9 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 			return &Result{}, nil
 		}
 		return nil, fmt.Errorf("%w: %s (use CREATE TABLE IF NOT EXISTS, or DROP TABLE first)", ErrTableExists, st.Name)
+	}
+	if err := e.checkDeadCreate(tr, t); err != nil {
+		return nil, err
 	}
 	if err := e.addTable(tr, t); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/parser"
 	"github.com/fdbqueue/fdbqueue/queues"
 	"github.com/fdbqueue/fdbqueue/tuple"
 )
@@ -52,27 +53,55 @@ func (e *Executor) deadTable(tr kv.Transaction, src *Table) (*Table, error) {
 	return dead, nil
 }
 
-// deadCompatible reports whether dead can hold src's rows as they are:
-// the same columns (names, types, lengths) in the same order, and none
-// required in dead that src allows to be NULL.
+// deadCompatible reports whether dead can hold src's rows as they are
+// (deadMismatch).
 func deadCompatible(src, dead *Table) error {
-	bad := func(why string, args ...any) error {
+	if why := deadMismatch(src, dead); why != "" {
 		return fmt.Errorf("%w: MAX_ATTEMPTS of %s moves rows to %s, which exists with other columns: %s (drop %s, or give it %s's columns: %s)",
-			ErrSchema, src.Name, dead.Name, fmt.Sprintf(why, args...), dead.Name, src.Name, columnList(src))
+			ErrSchema, src.Name, dead.Name, why, dead.Name, src.Name, columnList(src))
 	}
+	return nil
+}
+
+// deadMismatch says why dead cannot hold src's rows as they are, or ""
+// if it can: it needs the same columns (names, types, lengths) in the
+// same order, and none required that src allows to be NULL.
+func deadMismatch(src, dead *Table) string {
 	if len(dead.Columns) != len(src.Columns) {
-		return bad("%d columns for %d", len(dead.Columns), len(src.Columns))
+		return fmt.Sprintf("%d columns for %d", len(dead.Columns), len(src.Columns))
 	}
 	for i := range src.Columns {
 		s, d := &src.Columns[i], &dead.Columns[i]
 		switch {
 		case !strings.EqualFold(s.Name, d.Name):
-			return bad("column %d is %s, not %s", i+1, d.Name, s.Name)
+			return fmt.Sprintf("column %d is %s, not %s", i+1, d.Name, s.Name)
 		case s.Type != d.Type || s.Length != d.Length:
-			return bad("column %s is %s, not %s", d.Name, columnType(d), columnType(s))
+			return fmt.Sprintf("column %s is %s, not %s", d.Name, columnType(d), columnType(s))
 		case dead.required(i) && !src.required(i):
-			return bad("column %s cannot be NULL there", d.Name)
+			return fmt.Sprintf("column %s cannot be NULL there", d.Name)
 		}
+	}
+	return ""
+}
+
+// checkDeadCreate refuses to create t as the dead-letter table of a table
+// with MAX_ATTEMPTS if it could not hold that table's rows: every lease of
+// that table would then fail at the first row it must move.
+func (e *Executor) checkDeadCreate(tr kv.Transaction, t *Table) error {
+	name, ok := strings.CutSuffix(t.Name, deadSuffix)
+	if !ok {
+		return nil
+	}
+	src, err := e.cat.table(tr, name)
+	if errors.Is(err, ErrNoTable) {
+		return nil
+	}
+	if err != nil || src.MaxAttempts == 0 {
+		return err
+	}
+	if why := deadMismatch(src, t); why != "" {
+		return fmt.Errorf("%w: %s is the dead-letter table of %s (MAX_ATTEMPTS=%d), which moves its rows there as they are: %s; give it %s's columns (%s), or leave it to be created with the first row that dies",
+			ErrSchema, t.Name, src.Name, src.MaxAttempts, why, src.Name, columnList(src))
 	}
 	return nil
 }
@@ -82,9 +111,21 @@ func (t *Table) required(i int) bool {
 	return t.Columns[i].NotNull || i == t.Priority || slices.Contains(t.Resources, i)
 }
 
+// markRequired marks the priority and resource columns NOT NULL, as the
+// queue needs them, whether or not they were declared so: what the
+// catalog lists is what INSERT enforces.
+func (t *Table) markRequired() {
+	for i := range t.Columns {
+		t.Columns[i].NotNull = t.required(i)
+	}
+}
+
+// columnType is c's type as declared: VARCHAR(n) and VARBINARY(n) are a
+// TEXT and a BLOB with a length.
 func columnType(c *Column) string {
 	if c.Length > 0 {
-		return fmt.Sprintf("%s(%d)", c.Type, c.Length)
+		name := map[parser.Type]string{parser.TypeText: "VARCHAR", parser.TypeBlob: "VARBINARY"}[c.Type]
+		return fmt.Sprintf("%s(%d)", name, c.Length)
 	}
 	return c.Type.String()
 }

@@ -316,13 +316,14 @@ func (sh *shell) describe(name string) error {
 		for _, c := range t.Columns {
 			ty := c.Type
 			if c.Length > 0 {
-				ty = fmt.Sprintf("%s(%d)", ty, c.Length)
+				// As declared: a TEXT or BLOB with a length.
+				ty = fmt.Sprintf("%s(%d)", map[string]string{"TEXT": "VARCHAR", "BLOB": "VARBINARY"}[ty], c.Length)
 			}
 			null, note := "", ""
 			if c.NotNull {
 				null = "not null"
 			}
-			if strings.EqualFold(c.Name, "priority") {
+			if strings.EqualFold(c.Name, "priority") && t.Kind != "fifo" {
 				note = "orders the queue"
 			}
 			for _, r := range t.Index {
