@@ -1,6 +1,6 @@
 module github.com/fdbqueue/fdbqueue
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/apple/foundationdb/bindings/go v0.0.0-20260629183922-51e1c42eb9a8

@@ -41,6 +41,24 @@ var allowedParams = map[Engine][]string{
 // tests: rates per commit (0 to 1) and a commit latency.
 var faultParams = []string{"fault_conflict", "fault_unknown", "fault_too_old", "fault_timeout", "fault_seed", "commit_latency"}
 
+// acceptedParams lists allowed for an error, the fault-injection ones
+// marked as for tests.
+func acceptedParams(allowed []string) string {
+	var user, faults []string
+	for _, p := range allowed {
+		if contains(faultParams, p) {
+			faults = append(faults, p)
+		} else {
+			user = append(user, p)
+		}
+	}
+	out := listOrNone(user)
+	if len(faults) > 0 {
+		out += "; for tests, fault injection: " + strings.Join(faults, ", ")
+	}
+	return out
+}
+
 // ParseDSN parses a DSN: memory:, memory:NAME, file:PATH[?params] or
 // fdb:[CLUSTER_FILE][?params]. Unknown parameters are errors.
 func ParseDSN(dsn string) (*Config, error) {
@@ -61,7 +79,7 @@ func ParseDSN(dsn string) (*Config, error) {
 		}
 		for k, v := range vals {
 			if !contains(allowed, k) {
-				return nil, fmt.Errorf("%w: unknown parameter %q for %s: (accepted: %s)", ErrDSN, k, cfg.Engine, listOrNone(allowed))
+				return nil, fmt.Errorf("%w: unknown parameter %q for %s (accepted: %s)", ErrDSN, k, cfg.Engine, acceptedParams(allowed))
 			}
 			if len(v) != 1 {
 				return nil, fmt.Errorf("%w: parameter %q is given %d times", ErrDSN, k, len(v))

@@ -32,7 +32,7 @@ usage: fdbqueue [flags] [DSN]
 The DSN defaults to $FDBQUEUE_DSN, else memory:. DSNs:
   memory:                 a private in-memory database
   memory:NAME             an in-memory database shared within the process
-  file:DIR[?sync=full|none]  a durable database in directory DIR
+  file:DIR[?sync=full|none&mode=rwc|rw|ro]  a durable database in directory DIR
   fdb:[CLUSTER_FILE][?root=...&tenant=...]  a FoundationDB cluster (-tags fdb builds)
 
 Without -f or -c, statements are read from standard input: an interactive

@@ -87,10 +87,10 @@ func run() error {
 func work(ctx context.Context, db *sql.DB, worker, n int, died, retried *atomic.Int64, did func(string)) error {
 	var id, lease, attempts int64
 	var payload string
-	// Lease the best task, waiting up to twice the lease for one: a task a
+	// Lease the most urgent task (the highest priority), waiting up to twice the lease for one: a task a
 	// dead worker held comes back when its lease expires.
 	err := db.QueryRowContext(ctx, `SELECT id, _lease, _attempts, payload FROM jobs
-	                                ORDER BY priority LIMIT 1 FOR LEASE ? WAIT ?`, leaseFor, 2*leaseFor).
+	                                ORDER BY priority DESC LIMIT 1 FOR LEASE ? WAIT ?`, leaseFor, 2*leaseFor).
 		Scan(&id, &lease, &attempts, &payload)
 	if err != nil {
 		return err

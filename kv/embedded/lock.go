@@ -32,6 +32,9 @@ func lockDir(dir string, shared bool) (*os.File, error) {
 		// a shared lock on the directory itself serves as well.
 		f, err = os.Open(dir)
 	}
+	if errors.Is(err, os.ErrPermission) && !shared {
+		return nil, fmt.Errorf("fdbqueue: opening %s to write: %w (a database this process may only read opens with ?mode=ro)", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fdbqueue: opening %s: %w", path, err)
 	}
