@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mattn/go-runewidth"
 )
 
 // The output formats, and how --json-ints prints integers in JSON.
@@ -142,14 +144,14 @@ func renderTable(cols []string, rows [][]any) []byte {
 	widths := make([]int, len(cols))
 	cells := make([][]string, len(rows))
 	for i, c := range cols {
-		widths[i] = utf8.RuneCountInString(c)
+		widths[i] = runewidth.StringWidth(c)
 	}
 	for r, row := range rows {
 		cells[r] = make([]string, len(row))
 		for i, v := range row {
 			s := tableText(v)
 			cells[r][i] = s
-			widths[i] = max(widths[i], utf8.RuneCountInString(s))
+			widths[i] = max(widths[i], runewidth.StringWidth(s))
 		}
 	}
 	var b bytes.Buffer
@@ -160,7 +162,7 @@ func renderTable(cols []string, rows [][]any) []byte {
 			}
 			b.WriteString(v)
 			if i < len(vals)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(v)))
+				b.WriteString(strings.Repeat(" ", widths[i]-runewidth.StringWidth(v)))
 			}
 		}
 		b.WriteString("\n")

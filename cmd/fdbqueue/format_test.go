@@ -127,3 +127,11 @@ func TestNaNPrints(t *testing.T) {
 		require.Contains(t, out, want[format], format)
 	}
 }
+
+// TestTableAlignsWideCharacters: CJK and emoji take two columns on a
+// terminal; the table pads by display width, not by runes.
+func TestTableAlignsWideCharacters(t *testing.T) {
+	t.Parallel()
+	out := string(printer{}.render([]string{"名前", "n"}, [][]any{{"日本語", int64(1)}, {"ab", int64(22)}, {"🔥", int64(3)}}))
+	require.Equal(t, []string{"名前   | n", "-------+---", "日本語 | 1", "ab     | 22", "🔥     | 3", "(3 rows)", "", ""}, strings.Split(out, "\n"))
+}
