@@ -211,3 +211,59 @@ func TestRowSizeLimit(t *testing.T) {
 	require.ErrorIs(t, db.QueryRow("SELECT id FROM m LIMIT 1 FOR LEASE 30").Scan(&id), sql.ErrNoRows, "every row moved to m_dead")
 	require.EqualValues(t, accepted, count(t, db, "m_dead"))
 }
+
+// A capacity is often a float: WHERE cpu <= 2.5 on an INT column takes
+// the integers at most 2.5, through the fit index as cpu <= 2; every
+// comparison with a number no int64 equals holds for the integers it
+// holds for in arithmetic.
+func TestIntColumnComparedWithFraction(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Exec("CREATE TABLE f (priority INT NOT NULL, cpu INT NOT NULL, INDEX (cpu))")
+	require.NoError(t, err)
+	cpus := []int64{math.MinInt64, -3, 1, 2, 3, 4, math.MaxInt64}
+	for _, c := range cpus {
+		_, err := db.Exec("INSERT INTO f (priority, cpu) VALUES (1, ?)", c)
+		require.NoError(t, err)
+	}
+	sel := func(q string, args ...any) []int64 {
+		rows, err := db.Query(q, args...)
+		require.NoError(t, err, q)
+		defer rows.Close()
+		var out []int64
+		for rows.Next() {
+			var c int64
+			require.NoError(t, rows.Scan(&c))
+			out = append(out, c)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	ops := map[string]func(a int64, f float64) bool{
+		"<=": func(a int64, f float64) bool { return float64(a) <= f },
+		"<":  func(a int64, f float64) bool { return float64(a) < f },
+		">=": func(a int64, f float64) bool { return float64(a) >= f },
+		">":  func(a int64, f float64) bool { return float64(a) > f },
+		"=":  func(a int64, f float64) bool { return float64(a) == f },
+		"!=": func(a int64, f float64) bool { return float64(a) != f },
+	}
+	for _, f := range []float64{2.5, -2.5, 0.5, 1e30, -1e30, math.Inf(1), math.Inf(-1)} {
+		for op, holds := range ops {
+			var want []int64
+			for _, c := range cpus {
+				// Exact for the extremes too: float64(MaxInt64) is 2^63,
+				// which none of the fs equals.
+				if holds(c, f) {
+					want = append(want, c)
+				}
+			}
+			q := "SELECT cpu FROM f WHERE cpu " + op + " ?"
+			require.ElementsMatch(t, want, sel(q, f), "cpu %s %v", op, f)
+		}
+	}
+	var c int64
+	require.NoError(t, db.QueryRow("SELECT cpu FROM f WHERE cpu <= 2.5 ORDER BY priority LIMIT 1 FOR POP").Scan(&c))
+	require.Contains(t, []int64{math.MinInt64, -3, 1, 2}, c)
+	_, err = db.Exec("SELECT cpu FROM f WHERE cpu <= ?", math.NaN())
+	require.ErrorIs(t, err, fdbqueue.ErrValue, "NaN bounds nothing: still refused")
+}

@@ -78,6 +78,13 @@ func (s *stmtCtx) where(where []parser.Cond) ([]cond, error) {
 			return nil, err
 		}
 		col := t.columnDef(i)
+		if col.Type == parser.TypeInt && w.Value.Kind != parser.ValueNow {
+			if f, ok := s.b.value(w.Value).(float64); ok && !isInt64(f) && !math.IsNaN(f) {
+				op, n := intBound(w.Op, f)
+				out = append(out, cond{col: i, name: col.Name, op: op, val: n})
+				continue
+			}
+		}
 		v, err := s.b.convert(col, w.Value)
 		if err != nil {
 			return nil, &within{fmt.Sprintf("WHERE %s %s", w.Column, w.Op), err}
@@ -85,6 +92,43 @@ func (s *stmtCtx) where(where []parser.Cond) ([]cond, error) {
 		out = append(out, cond{col: i, name: col.Name, op: w.Op, val: v})
 	}
 	return out, nil
+}
+
+// isInt64 reports whether f is an integer an int64 holds.
+func isInt64(f float64) bool {
+	return f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64
+}
+
+// intBound rewrites a comparison of an integer column with f, a number
+// no int64 equals (a fraction, or beyond int64's range), as the
+// comparison with an int64 that holds for the same integers: cpu <= 2.5
+// is cpu <= 2, cpu > 2.5 is cpu >= 3, and a capacity past the range bounds
+// nothing. No integer equals f, and every one differs from it.
+func intBound(op parser.Op, f float64) (parser.Op, int64) {
+	const top = float64(math.MaxInt64) // 2^63, the first float above the range
+	switch op {
+	case parser.OpLe, parser.OpLt:
+		switch fl := math.Floor(f); {
+		case fl >= top:
+			return parser.OpLe, math.MaxInt64 // every integer
+		case fl < math.MinInt64:
+			return parser.OpLt, math.MinInt64 // none
+		default:
+			return parser.OpLe, int64(fl)
+		}
+	case parser.OpGe, parser.OpGt:
+		switch c := math.Ceil(f); {
+		case c >= top:
+			return parser.OpGt, math.MaxInt64 // none
+		case c < math.MinInt64:
+			return parser.OpGe, math.MinInt64 // every integer
+		default:
+			return parser.OpGe, int64(c)
+		}
+	case parser.OpEq:
+		return parser.OpLt, math.MinInt64 // none
+	}
+	return parser.OpGe, math.MinInt64 // !=: every integer
 }
 
 // orderLimit binds an ORDER BY and a LIMIT: the queue order (the lowest
