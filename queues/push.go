@@ -210,14 +210,14 @@ func (q *Queue) checkIDRun(tr kv.Transaction, first, last int64) error {
 	return nil
 }
 
-// duplicateID returns the ErrDuplicateID of the id index key k, found
+// duplicateID returns the DuplicateIDError of the id index key k, found
 // where a new item's key was to go.
 func (q *Queue) duplicateID(k []byte) error {
 	id, _, err := tuple.DecodeInt(k[len(q.sub[tagIDs]):])
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: id %d", ErrDuplicateID, id)
+	return &DuplicateIDError{ID: id}
 }
 
 // pushAt adds it at seq (see nextSeq), without counting it: the caller
@@ -227,7 +227,7 @@ func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error
 	if v, err := tr.Get(q.idKey(it.ID)); err != nil {
 		return err
 	} else if v != nil {
-		return fmt.Errorf("%w: id %d", ErrDuplicateID, it.ID)
+		return &DuplicateIDError{ID: it.ID}
 	}
 	return q.pushChecked(tr, it, seq, dirs, nil)
 }

@@ -77,6 +77,16 @@ var (
 	ErrCorrupt = errors.New("fdbqueue: queue invariant violated")
 )
 
+// DuplicateIDError is the ErrDuplicateID of an item pushed under an id the
+// queue holds already: errors.As finds the id, so that a caller pushing
+// many items can say which one (errors.Is(err, ErrDuplicateID) holds).
+type DuplicateIDError struct{ ID int64 }
+
+func (e *DuplicateIDError) Error() string { return fmt.Sprintf("%v: id %d", ErrDuplicateID, e.ID) }
+
+// Is makes errors.Is(err, ErrDuplicateID) true.
+func (e *DuplicateIDError) Is(target error) bool { return target == ErrDuplicateID }
+
 // Queue is one queue's place in the key space and its shape. It holds no
 // state of its own: every method works through the transaction it is given.
 type Queue struct {

@@ -470,6 +470,9 @@ func TestPushAllRefusesDuplicateIDs(t *testing.T) {
 			})
 			require.ErrorIs(t, err, queues.ErrDuplicateID, name)
 			if name != "given twice" {
+				var dup *queues.DuplicateIDError
+				require.ErrorAs(t, err, &dup, name)
+				require.Equal(t, queued, dup.ID, "the error names the queued id: %s", name)
 				require.ErrorContains(t, err, fmt.Sprint(queued), name)
 			}
 		}
@@ -481,6 +484,9 @@ func TestPushAllRefusesDuplicateIDs(t *testing.T) {
 			return err
 		})
 		require.ErrorIs(t, err, queues.ErrDuplicateID, "pushed earlier in the transaction")
+		var dup *queues.DuplicateIDError
+		require.ErrorAs(t, err, &dup)
+		require.Equal(t, int64(9), dup.ID)
 		err = db.Transact(bg, func(tr kv.Transaction) error {
 			if err := q.Push(tr, item(104)); err != nil {
 				return err
