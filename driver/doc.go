@@ -43,7 +43,8 @@
 // table a priority queue; without one it is a FIFO queue. INDEX (cpu, mem)
 // names integer resource columns: WHERE cpu <= ? AND mem <= ? then finds the
 // best task that fits through the fit index instead of a scan. Every row has
-// an implicit id (an int64 assigned at insert, returned by LastInsertId), usable in
+// an implicit id (an int64 assigned at insert unless the INSERT gives a positive
+// one the table does not hold: ErrDuplicateID; returned by LastInsertId), usable in
 // SELECT and WHERE; SELECT * lists the declared columns. FOR POP removes the
 // rows the SELECT returns, in the same transaction. Placeholders are ? or
 // :name (sql.Named), not both in one statement. Anything else is refused with
@@ -58,10 +59,11 @@
 // acks (RowsAffected 0: the lease was lost); UPDATE t SET _visible_at = ...
 // WHERE id = ? AND _lease = ? extends or releases. A lease that expires makes
 // the row visible again at its original place. INSERT may set _visible_at
-// to delay a row. NOW() and NOW() +/- INTERVAL n SECOND|MINUTE|HOUR go where
-// a TIMESTAMP does. A row stays hidden at most until 2262-04-11T23:47:16Z
-// (queues.MaxVisibleAt): a later _visible_at, or a lease that would end
-// later, is refused with ErrValue or ErrArgs.
+// to delay a row, and _attempts (0 or more; leases count on from there, as
+// a restore from a backup needs). NOW() and NOW() +/- INTERVAL n
+// SECOND|MINUTE|HOUR go where a TIMESTAMP does. A row stays hidden at most
+// until 2262-04-11T23:47:16Z (queues.MaxVisibleAt): a later _visible_at, or
+// a lease that would end later, is refused with ErrValue or ErrArgs.
 //
 // CREATE TABLE t (...) MAX_ATTEMPTS=n also creates t_dead (unless it
 // exists), a FIFO table with t's columns, FIFO even with a priority column. A

@@ -58,6 +58,9 @@ var (
 	// ErrStatement is returned for a statement the table's kind does not
 	// support (ORDER BY priority on a FIFO queue, say).
 	ErrStatement = exec.ErrStatement
+	// ErrDuplicateID is returned, inside a *RowError naming the row, for
+	// an INSERT that gives an id its table holds already, or one id twice.
+	ErrDuplicateID = exec.ErrDuplicateID
 	// ErrUnreadableRow is returned for a stored row that cannot be decoded;
 	// the error names the row and how to delete it.
 	ErrUnreadableRow = exec.ErrUnreadableRow

@@ -207,7 +207,8 @@ func TestLeaseBadInput(t *testing.T) {
 		{"SELECT id FROM jobs LIMIT 1 FOR LEASE 0", nil, "a lease lasts a positive number of seconds"},
 		{"UPDATE jobs SET _visible_at = NOW() WHERE payload = ?", []any{0}, "WHERE id = v"},
 		{"UPDATE jobs SET _lease = ? WHERE id = 1", []any{1}, "_lease is read-only"},
-		{"INSERT INTO jobs (priority, cpu, mem, _attempts) VALUES (1, 1, 1, 3)", nil, "_attempts is read-only"},
+		{"UPDATE jobs SET _attempts = 3 WHERE id = 1", nil, "_attempts is read-only"},
+		{"INSERT INTO jobs (priority, cpu, mem, _attempts) VALUES (1, 1, 1, ?)", []any{-3}, "_attempts -3: attempts are 0 or more"},
 		{"INSERT INTO jobs (priority, cpu, mem, _visible_at) VALUES (1, 1, 1, 5)", nil, "_visible_at is TIMESTAMP"},
 	} {
 		_, err := db.Exec(tc.sql, tc.args...)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/fdbqueue/fdbqueue/queues"
 )
 
 // Every error exec returns wraps one of these values (or is a *RowError),
@@ -48,6 +50,9 @@ var (
 	// wrong type, NULL in a NOT NULL column, too long, a row too large.
 	// INSERT returns it inside a *RowError naming the row.
 	ErrValue = errors.New("fdbqueue: invalid value")
+	// ErrDuplicateID is returned, inside a *RowError naming the row, when
+	// an INSERT gives an id its table holds already, or one id twice.
+	ErrDuplicateID = queues.ErrDuplicateID
 	// ErrUnreadableRow is returned when a stored row cannot be decoded as
 	// its table's columns: one not written by INSERT (by an older version,
 	// or another program). The error names the row's id; statements that
@@ -58,7 +63,7 @@ var (
 
 // RowError is returned when a row of an INSERT is bad: it holds the row's
 // position among the statement's VALUES rows, and what is wrong with it
-// (an ErrValue, or a row that does not pack). Nothing of the statement was
+// (an ErrValue, an ErrDuplicateID, or a row that does not pack). Nothing of the statement was
 // written. Bulk loaders use errors.As to find the row, set it
 // aside and run the statement again without it.
 type RowError struct {

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,6 +29,9 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	t := s.t
 	targets := make([]int, 0, len(t.Columns))
 	visAt := -1 // the position of _visible_at among the values, if given
+	// byID holds, when the statement gives ids, each id's row (1-based),
+	// to name the row whose id is given twice or is in the table.
+	var byID map[int64]int
 	if st.Columns == nil {
 		for i := range t.Columns {
 			targets = append(targets, i)
@@ -39,18 +43,18 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 			if err != nil {
 				return nil, err
 			}
-			switch i {
-			case colID:
-				return nil, fmt.Errorf("%w: id is assigned by fdbqueue at insert; LastInsertId returns it", ErrValue)
-			case colLease, colAttempts:
+			if i == colLease {
 				return nil, readOnlyColumn(t.columnDef(i).Name)
 			}
 			if given[i] {
 				return nil, fmt.Errorf("%w: column %s is given twice", ErrValue, name)
 			}
 			given[i] = true
-			if i == colVisibleAt {
+			switch i {
+			case colVisibleAt:
 				visAt = len(targets)
+			case colID:
+				byID = map[int64]int{}
 			}
 			targets = append(targets, i)
 		}
@@ -76,6 +80,11 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 			if err != nil {
 				return nil, &RowError{r + 1, err}
 			}
+			if done, err := setPseudo(&item, i, v); err != nil {
+				return nil, &RowError{r + 1, err}
+			} else if done {
+				continue
+			}
 			if j == visAt {
 				if v == nil {
 					return nil, &RowError{r + 1, fmt.Errorf("%w: _visible_at cannot be NULL (NOW() for at once)", ErrValue)}
@@ -87,6 +96,12 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 				continue
 			}
 			full[i], set[i] = v, true
+		}
+		if byID != nil {
+			if prev, ok := byID[item.ID]; ok {
+				return nil, &RowError{r + 1, fmt.Errorf("%w: id %d is given twice, in rows %d and %d", ErrDuplicateID, item.ID, prev, r+1)}
+			}
+			byID[item.ID] = r + 1
 		}
 		for i := range t.Columns {
 			c := &t.Columns[i]
@@ -123,8 +138,13 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	// INSERT exactly-once; a retry whose first attempt was applied pushes
 	// nothing and reports the same result, as the ids were made before the
 	// first attempt. In an explicit transaction (no token) no receipt is
-	// needed: a retry of the transaction runs the INSERT again with new ids.
+	// needed: a retry of the transaction runs the INSERT again with new ids
+	// (or the ids it gives).
 	if _, err := t.Queue.PushAll(tr, b.token, items); err != nil {
+		var dup *queues.DuplicateIDError
+		if errors.As(err, &dup) && byID[dup.ID] > 0 {
+			return nil, &RowError{byID[dup.ID], fmt.Errorf("%w: table %s holds a row with id %d (leave id out, and one is assigned)", ErrDuplicateID, t.Name, dup.ID)}
+		}
 		return nil, err
 	}
 	return &Result{RowsAffected: int64(len(items)), LastInsertID: items[len(items)-1].ID}, nil

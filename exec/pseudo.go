@@ -10,8 +10,10 @@ import (
 )
 
 // Pseudo-columns: every table has, besides its declared columns, id and
-// the read-only _visible_at, _lease and _attempts of its queue items
-// (queues.Item). Table.column returns them as these negative indexes.
+// the _visible_at, _lease and _attempts of its queue items (queues.Item).
+// INSERT may give id, _visible_at and _attempts (a restore from a backup
+// keeps them); UPDATE writes _visible_at; FOR LEASE sets _lease.
+// Table.column returns them as these negative indexes.
 const (
 	colID        = -1
 	colVisibleAt = -2
@@ -87,9 +89,40 @@ func checkLeaseEnd(d time.Duration, now time.Time) error {
 }
 
 // readOnlyColumn is the error for a statement that writes a pseudo-column
-// other than _visible_at.
+// it cannot: _lease, and in an UPDATE _attempts.
 func readOnlyColumn(name string) error {
-	return fmt.Errorf("%w: %s is read-only: FOR LEASE sets it (what is written is _visible_at: INSERT ... (_visible_at) VALUES (...), UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v])", ErrValue, name)
+	return fmt.Errorf("%w: %s is read-only: FOR LEASE sets it (INSERT may give id, _visible_at and _attempts; UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v] writes _visible_at)", ErrValue, name)
+}
+
+// setPseudo sets, from v (converted to column i's type), the pseudo-column
+// i of an INSERT's item, and reports whether it did: id (a positive integer,
+// which the table must not hold) and _attempts (0 or more: a lease counts
+// on from there, and MAX_ATTEMPTS with it). It reports false for a declared
+// column and for _visible_at, which insert checks (checkVisibleAt).
+func setPseudo(it *queues.Item, i int, v any) (bool, error) {
+	switch i {
+	case colID:
+		id, ok := v.(int64)
+		switch {
+		case !ok:
+			return false, fmt.Errorf("%w: id cannot be NULL (leave id out, and one is assigned)", ErrValue)
+		case id <= 0:
+			return false, fmt.Errorf("%w: id %d: ids are positive (leave id out, and one is assigned)", ErrValue, id)
+		}
+		it.ID = id
+	case colAttempts:
+		n, ok := v.(int64)
+		switch {
+		case !ok:
+			return false, fmt.Errorf("%w: _attempts cannot be NULL (leave it out for 0)", ErrValue)
+		case n < 0:
+			return false, fmt.Errorf("%w: _attempts %d: attempts are 0 or more", ErrValue, n)
+		}
+		it.Attempts = n
+	default:
+		return false, nil
+	}
+	return true, nil
 }
 
 // leaseOf converts FOR LEASE's value (a literal, or the argument bound to
