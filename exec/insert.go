@@ -98,8 +98,8 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 			full[i], set[i] = v, true
 		}
 		if byID != nil {
-			if prev, ok := byID[item.ID]; ok {
-				return nil, &RowError{r + 1, fmt.Errorf("%w: id %d is given twice, in rows %d and %d", ErrDuplicateID, item.ID, prev, r+1)}
+			if _, ok := byID[item.ID]; ok {
+				return nil, &RowError{r + 1, fmt.Errorf("%w: id %d is given twice", ErrDuplicateID, item.ID)}
 			}
 			byID[item.ID] = r + 1
 		}
