@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -284,9 +283,13 @@ func (sh *shell) copyFromAt(table string, src copySource, r io.Reader, size int6
 	blob := make([]bool, len(header))
 	seen := map[string]bool{}
 	for i, h := range header {
-		col, ok := columnOf(t, strings.TrimSpace(h.value))
-		if !ok {
-			return src.header("the header names column %q; table %s has columns %s", h.value, t.Name, columnList(t))
+		name := strings.TrimSpace(h.value)
+		col, ok := loadColumn(t, name)
+		switch {
+		case !ok && strings.EqualFold(name, "_lease"):
+			return src.header("the header names _lease: a lease's token cannot be restored (a row leased at the backup stays hidden until its _visible_at, and is then due); leave the column out")
+		case !ok:
+			return src.header("the header names column %q; table %s has columns %s", h.value, t.Name, loadColumns(t))
 		}
 		if seen[strings.ToLower(col.Name)] {
 			return src.header("the header names column %s twice", col.Name)
@@ -381,23 +384,6 @@ func (sh *shell) copyTable(table string) (fdbqueue.TableInfo, error) {
 		}
 	}
 	return fdbqueue.TableInfo{}, fmt.Errorf("no table %s; \\dt lists them", table)
-}
-
-// columnOf finds a column of t by name.
-func columnOf(t fdbqueue.TableInfo, name string) (fdbqueue.ColumnInfo, bool) {
-	i := slices.IndexFunc(t.Columns, func(c fdbqueue.ColumnInfo) bool { return strings.EqualFold(c.Name, name) })
-	if i < 0 {
-		return fdbqueue.ColumnInfo{}, false
-	}
-	return t.Columns[i], true
-}
-
-func columnList(t fdbqueue.TableInfo) string {
-	names := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
-		names[i] = c.Name
-	}
-	return strings.Join(names, ", ")
 }
 
 // load inserts a batch. Statements take ladder sizes of rows (copyBatch,

@@ -10,9 +10,9 @@ import (
 	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
 )
 
-// copyToCommand runs \copy TABLE TO: the table's columns, in queue order,
-// as CSV with a header row, which \copy FROM loads back unchanged. It
-// reads; it never pops.
+// copyToCommand runs \copy TABLE TO: a backup (see backup.go), the rows
+// in queue order as CSV with a header row, which \copy FROM loads back
+// unchanged. It reads, in one statement; it never pops.
 func (sh *shell) copyToCommand(c copySpec) error {
 	t, err := sh.copyTable(c.table)
 	if err != nil {
@@ -41,11 +41,13 @@ func (sh *shell) copyToCommand(c copySpec) error {
 	return nil
 }
 
-// copyTo writes t as CSV to w and returns how many rows it wrote.
+// copyTo writes t's backup columns as CSV to w and returns how many rows
+// it wrote.
 func (sh *shell) copyTo(t fdbqueue.TableInfo, w io.Writer) (int, error) {
-	cols := make([]string, len(t.Columns))
-	header := make([]csvCell, len(t.Columns))
-	for i, col := range t.Columns {
+	all := backupColumns(t)
+	cols := make([]string, len(all))
+	header := make([]csvCell, len(all))
+	for i, col := range all {
 		cols[i] = quoteIdent(col.Name)
 		header[i] = csvCell{value: col.Name}
 	}

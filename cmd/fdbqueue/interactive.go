@@ -25,7 +25,7 @@ const metaHelp = `meta-commands:
   \format table|csv|json|jsonl  set the output format
   \i FILE                     run a script
   \copy TABLE FROM 'FILE'     load a CSV file (header row: column names); FROM STDIN: lines typed, up to \.
-  \copy TABLE TO 'FILE'       write a table as CSV, which \copy FROM loads back; TO STDOUT prints it
+  \copy TABLE TO 'FILE'       back a table up as CSV (id, columns, _visible_at, _attempts), which \copy FROM restores; TO STDOUT prints it
   \q                          quit (so does Ctrl-D)
   \?                          this help
 Statements end with ';' and may span lines. Ctrl-C cancels the running

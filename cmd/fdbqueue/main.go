@@ -51,9 +51,27 @@ How values print:
   INT        exact digits; in json, a column holding an integer beyond +-2^53
              (ids, mostly), which JavaScript and jq would round, prints as
              strings (--json-ints)
-CSV output, and \copy TO (a header row, then every row; it removes nothing),
-is what \copy FROM loads back unchanged: into a BLOB column, \copy FROM reads
-a field starting with \x as hex, and other text as its bytes.
+CSV output is what \copy FROM loads back unchanged: into a BLOB column,
+\copy FROM reads a field starting with \x as hex, and other text as its bytes.
+
+\copy TABLE TO 'file.csv' is a backup: a header row, then every row in queue
+order, read in one transaction (it removes nothing), with the columns id, the
+table's columns, _visible_at and _attempts. \copy TABLE FROM 'file.csv'
+restores it into the table created again as it was (CREATE TABLE):
+  kept  each row's id and values, and the queue order; _visible_at: a delayed
+        row stays hidden until then, and so does a row leased at the backup,
+        until its lease would have ended, when it is due again; _attempts,
+        which MAX_ATTEMPTS counts on from
+  lost  the leases' tokens (_lease is 0): a worker holding a lease at the
+        backup cannot ack or extend it in the restore, and its row is leased
+        again once due; the table's definition (CREATE TABLE, MAX_ATTEMPTS,
+        INDEX) and its _dead table (back that up too, each table is its own
+        transaction); the order against rows the table held before the
+        restore, which come first
+A row whose id the table holds is rejected, reported by its line. \copy FROM
+takes any of the table's columns and id, _visible_at, _attempts: a file of the
+columns alone loads with new ids, all due at once. A _visible_at past, or the
+zero time (a row never delayed), is due at once.
 
 flags:
 `

@@ -132,7 +132,8 @@ func TestBadInvocations(t *testing.T) {
 	_, errs, code := shellRun(t, "", "--help")
 	require.Equal(t, 0, code)
 	for _, want := range []string{"usage: fdbqueue", "memory:NAME", "file:DIR", "fdb:", "-continue-on-error", "examples:",
-		"-json-ints MODE", `"NaN", "Infinity", "-Infinity"`, `\copy TABLE TO`, "up to a line \\."} {
+		"-json-ints MODE", `"NaN", "Infinity", "-Infinity"`, `\copy TABLE TO`, "up to a line \\.",
+		`\copy TABLE TO 'file.csv' is a backup`, "kept  each row's id", "lost  the leases' tokens"} {
 		require.Contains(t, errs, want)
 	}
 }
