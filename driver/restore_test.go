@@ -28,24 +28,23 @@ func TestInsertGivesPseudoColumns(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), last, "LastInsertId is the last row's id, given")
 
-	type state struct {
+	// Each row is found by the id it was given.
+	for _, want := range []struct {
 		id, attempts int64
 		v            string
 		visibleAt    time.Time
+	}{
+		{7, 2, "a", time.Time{}}, // the zero time: never delayed
+		{3, 1, "b", later},
+	} {
+		var v string
+		var attempts int64
+		var at time.Time
+		require.NoError(t, db.QueryRow("SELECT v, _attempts, _visible_at FROM jobs WHERE id = ?", want.id).Scan(&v, &attempts, &at))
+		require.Equal(t, want.v, v)
+		require.Equal(t, want.attempts, attempts, want.v)
+		require.Equal(t, want.visibleAt, at, want.v)
 	}
-	rows, err := db.Query("SELECT id, v, _attempts, _visible_at FROM jobs")
-	require.NoError(t, err)
-	var got []state
-	for rows.Next() {
-		var s state
-		require.NoError(t, rows.Scan(&s.id, &s.v, &s.attempts, &s.visibleAt))
-		got = append(got, s)
-	}
-	require.NoError(t, rows.Err())
-	require.Len(t, got, 3)
-	require.Equal(t, state{id: 7, v: "a", attempts: 2}, got[0], "the zero time: never delayed")
-	require.Equal(t, state{id: 3, v: "b", attempts: 1, visibleAt: later}, got[1])
-	require.Equal(t, int64(1), got[2].id)
 
 	// Ids do not order the rows; the INSERT does. b is hidden for an
 	// hour; a lease counts on from the _attempts given.
