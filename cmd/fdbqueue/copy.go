@@ -161,6 +161,9 @@ func (sh *shell) copyCommand(st statement) error {
 		}
 		defer file.Close()
 		if info, err := file.Stat(); err == nil {
+			if info.IsDir() {
+				return fmt.Errorf(`\copy %s FROM '%s': %s is a directory; \copy reads a CSV file`, c.table, name, name)
+			}
 			size = info.Size()
 		}
 		r = file

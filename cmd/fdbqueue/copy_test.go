@@ -218,6 +218,9 @@ func TestCopyFromCSV(t *testing.T) {
 		}
 		require.ErrorContains(t, err, want, "%q", csvText)
 	}
+	dir := t.TempDir()
+	_, err = sh.meta(`\copy q FROM '` + dir + `'`)
+	require.EqualError(t, err, `\copy q FROM '`+dir+`': `+dir+` is a directory; \copy reads a CSV file`)
 }
 
 // TestQuotedIdentifiers: tables and columns whose names are keywords, hold
@@ -242,7 +245,7 @@ func TestQuotedIdentifiers(t *testing.T) {
 	}
 	require.Equal(t, backup+
 		"column,type,null,role\n"+
-		"id,INT,not null,\"implicit, assigned at insert\"\n"+
+		"id,INT,not null,implicit: assigned at insert unless given\n"+
 		"key,TEXT,\"\",\"\"\n"+
 		"order,INT,\"\",\"\"\n"+
 		"from,BLOB,\"\",\"\"\n"+

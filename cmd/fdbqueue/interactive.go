@@ -312,7 +312,7 @@ func (sh *shell) describe(name string) error {
 		if !strings.EqualFold(t.Name, name) {
 			continue
 		}
-		rows := [][]any{{"id", "INT", "not null", "implicit, assigned at insert"}}
+		rows := [][]any{{"id", "INT", "not null", "implicit: assigned at insert unless given"}}
 		for _, c := range t.Columns {
 			ty := c.Type
 			if c.Length > 0 {
