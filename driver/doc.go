@@ -112,7 +112,8 @@
 //
 // Errors wrap documented values, all exported from this package (errors.go)
 // and testable with errors.Is: ErrDSN, ErrEngine, ErrTxState, ErrReadOnly,
-// ErrArgType for the connection; ErrSyntax and ErrUnsupported for SQL;
+// ErrArgType for the connection, ErrNotFdbqueue for Tables on another
+// driver's; ErrSyntax and ErrUnsupported for SQL;
 // ErrNoTable, ErrValue, ErrArgs, ErrUnreadableRow and the others for
 // statements (a bad row of an INSERT is a *RowError naming its position, for
 // errors.As); ErrLocked, ErrNoDatabase, ErrReadOnlyDatabase and ErrFailed for

@@ -28,6 +28,10 @@ var (
 	// ErrArgType is returned for an argument of a type the driver does
 	// not convert.
 	ErrArgType = errors.New("fdbqueue: unsupported argument type")
+	// ErrNotFdbqueue is returned by Tables for a connection that is not
+	// the fdbqueue driver's, nor one of a wrapping driver (otelsql, say)
+	// that exposes the connection it wraps.
+	ErrNotFdbqueue = errors.New("fdbqueue: not a connection of the fdbqueue driver")
 )
 
 // Errors of the SQL text.

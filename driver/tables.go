@@ -3,7 +3,9 @@ package driver
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"strings"
 
 	"github.com/fdbqueue/fdbqueue/exec"
 )
@@ -29,17 +31,19 @@ type TableInfo struct {
 }
 
 // Tables lists the tables of the database behind c, by name; inside a
-// transaction open on c, as that transaction sees them.
+// transaction open on c, as that transaction sees them. c may come from a
+// wrapping driver (otelsql, say) that exposes the connection it wraps with
+// a method Raw() driver.Conn or Unwrap() driver.Conn; any other connection
+// gets ErrNotFdbqueue.
 func Tables(ctx context.Context, c *sql.Conn) ([]TableInfo, error) {
 	var out []TableInfo
 	err := c.Raw(func(dc any) error {
-		cn, ok := dc.(*conn)
-		if !ok {
-			return fmt.Errorf("fdbqueue: Tables needs a connection of the fdbqueue driver, not %T", dc)
+		cn, err := unwrapConn(dc)
+		if err != nil {
+			return err
 		}
 		// Inside a transaction, the tables as that transaction sees them.
 		var tables []*exec.Table
-		var err error
 		if cn.tx != nil {
 			tables, err = cn.exec.TablesIn(cn.tx)
 		} else {
@@ -61,4 +65,31 @@ func Tables(ctx context.Context, c *sql.Conn) ([]TableInfo, error) {
 		return nil
 	})
 	return out, err
+}
+
+// maxWrappers bounds the wrappers unwrapConn looks through: a wrapper that
+// returns itself must not loop.
+const maxWrappers = 16
+
+// unwrapConn finds fdbqueue's connection under those of wrapping drivers.
+// Tables needs the connection itself, not only its engine: inside a
+// transaction it lists the tables as that transaction sees them. otelsql
+// (github.com/XSAM/otelsql) exposes the connection it wraps with Raw, as
+// other wrappers do; some call it Unwrap.
+func unwrapConn(dc any) (*conn, error) {
+	var chain []string
+	for range maxWrappers {
+		chain = append(chain, fmt.Sprintf("%T", dc))
+		switch c := dc.(type) {
+		case *conn:
+			return c, nil
+		case interface{ Raw() driver.Conn }:
+			dc = c.Raw()
+		case interface{ Unwrap() driver.Conn }:
+			dc = c.Unwrap()
+		default:
+			return nil, fmt.Errorf("%w: Tables got a %s connection; a driver that wraps fdbqueue's must expose the connection it wraps with a method Raw() driver.Conn or Unwrap() driver.Conn", ErrNotFdbqueue, strings.Join(chain, " wrapping a "))
+		}
+	}
+	return nil, fmt.Errorf("%w: Tables found no fdbqueue connection under %d wrappers (%s)", ErrNotFdbqueue, maxWrappers, strings.Join(chain, ", "))
 }
