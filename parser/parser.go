@@ -10,7 +10,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/xwb1989/sqlparser"
 )
 
@@ -36,36 +35,6 @@ type Parsed struct {
 	// uses :name placeholders (their names are in Names).
 	NumInput int
 	Names    []string
-}
-
-// CacheSize is how many parsed statements the cache keeps.
-const CacheSize = 4096
-
-// MaxCachedLen is the longest statement text the cache keeps. Longer
-// statements (multi-row INSERTs with literal values, say, each one new)
-// are parsed every time: caching them would fill memory for no hits, and
-// their parse is small next to their execution. Prepare such a statement
-// to parse it once.
-const MaxCachedLen = 2048
-
-var cache, _ = lru.New[string, *Parsed](CacheSize)
-
-// Parse parses one statement, through a bounded cache keyed by the text: a
-// statement seen before is not parsed again. The result is shared and must
-// not be modified.
-func Parse(sql string) (*Parsed, error) {
-	if len(sql) > MaxCachedLen {
-		return parse(sql)
-	}
-	if p, ok := cache.Get(sql); ok {
-		return p, nil
-	}
-	p, err := parse(sql)
-	if err != nil {
-		return nil, err
-	}
-	cache.Add(sql, p)
-	return p, nil
 }
 
 // token is one token of the text, with the segment of the text it came from
