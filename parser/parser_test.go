@@ -291,6 +291,95 @@ func TestCache(t *testing.T) {
 	require.False(t, cache.Contains(long))
 }
 
+// traceparent is a comment as sqlcommenter appends it, new for each n.
+func traceparent(n int) string {
+	return fmt.Sprintf("/*traceparent='00-%032x-%016x-01'*/", n, n)
+}
+
+func TestCacheKey(t *testing.T) {
+	t.Parallel()
+	const q = "SELECT id FROM t LIMIT 1 FOR POP"
+	for in, want := range map[string]string{
+		q:                                     q,
+		" \n" + q + " \t\r\n":                 q,
+		q + " " + traceparent(1):              q,
+		q + traceparent(1):                    q,
+		traceparent(1) + " " + q:              q,
+		"/* a */ /* b */ " + q + " /* c */\n": q,
+		q + " -- done":                        q,
+		q + " -- done\n-- and done":           q,
+		q + " # done":                         q,
+		q + " // done":                        q,
+		q + "; /* c */":                       q + ";",
+		"-- lead\n" + q:                       q,
+		// A comment inside the statement stays.
+		"SELECT id /* c */ FROM t": "SELECT id /* c */ FROM t",
+		// Comment markers inside strings, quoted names and numbers are
+		// not comments.
+		"SELECT id FROM t WHERE v = '/* x */'":      "SELECT id FROM t WHERE v = '/* x */'",
+		"SELECT id FROM t WHERE v = 'a -- b'":       "SELECT id FROM t WHERE v = 'a -- b'",
+		"SELECT id FROM t WHERE v = 'it''s -- x'":   "SELECT id FROM t WHERE v = 'it''s -- x'",
+		`SELECT id FROM t WHERE v = 'a\' -- b'`:     `SELECT id FROM t WHERE v = 'a\' -- b'`,
+		`SELECT id FROM t WHERE v = "# x"`:          `SELECT id FROM t WHERE v = "# x"`,
+		"SELECT `a -- b` FROM t":                    "SELECT `a -- b` FROM t",
+		"SELECT id FROM t WHERE f = 1e-5 /* c */":   "SELECT id FROM t WHERE f = 1e-5",
+		"SELECT id FROM t WHERE f = 1e--5":          "SELECT id FROM t WHERE f = 1e--5",
+		"SELECT id FROM t WHERE f = 0x1e-5 -- c":    "SELECT id FROM t WHERE f = 0x1e-5",
+		"SELECT id FROM t WHERE f = .5e-1--5":       "SELECT id FROM t WHERE f = .5e-1",
+		"SELECT id FROM t WHERE f = 1 /*! AND 2 */": "SELECT id FROM t WHERE f = 1 /*! AND 2 */",
+		"SELECT id FROM t WHERE j->>'a' -- c":       "SELECT id FROM t WHERE j->>'a'",
+		"SELECT id FROM t WHERE v = :name -- c":     "SELECT id FROM t WHERE v = :name",
+		"SELECT id FROM t WHERE v = 1 /":            "SELECT id FROM t WHERE v = 1 /",
+		// Where the lexer fails, or reads by rules the key does not
+		// follow, the key is the text.
+		"SELECT id FROM t WHERE v = 'open -- c": "SELECT id FROM t WHERE v = 'open -- c",
+		"SELECT id FROM t /* open":              "SELECT id FROM t /* open",
+		"SELECT id FROM t WHERE v = 1x -- c":    "SELECT id FROM t WHERE v = 1x -- c",
+		"SELECT id FROM t WHERE v = x'ab' -- c": "SELECT id FROM t WHERE v = x'ab' -- c",
+		"SELECT @@version -- c":                 "SELECT @@version -- c",
+		"SELECT id FROM t WHERE v = ::1 -- c":   "SELECT id FROM t WHERE v = ::1 -- c",
+		"SELECT id FROM t WHERE v = `open -- c": "SELECT id FROM t WHERE v = `open -- c",
+		"/* only a comment */":                  "/* only a comment */",
+		"":                                      "",
+	} {
+		require.Equal(t, want, cacheKey(in), "%q", in)
+		require.Equal(t, cacheKey(want), cacheKey(in), "%q: a key is its own key", in)
+	}
+}
+
+// TestCacheComments: a statement that carries a comment new on each call,
+// as sqlcommenter appends it, is parsed once.
+func TestCacheComments(t *testing.T) {
+	t.Parallel()
+	sql := fmt.Sprintf("SELECT id FROM cache_%p WHERE v = '/* not a comment */' LIMIT 1 FOR POP", t)
+	first, err := Parse(sql + " " + traceparent(0))
+	require.NoError(t, err)
+	for n := 1; n <= 100; n++ {
+		p, err := Parse(sql + " " + traceparent(n))
+		require.NoError(t, err)
+		require.Same(t, first, p, "call %d parsed the statement again", n)
+	}
+	p, err := Parse(traceparent(101) + "\n" + sql + " -- " + traceparent(102))
+	require.NoError(t, err)
+	require.Same(t, first, p, "leading and -- comments too")
+	p, err = Parse(sql)
+	require.NoError(t, err)
+	require.Same(t, first, p, "and the statement without one")
+
+	// An error still points into the text as sent.
+	_, err = Parse("/* a comment */ SELEC nope")
+	require.ErrorContains(t, err, "position 22")
+
+	// A long statement is keyed without its comment too: the comment
+	// does not push it past MaxCachedLen.
+	long := fmt.Sprintf("INSERT INTO cache_%p VALUES ('%s')", t, strings.Repeat("x", MaxCachedLen-100))
+	first, err = Parse(long + " " + traceparent(0))
+	require.NoError(t, err)
+	p, err = Parse(long + " " + traceparent(1))
+	require.NoError(t, err)
+	require.Same(t, first, p)
+}
+
 func BenchmarkParse(b *testing.B) {
 	const sql = "SELECT id, priority, payload FROM tasks WHERE cpu <= ? AND mem <= ? ORDER BY priority DESC LIMIT 1 FOR POP"
 	// misses reports the statements Parse parsed, per op.
@@ -394,4 +483,32 @@ func TestErrorsWithoutTheGrammar(t *testing.T) {
 	require.ErrorContains(t, err, "is 256 bytes; a name is at most 255")
 	_, err = Parse("CREATE TABLE `" + strings.Repeat("x", 255) + "` (a INT)")
 	require.NoError(t, err)
+}
+
+// FuzzCacheKey: a text and its cache key parse to the same statement, or
+// both fail; a key is its own key.
+func FuzzCacheKey(f *testing.F) {
+	for _, tc := range accepted {
+		f.Add(tc.sql)
+		f.Add(tc.sql + " " + traceparent(1))
+		f.Add("-- c\n" + tc.sql + " # c")
+	}
+	for _, tc := range rejected {
+		f.Add(tc.sql + " /* c */")
+	}
+	for _, s := range []string{"SELECT 1e--5", "SELECT 0x1e-5 -- c", "SELECT 'a\\' -- b'", "SELECT `a``b` /* c */", "SELECT 1 /*! FOR POP */ -- c", "SELECT x'ab''cd' -- c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, sql string) {
+		key := cacheKey(sql)
+		require.Equal(t, key, cacheKey(key))
+		p, err := parse(sql)
+		pk, errk := parse(key)
+		require.Equal(t, err == nil, errk == nil, "%q: %v; key %q: %v", sql, err, key, errk)
+		if err == nil {
+			require.Equal(t, p, pk, "%q and its key %q", sql, key)
+		}
+		// Errors may differ (a position, a class): they are not cached,
+		// and Parse reports the one of the text as sent.
+	})
 }
