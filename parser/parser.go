@@ -50,7 +50,10 @@ func tokenize(sql string) ([]token, error) {
 	var toks []token
 	for {
 		before := tz.Position
-		typ, val := tz.Scan()
+		typ, val, err := scan(tz)
+		if err != nil {
+			return nil, err
+		}
 		if typ == 0 {
 			break
 		}
@@ -72,6 +75,19 @@ func tokenize(sql string) ([]token, error) {
 		toks = append(toks, token{typ: typ, val: string(val), start: start, end: end})
 	}
 	return toks, nil
+}
+
+// scan is tz.Scan, with a panic of sqlparser's lexer made a syntax error:
+// it panics on a MySQL comment whose version holds no code after it, as in
+// /*!*/ or /*!123*/ (ExtractMysqlComment slices at -1).
+func scan(tz *sqlparser.Tokenizer) (typ int, val []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: syntax error at position %d: the lexer failed; a /*! */ comment holds code after its version number", ErrSyntax, tz.Position)
+		}
+	}()
+	typ, val = tz.Scan()
+	return typ, val, nil
 }
 
 // MaxNameSize is the longest table or column name, in bytes (MySQL's is

@@ -125,6 +125,8 @@ var rejected = []struct {
 	{"", "empty statement"},
 	{"   ;  ", "empty statement"},
 	{"SELEC * FROM t", "syntax error"},
+	{"SELECT * FROM t /*!*/", "a /*! */ comment holds code after its version number"},
+	{"SELECT * FROM t /*!50708*/", "a /*! */ comment holds code after its version number"},
 	{"CREATE TABLE t (a INT", "syntax error"},
 	{"SELECT * FROM t LIMIT 1 FOR UPDATE", "FOR UPDATE"},
 	{"SELECT * FROM t LIMIT 1 FOR SHARE", "the trailing clauses are FOR POP"},
