@@ -108,6 +108,16 @@
 // once, and report it only when their retry limit runs out. Transactions
 // follow FoundationDB's limits: 5 seconds, 10,000,000 bytes of writes.
 //
+// # Tracing
+//
+// The driver runs wrapped by database/sql instrumentation such as
+// github.com/XSAM/otelsql: otelsql.Open("fdbqueue", dsn, ...), or
+// otelsql.OpenDB on NewConnector's connector (otelsql.Register cannot work:
+// it opens the driver with an empty DSN). Tables reaches the connection
+// under a wrapper that exposes it (Raw() or Unwrap() driver.Conn), and the
+// parse cache ignores the comments before and after a statement, so that a
+// traceparent appended by sqlcommenter, new on each call, is parsed once.
+//
 // # Errors
 //
 // Errors wrap documented values, all exported from this package (errors.go)
