@@ -74,11 +74,14 @@ Each push and pop run stops at --limit-ops rows or --limit-s seconds,
 whichever comes first (0: no such limit). Every run checks its result and
 fails the bench if it is wrong: rows pushed = rows in the table; rows popped
 = rows filled - rows left; no task popped twice; every popped task fits its
-consumer and carries its payload intact.
+consumer and carries its payload intact. The last line says that the
+checks passed, with the runs and tasks checked, or which one failed.
 
 Output: a table on standard output, or with --json one JSON object a run
 (bench, mode, clients, consumers, rows, rows_per_s, p50_ms, p99_ms, stop,
-median_ms, ...: the fields of the project's PostgreSQL comparison). Exit
+median_ms, ...: the fields of the project's PostgreSQL comparison), and
+last the checks' verdict: {"bench": "checks", "passed": true, "runs": N,
+"tasks": N}, or "passed": false and the "failure". Exit
 status: 0; 1 when a run fails (an error, a failed check, the table exists,
 Ctrl-C); 2 for bad flags.
 
@@ -448,7 +451,16 @@ func benchMain(ctx context.Context, o *benchOptions, stdout, stderr io.Writer, f
 		}
 	}()
 	b := newBencher(ctx, db, o, stdout, stderr, faults)
-	return b.run()
+	err = b.run()
+	if err == nil || errors.Is(err, errSelfCheck) {
+		// The checks' verdict closes the output, as pgbench's count of
+		// failed transactions does; other errors stopped the bench
+		// before a verdict.
+		if cerr := b.rep.checks(b.tasksChecked.Load(), err); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 // checkBenchTable refuses to go on if the bench's table exists and --force

@@ -6,8 +6,14 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
+
+// errSelfCheck is returned (wrapped, with the run and what did not add up)
+// when a run's result is wrong: the bench reports it as a failed check,
+// beside the runs that passed theirs.
+var errSelfCheck = errors.New("self-check failed")
 
 // benchFaults break a run on purpose, so that the tests can show that each
 // self-check fails when its invariant does not hold. All nil in a real run.
@@ -42,7 +48,7 @@ func (b *bencher) afterRun() error {
 // checkPushed: every row a client pushed is in the table, and no other.
 func checkPushed(pushed, counted int64) error {
 	if pushed != counted {
-		return fmt.Errorf("self-check failed: %d rows pushed, %d in the table", pushed, counted)
+		return fmt.Errorf("%w: %d rows pushed, %d in the table", errSelfCheck, pushed, counted)
 	}
 	return nil
 }
@@ -50,7 +56,7 @@ func checkPushed(pushed, counted int64) error {
 // checkPopped: the rows popped are the rows that left the table.
 func checkPopped(filled, popped, left int64) error {
 	if filled-popped != left {
-		return fmt.Errorf("self-check failed: %d rows filled, %d popped, so %d should be left; %d are", filled, popped, filled-popped, left)
+		return fmt.Errorf("%w: %d rows filled, %d popped, so %d should be left; %d are", errSelfCheck, filled, popped, filled-popped, left)
 	}
 	return nil
 }
@@ -62,14 +68,15 @@ func (b *bencher) checkTask(t *poppedTask, cpu, mem int) error {
 		b.faults.popped(t)
 	}
 	if t.cpu < 1 || t.cpu > int64(cpu) || t.mem < 1 || t.mem > int64(mem) {
-		return fmt.Errorf("self-check failed: task %d (cpu %d, mem %d) popped by a consumer with cpu %d, mem %d: it does not fit", t.id, t.cpu, t.mem, cpu, mem)
+		return fmt.Errorf("%w: task %d (cpu %d, mem %d) popped by a consumer with cpu %d, mem %d: it does not fit", errSelfCheck, t.id, t.cpu, t.mem, cpu, mem)
 	}
 	if len(t.payload) != payloadLen {
-		return fmt.Errorf("self-check failed: task %d has a payload of %d bytes, not %d", t.id, len(t.payload), payloadLen)
+		return fmt.Errorf("%w: task %d has a payload of %d bytes, not %d", errSelfCheck, t.id, len(t.payload), payloadLen)
 	}
 	if !bytes.Equal(t.payload, b.payload) {
-		return fmt.Errorf("self-check failed: task %d's payload is not the one pushed", t.id)
+		return fmt.Errorf("%w: task %d's payload is not the one pushed", errSelfCheck, t.id)
 	}
+	b.tasksChecked.Add(1)
 	return nil
 }
 
@@ -80,7 +87,7 @@ func checkOnce(ids [][]int64, what string) error {
 	for _, l := range ids {
 		for _, id := range l {
 			if seen[id] {
-				return fmt.Errorf("self-check failed: task %d was %s twice", id, what)
+				return fmt.Errorf("%w: task %d was %s twice", errSelfCheck, id, what)
 			}
 			seen[id] = true
 		}

@@ -80,10 +80,10 @@ func (b *bencher) latency(workload string, n int) error {
 		}
 		if workload == "worst" {
 			if !ok {
-				return fmt.Errorf("self-check failed: the worst consumer found no task; task %d fits it", lastID)
+				return fmt.Errorf("%w: the worst consumer found no task; task %d fits it", errSelfCheck, lastID)
 			}
 			if task.id != lastID {
-				return fmt.Errorf("self-check failed: the worst consumer popped task %d, not task %d, the only one that fits it", task.id, lastID)
+				return fmt.Errorf("%w: the worst consumer popped task %d, not task %d, the only one that fits it", errSelfCheck, task.id, lastID)
 			}
 			if err := pushLast(conn); err != nil {
 				return err

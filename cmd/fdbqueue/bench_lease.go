@@ -47,7 +47,7 @@ func (b *bencher) leaseOne(ctx context.Context, st *sql.Stmt, cpu, mem int, args
 		return t, false, err
 	}
 	if t.lease == 0 {
-		return t, false, fmt.Errorf("self-check failed: task %d was leased with the token 0, which means never leased", t.id)
+		return t, false, fmt.Errorf("%w: task %d was leased with the token 0, which means never leased", errSelfCheck, t.id)
 	}
 	return t, true, b.checkTask(&t.poppedTask, cpu, mem)
 }
@@ -126,7 +126,7 @@ func (b *bencher) lease(consumers int, mode string) error {
 				return 0, err
 			}
 			if n != 1 {
-				return 0, fmt.Errorf("self-check failed: the ack of task %d removed %d rows; its consumer holds a lease of %v and should remove 1", id, n, leaseFor)
+				return 0, fmt.Errorf("%w: the ack of task %d removed %d rows; its consumer holds a lease of %v and should remove 1", errSelfCheck, id, n, leaseFor)
 			}
 			return 1, nil
 		}, nil
@@ -164,7 +164,7 @@ func (b *bencher) lease(consumers int, mode string) error {
 // checkAcked: the rows acked are the rows that left the table.
 func checkAcked(filled, acked, left int64) error {
 	if filled-acked != left {
-		return fmt.Errorf("self-check failed: %d rows filled, %d acked, so %d should be left; %d are", filled, acked, filled-acked, left)
+		return fmt.Errorf("%w: %d rows filled, %d acked, so %d should be left; %d are", errSelfCheck, filled, acked, filled-acked, left)
 	}
 	return nil
 }
@@ -290,7 +290,7 @@ func (b *bencher) leaseKill() error {
 					case k == 0:
 						me.lost++
 					default:
-						err = fmt.Errorf("self-check failed: the ack of task %d removed %d rows; an ack removes one row or none", id, k)
+						err = fmt.Errorf("%w: the ack of task %d removed %d rows; an ack removes one row or none", errSelfCheck, id, k)
 					}
 					underWay.Add(-1)
 				}
@@ -316,7 +316,7 @@ wait:
 		case <-ctx.Done():
 			runErr = context.Cause(ctx)
 		case <-timeout.C:
-			runErr = fmt.Errorf("self-check failed: %d of %d tasks acked after %v", acked.Load(), tasks, killTimeout)
+			runErr = fmt.Errorf("%w: %d of %d tasks acked after %v", errSelfCheck, acked.Load(), tasks, killTimeout)
 		case <-tick.C:
 			// An ack counts itself under way before it removes its row:
 			// once the table is empty, no ack is under way after it
@@ -362,15 +362,15 @@ wait:
 	}
 	for id, k := range ackedBy {
 		if !filled[id] {
-			return fmt.Errorf("self-check failed: task %d was acked, and it was never filled", id)
+			return fmt.Errorf("%w: task %d was acked, and it was never filled", errSelfCheck, id)
 		}
 		if k > 1 {
-			return fmt.Errorf("self-check failed: task %d was acked %d times", id, k)
+			return fmt.Errorf("%w: task %d was acked %d times", errSelfCheck, id, k)
 		}
 	}
 	for id := range filled {
 		if ackedBy[id] == 0 {
-			return fmt.Errorf("self-check failed: task %d left the table and was never acked (%d of %d tasks acked)", id, len(ackedBy), tasks)
+			return fmt.Errorf("%w: task %d left the table and was never acked (%d of %d tasks acked)", errSelfCheck, id, len(ackedBy), tasks)
 		}
 	}
 	left, err := b.count()

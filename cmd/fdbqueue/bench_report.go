@@ -172,6 +172,18 @@ type leaseKillResult struct {
 	resultMeta
 }
 
+// checksResult closes the output: the verdict of the runs' self-checks.
+type checksResult struct {
+	Bench  string `json:"bench"` // checks
+	Passed bool   `json:"passed"`
+	Runs   int    `json:"runs"`  // runs whose checks passed
+	Tasks  int64  `json:"tasks"` // tasks taken that fit their consumer, with their payload intact
+	// Failure is the check that failed, with its run; the bench stopped
+	// there.
+	Failure string `json:"failure,omitempty"`
+	resultMeta
+}
+
 // benchReport prints the results as they come.
 type benchReport struct {
 	w    io.Writer
@@ -181,6 +193,9 @@ type benchReport struct {
 	// section is the kind of the last row printed: a new kind prints
 	// its header first.
 	section string
+	// checked counts the runs reported: each checked its result before
+	// its row, but the fsync probe, which has nothing to check.
+	checked int
 }
 
 func newBenchReport(w io.Writer, o *benchOptions) *benchReport {
@@ -233,6 +248,9 @@ func (r *benchReport) header(env string) error {
 
 // row prints a table row under its section's header, or a JSON line.
 func (r *benchReport) row(section, head string, v any, line string) error {
+	if section != "fsync" {
+		r.checked++
+	}
 	if r.enc != nil {
 		return r.enc.Encode(v)
 	}
@@ -315,4 +333,26 @@ func (r *benchReport) leaseKill(v leaseKillResult) error {
 	return r.row("lease_kill",
 		fmt.Sprintf("%-10s %9s %5s %7s %7s %7s %9s %11s %10s %9s %8s %9s", "lease_kill", "consumers", "dead", "lease s", "tasks", "acked", "abandoned", "redelivered", "max leases", "lost acks", "seconds", "tasks/s"), v,
 		fmt.Sprintf("%-10s %9d %5d %7.2f %7d %7d %9d %11d %10d %9d %8.2f %9.0f", "", v.Consumers, v.Dead, v.LeaseS, v.Tasks, v.Acked, v.Abandoned, v.Redelivered, v.MaxLeases, v.LostAcks, v.Seconds, v.RowsPerS))
+}
+
+// checks prints the verdict of the self-checks: failed is the error of the
+// check that stopped the bench, nil when every run passed. Nothing when no
+// run had a check (the fsync probe alone).
+func (r *benchReport) checks(tasks int64, failed error) error {
+	v := checksResult{Bench: "checks", Passed: failed == nil, Runs: r.checked, Tasks: tasks, resultMeta: r.meta}
+	if failed != nil {
+		v.Failure = failed.Error()
+	} else if r.checked == 0 {
+		return nil
+	}
+	if r.enc != nil {
+		return r.enc.Encode(v)
+	}
+	var err error
+	if v.Passed {
+		_, err = fmt.Fprintf(r.w, "\nself-checks passed: %d runs, %d tasks taken (what a run checks: fdbqueue bench --help)\n", v.Runs, v.Tasks)
+	} else {
+		_, err = fmt.Fprintf(r.w, "\nself-checks FAILED after %d runs passed theirs: %s\n", v.Runs, v.Failure)
+	}
+	return err
 }

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 )
 
 // The task queue's domain: what tasks need and consumers offer.
@@ -82,6 +83,9 @@ type bencher struct {
 	faults   benchFaults
 	// fsyncMS is the median fsync, in ms, once measured (0 before).
 	fsyncMS float64
+	// tasksChecked counts the tasks taken (popped, leased, waited for)
+	// that passed checkTask, by every client.
+	tasksChecked atomic.Int64
 }
 
 func newBencher(ctx context.Context, db *sql.DB, o *benchOptions, stdout, stderr io.Writer, faults benchFaults) *bencher {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -73,6 +74,9 @@ func TestBenchTable(t *testing.T) {
 	} {
 		require.Regexp(t, regexp.MustCompile(`(?m)`+want), out)
 	}
+	// The last line: the checks of 12 runs passed, with the 80 tasks of
+	// the pop runs and the worst consumer's 6, at least.
+	require.Regexp(t, `\n\nself-checks passed: 12 runs, (8[6-9]|9[0-2]) tasks taken \(what a run checks: fdbqueue bench --help\)\n$`, out)
 }
 
 // The JSON lines carry the comparison harness's fields, no fewer.
@@ -81,6 +85,7 @@ var benchFields = map[string][]string{
 	"pop":      {"bench", "consumers", "consumer_resources", "prefill", "rows", "empty_pops", "seconds", "rows_per_s", "p50_ms", "p99_ms", "stop", "limit_ops", "limit_s", "system", "config"},
 	"get_task": {"bench", "structure", "workload", "size", "reps", "found", "mean_ms", "std_ms", "min_ms", "median_ms", "max_ms", "all_ms", "fill_s", "plan", "system", "config"},
 	"fsync":    {"bench", "reps", "bytes", "median_ms", "p99_ms", "min_ms", "max_ms", "system", "config"},
+	"checks":   {"bench", "passed", "runs", "tasks", "system", "config"},
 }
 
 func TestBenchJSONOnFile(t *testing.T) {
@@ -115,9 +120,13 @@ func TestBenchJSONOnFile(t *testing.T) {
 		case "fsync":
 			require.EqualValues(t, 3, v["reps"])
 			require.Positive(t, v["median_ms"])
+		case "checks":
+			require.Equal(t, true, v["passed"], line)
+			require.EqualValues(t, 10, v["runs"], "every run but fsync: %s", line)
+			require.NotContains(t, v, "failure")
 		}
 	}
-	require.Equal(t, []string{"fsync", "push", "push", "push", "push", "pop", "pop", "pop", "pop", "get_task", "get_task"}, kinds)
+	require.Equal(t, []string{"fsync", "push", "push", "push", "push", "pop", "pop", "pop", "pop", "get_task", "get_task", "checks"}, kinds)
 
 	// It leaves the database as it found it: no table, no probe file.
 	require.Empty(t, benchTables(t, dsn))
@@ -158,10 +167,19 @@ func TestBenchOwnTableOnly(t *testing.T) {
 // runBenchFaults runs fdbqueue bench with faults and returns its error.
 func runBenchFaults(t *testing.T, faults benchFaults, args ...string) error {
 	t.Helper()
-	o, code := parseBenchFlags(append(tinyBench, args...), io.Discard)
+	_, err := runBenchOut(t, faults, args...)
+	return err
+}
+
+// runBenchOut runs fdbqueue bench with faults and returns its standard
+// output and error.
+func runBenchOut(t *testing.T, faults benchFaults, args ...string) (string, error) {
+	t.Helper()
+	o, code := parseBenchFlags(append(append([]string{}, tinyBench...), args...), io.Discard)
 	require.NotNil(t, o, "exit status %d", code)
 	var out bytes.Buffer
-	return benchMain(context.Background(), o, &out, io.Discard, faults)
+	err := benchMain(context.Background(), o, &out, io.Discard, faults)
+	return out.String(), err
 }
 
 // addRow pushes a task behind the bench's back.
@@ -284,6 +302,40 @@ func TestBenchSelfChecksFail(t *testing.T) {
 	// Without a fault, the same runs pass.
 	require.NoError(t, runBenchFaults(t, benchFaults{}, "--bench", "push,pop,latency", "memory:"))
 	require.NoError(t, runBenchFaults(t, benchFaults{}, append(tinyWait, "memory:")...))
+}
+
+// TestBenchChecksVerdict: the output ends with the checks' verdict; a
+// failed check is named there, after the runs that passed theirs, as a
+// table line or a JSON object. An error that is not a check's gets none.
+func TestBenchChecksVerdict(t *testing.T) {
+	t.Parallel()
+	fault := benchFaults{afterRun: onRun(3, addRow(0, 1, 1))}
+	out, err := runBenchOut(t, fault, "--bench", "push", "memory:")
+	require.ErrorIs(t, err, errSelfCheck)
+	require.True(t, strings.HasSuffix(out, "\nself-checks FAILED after 2 runs passed theirs: bench push batch5 clients=1: self-check failed: 20 rows pushed, 21 in the table\n"), out)
+
+	fault = benchFaults{afterRun: onRun(3, addRow(0, 1, 1))}
+	out, err = runBenchOut(t, fault, "--bench", "push", "--json", "memory:")
+	require.ErrorIs(t, err, errSelfCheck)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3)
+	var v checksResult
+	require.NoError(t, json.Unmarshal([]byte(lines[2]), &v))
+	require.Equal(t, checksResult{Bench: "checks", Passed: false, Runs: 2,
+		Failure:    "bench push batch5 clients=1: self-check failed: 20 rows pushed, 21 in the table",
+		resultMeta: resultMeta{System: "fdbqueue", Config: "memory"}}, v)
+
+	out, err = runBenchOut(t, benchFaults{}, "--bench", "pop", "--consumers", "2", "--consumer-resources", "any", "--json", "memory:")
+	require.NoError(t, err)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	v = checksResult{}
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &v))
+	require.Equal(t, checksResult{Bench: "checks", Passed: true, Runs: 1, Tasks: 20, resultMeta: resultMeta{System: "fdbqueue", Config: "memory"}}, v)
+
+	fault = benchFaults{afterRun: onRun(2, func(context.Context, *sql.DB, string) error { return errors.New("disk on fire") })}
+	out, err = runBenchOut(t, fault, "--bench", "push", "memory:")
+	require.ErrorContains(t, err, "disk on fire")
+	require.NotContains(t, out, "self-checks")
 }
 
 // TestBenchDropsTableOnFailure: a failed run leaves no table behind either.
@@ -484,7 +536,7 @@ func TestBenchWait(t *testing.T) {
 			require.Positive(t, v["rows_per_s"], line)
 		}
 	}
-	require.Equal(t, []string{"wait_wake/<nil>", "wait_idle/wait", "wait_idle/poll", "wait_pc/wait", "wait_pc/poll", "wait_pc/wait", "wait_pc/poll"}, kinds)
+	require.Equal(t, []string{"wait_wake/<nil>", "wait_idle/wait", "wait_idle/poll", "wait_pc/wait", "wait_pc/poll", "wait_pc/wait", "wait_pc/poll", "checks/<nil>"}, kinds)
 }
 
 // tinyLease are the lease workloads at sizes that take a second or so.
@@ -538,7 +590,7 @@ func TestBenchLease(t *testing.T) {
 			require.GreaterOrEqual(t, v["max_leases"], 2.0, line)
 		}
 	}
-	require.Equal(t, []string{"lease", "lease_kill"}, kinds)
+	require.Equal(t, []string{"lease", "lease_kill", "checks"}, kinds)
 }
 
 // onAck alters the acks of the lease runs from the n-th on (1-based).

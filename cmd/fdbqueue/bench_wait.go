@@ -158,13 +158,13 @@ func (b *bencher) waitWake(waiters int) error {
 		case a := <-got:
 			lat = append(lat, a.at.Sub(t0))
 			if a.t.id != id {
-				return fmt.Errorf("self-check failed: task %d was pushed into an empty table, and a waiter got task %d", id, a.t.id)
+				return fmt.Errorf("%w: task %d was pushed into an empty table, and a waiter got task %d", errSelfCheck, id, a.t.id)
 			}
 			if err := b.checkTask(&a.t, cpuMax, memMax); err != nil {
 				return err
 			}
 		case <-time.After(drainTimeout):
-			return fmt.Errorf("self-check failed: no waiter got task %d within %v", id, drainTimeout)
+			return fmt.Errorf("%w: no waiter got task %d within %v", errSelfCheck, id, drainTimeout)
 		case <-b.ctx.Done():
 			return b.ctx.Err()
 		}
@@ -349,7 +349,7 @@ func (b *bencher) waitProdCons(mode string, rate int) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("self-check failed: %d tasks pushed, only %d taken %v later", pushed, taken, drainTimeout)
+			return fmt.Errorf("%w: %d tasks pushed, only %d taken %v later", errSelfCheck, pushed, taken, drainTimeout)
 		}
 		if err := b.ctx.Err(); err != nil {
 			return err
@@ -376,7 +376,7 @@ func (b *bencher) waitProdCons(mode string, rate int) error {
 			}
 			t0, ok := pushedAt[a.t.id]
 			if !ok {
-				return fmt.Errorf("self-check failed: a consumer took task %d, which the producer did not push", a.t.id)
+				return fmt.Errorf("%w: a consumer took task %d, which the producer did not push", errSelfCheck, a.t.id)
 			}
 			ids[i] = append(ids[i], a.t.id)
 			lat = append(lat, a.at.Sub(t0))
