@@ -81,7 +81,10 @@ Output: a table on standard output, or with --json one JSON object a run
 (bench, mode, clients, consumers, rows, rows_per_s, p50_ms, p99_ms, stop,
 median_ms, ...: the fields of the project's PostgreSQL comparison), and
 last the checks' verdict: {"bench": "checks", "passed": true, "runs": N,
-"tasks": N}, or "passed": false and the "failure". Exit
+"tasks": N}, or "passed": false and the "failure". Percentiles are
+nearest-rank, of every statement a run timed; beside them, n (JSON:
+samples, lease_samples, ...) says how many that is. The p99 of fewer than
+100 timings is their slowest: the table marks it with a *. Exit
 status: 0; 1 when a run fails (an error, a failed check, the table exists,
 Ctrl-C); 2 for bad flags.
 

@@ -59,7 +59,7 @@ func measureFsync(ctx context.Context, dir string, reps int) (res fsyncResult, e
 	slices.Sort(all)
 	n := len(all)
 	return fsyncResult{
-		Bench: "fsync", Reps: reps, Bytes: fsyncBytes,
+		Bench: "fsync", Reps: reps, Samples: int64(n), Bytes: fsyncBytes,
 		MedianMS: (ms(all[(n-1)/2]) + ms(all[n/2])) / 2,
 		P99MS:    pct(all, 99), MinMS: ms(all[0]), MaxMS: ms(all[n-1]),
 	}, nil

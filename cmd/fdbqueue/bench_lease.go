@@ -151,9 +151,9 @@ func (b *bencher) lease(consumers int, mode string) error {
 	v := leaseResult{
 		Bench: "lease", Consumers: consumers, ConsumerResources: mode, Prefill: b.o.prefill,
 		Rows: res.rows, EmptyLeases: res.empty, Seconds: sec, RowsPerS: perSecond(res.rows, sec),
-		LeaseP50MS: pct(flatten(leaseLat), 50), LeaseP99MS: pct(flatten(leaseLat), 99),
-		AckP50MS: pct(flatten(ackLat), 50), AckP99MS: pct(flatten(ackLat), 99),
-		PopRowsPerS: pop.RowsPerS, PopP50MS: pop.P50MS, PopP99MS: pop.P99MS,
+		LeaseSamples: int64(len(flatten(leaseLat))), LeaseP50MS: pct(flatten(leaseLat), 50), LeaseP99MS: pct(flatten(leaseLat), 99),
+		AckSamples: int64(len(flatten(ackLat))), AckP50MS: pct(flatten(ackLat), 50), AckP99MS: pct(flatten(ackLat), 99),
+		PopRowsPerS: pop.RowsPerS, PopSamples: pop.Samples, PopP50MS: pop.P50MS, PopP99MS: pop.P99MS,
 		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
 	}
 	v.LeaseOverPop = ratio(v.LeaseP50MS, v.PopP50MS)

@@ -85,7 +85,7 @@ func (b *bencher) popRun(consumers int, mode string) (popResult, error) {
 	return popResult{
 		Bench: "pop", Consumers: consumers, ConsumerResources: mode, Prefill: b.o.prefill,
 		Rows: res.rows, EmptyPops: res.empty, Seconds: sec, RowsPerS: perSecond(res.rows, sec),
-		P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
+		Samples: int64(len(res.lat)), P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
 		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
 	}, nil
 }

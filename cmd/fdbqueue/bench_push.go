@@ -57,7 +57,7 @@ func (b *bencher) push(clients, batch int) error {
 		Bench: "push", Mode: pushMode(batch), Clients: clients, Batch: batch,
 		Rows: res.rows, Stmts: res.stmts, Seconds: sec,
 		RowsPerS: perSecond(res.rows, sec), StmtsPerS: perSecond(res.stmts, sec),
-		P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
+		Samples: int64(len(res.lat)), P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
 		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
 	})
 }

@@ -28,7 +28,8 @@ type pushResult struct {
 	Seconds   float64 `json:"seconds"`
 	RowsPerS  float64 `json:"rows_per_s"`
 	StmtsPerS float64 `json:"stmts_per_s"`
-	P50MS     float64 `json:"p50_ms"` // per statement
+	Samples   int64   `json:"samples"` // statements timed, behind p50_ms and p99_ms
+	P50MS     float64 `json:"p50_ms"`  // per statement
 	P99MS     float64 `json:"p99_ms"`
 	Stop      string  `json:"stop"` // count or time
 	LimitOps  int     `json:"limit_ops"`
@@ -46,6 +47,7 @@ type popResult struct {
 	EmptyPops         int64   `json:"empty_pops"`
 	Seconds           float64 `json:"seconds"`
 	RowsPerS          float64 `json:"rows_per_s"` // pops/s
+	Samples           int64   `json:"samples"`    // pops timed, the empty ones included
 	P50MS             float64 `json:"p50_ms"`
 	P99MS             float64 `json:"p99_ms"`
 	Stop              string  `json:"stop"`
@@ -80,7 +82,8 @@ type getTaskResult struct {
 type fsyncResult struct {
 	Bench    string  `json:"bench"` // fsync
 	Reps     int     `json:"reps"`
-	Bytes    int     `json:"bytes"` // written before each fsync
+	Samples  int64   `json:"samples"` // fsyncs timed: reps
+	Bytes    int     `json:"bytes"`   // written before each fsync
 	MedianMS float64 `json:"median_ms"`
 	P99MS    float64 `json:"p99_ms"`
 	MinMS    float64 `json:"min_ms"`
@@ -93,7 +96,8 @@ type waitWakeResult struct {
 	Bench     string  `json:"bench"` // wait_wake
 	Waiters   int     `json:"waiters"`
 	Pushes    int     `json:"pushes"`
-	P50MS     float64 `json:"p50_ms"` // from the push's start to the task in a waiter's hands
+	Samples   int64   `json:"samples"` // wake-ups timed: pushes
+	P50MS     float64 `json:"p50_ms"`  // from the push's start to the task in a waiter's hands
 	P99MS     float64 `json:"p99_ms"`
 	PushP50MS float64 `json:"push_p50_ms"` // the push statement alone
 	resultMeta
@@ -121,7 +125,8 @@ type waitPCResult struct {
 	Rows        int64   `json:"rows"`
 	Seconds     float64 `json:"seconds"` // until the last task was taken
 	RowsPerS    float64 `json:"rows_per_s"`
-	P50MS       float64 `json:"p50_ms"` // from the push's start to the task in a consumer's hands
+	Samples     int64   `json:"samples"` // tasks timed from push to consumer: rows
+	P50MS       float64 `json:"p50_ms"`  // from the push's start to the task in a consumer's hands
 	P99MS       float64 `json:"p99_ms"`
 	EmptyPops   int64   `json:"empty_pops"`
 	CPUMS       float64 `json:"cpu_ms"`
@@ -139,12 +144,15 @@ type leaseResult struct {
 	Rows              int64   `json:"rows"` // tasks leased and acked
 	EmptyLeases       int64   `json:"empty_leases"`
 	Seconds           float64 `json:"seconds"`
-	RowsPerS          float64 `json:"rows_per_s"` // tasks leased and acked a second
+	RowsPerS          float64 `json:"rows_per_s"`    // tasks leased and acked a second
+	LeaseSamples      int64   `json:"lease_samples"` // leases timed, the empty ones included
 	LeaseP50MS        float64 `json:"lease_p50_ms"`
 	LeaseP99MS        float64 `json:"lease_p99_ms"`
+	AckSamples        int64   `json:"ack_samples"` // acks timed
 	AckP50MS          float64 `json:"ack_p50_ms"`
 	AckP99MS          float64 `json:"ack_p99_ms"`
 	PopRowsPerS       float64 `json:"pop_rows_per_s"` // the pop run's
+	PopSamples        int64   `json:"pop_samples"`
 	PopP50MS          float64 `json:"pop_p50_ms"`
 	PopP99MS          float64 `json:"pop_p99_ms"`
 	LeaseOverPop      float64 `json:"lease_pop_p50_ratio"` // lease p50 / pop p50
@@ -236,6 +244,9 @@ func (r *benchReport) header(env string) error {
 	if o.runs("latency") {
 		fmt.Fprintf(&b, "get_task: latency of one pop, %d times a workload and size\n", o.reps)
 	}
+	if o.runs("push") || o.runs("pop") || o.runs("fsync") || o.runs("wait") || o.runs("lease") {
+		fmt.Fprintf(&b, "p50, p99: nearest-rank percentiles of the n timings beside them; a p99 of fewer than %d is their slowest, marked *\n", minP99)
+	}
 	if o.runs("lease") {
 		fmt.Fprintf(&b, "lease: each lease run after a pop run on the same prefill; lease_kill: %d tasks, %d consumers, %d die, leases of %v\n", o.killTasks, o.killConsumers, deadConsumers(o.killConsumers, o.killShare), o.leaseDur)
 	}
@@ -267,15 +278,15 @@ func (r *benchReport) row(section, head string, v any, line string) error {
 func (r *benchReport) push(v pushResult) error {
 	v.resultMeta = r.meta
 	return r.row("push",
-		fmt.Sprintf("%-9s %7s %9s %9s %11s %10s %9s %9s  %s", "push", "clients", "rows", "stmts", "rows/s", "stmts/s", "p50 ms", "p99 ms", "stop"), v,
-		fmt.Sprintf("%-9s %7d %9d %9d %11.0f %10.0f %9.3f %9.3f  %s", v.Mode, v.Clients, v.Rows, v.Stmts, v.RowsPerS, v.StmtsPerS, v.P50MS, v.P99MS, v.Stop))
+		fmt.Sprintf("%-9s %7s %9s %9s %11s %10s %7s %9s %9s  %s", "push", "clients", "rows", "stmts", "rows/s", "stmts/s", "n", "p50 ms", "p99 ms", "stop"), v,
+		fmt.Sprintf("%-9s %7d %9d %9d %11.0f %10.0f %7d %9.3f %s  %s", v.Mode, v.Clients, v.Rows, v.Stmts, v.RowsPerS, v.StmtsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), v.Stop))
 }
 
 func (r *benchReport) pop(v popResult) error {
 	v.resultMeta = r.meta
 	return r.row("pop",
-		fmt.Sprintf("%-9s %9s %9s %9s %11s %9s %9s %7s  %s", "pop", "consumers", "prefill", "pops", "pops/s", "p50 ms", "p99 ms", "empty", "stop"), v,
-		fmt.Sprintf("%-9s %9d %9d %9d %11.0f %9.3f %9.3f %7d  %s", v.ConsumerResources, v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.P50MS, v.P99MS, v.EmptyPops, v.Stop))
+		fmt.Sprintf("%-9s %9s %9s %9s %11s %7s %9s %9s %7s  %s", "pop", "consumers", "prefill", "pops", "pops/s", "n", "p50 ms", "p99 ms", "empty", "stop"), v,
+		fmt.Sprintf("%-9s %9d %9d %9d %11.0f %7d %9.3f %s %7d  %s", v.ConsumerResources, v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), v.EmptyPops, v.Stop))
 }
 
 func (r *benchReport) getTask(v getTaskResult) error {
@@ -292,15 +303,15 @@ func (r *benchReport) getTask(v getTaskResult) error {
 func (r *benchReport) fsync(v fsyncResult) error {
 	v.resultMeta = r.meta
 	return r.row("fsync",
-		fmt.Sprintf("%-9s %9s %5s %10s %9s %9s %9s", "fsync", "bytes", "reps", "median ms", "p99 ms", "min ms", "max ms"), v,
-		fmt.Sprintf("%-9s %9d %5d %10.3f %9.3f %9.3f %9.3f", "write", v.Bytes, v.Reps, v.MedianMS, v.P99MS, v.MinMS, v.MaxMS))
+		fmt.Sprintf("%-9s %9s %7s %10s %9s %9s %9s", "fsync", "bytes", "n", "median ms", "p99 ms", "min ms", "max ms"), v,
+		fmt.Sprintf("%-9s %9d %7d %10.3f %s %9.3f %9.3f", "write", v.Bytes, v.Samples, v.MedianMS, p99Cell(v.P99MS, v.Samples), v.MinMS, v.MaxMS))
 }
 
 func (r *benchReport) waitWake(v waitWakeResult) error {
 	v.resultMeta = r.meta
 	return r.row("wait_wake",
-		fmt.Sprintf("%-9s %9s %9s %9s %9s %11s", "wait_wake", "waiters", "pushes", "p50 ms", "p99 ms", "push p50 ms"), v,
-		fmt.Sprintf("%-9s %9d %9d %9.3f %9.3f %11.3f", "", v.Waiters, v.Pushes, v.P50MS, v.P99MS, v.PushP50MS))
+		fmt.Sprintf("%-9s %9s %7s %9s %9s %11s", "wait_wake", "waiters", "n", "p50 ms", "p99 ms", "push p50 ms"), v,
+		fmt.Sprintf("%-9s %9d %7d %9.3f %s %11.3f", "", v.Waiters, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), v.PushP50MS))
 }
 
 func (r *benchReport) waitIdle(v waitIdleResult) error {
@@ -317,15 +328,15 @@ func (r *benchReport) waitPC(v waitPCResult) error {
 		rate = "max"
 	}
 	return r.row("wait_pc",
-		fmt.Sprintf("%-9s %9s %6s %7s %9s %9s %9s %7s %10s", "wait_pc", "consumers", "rate", "rows", "rows/s", "p50 ms", "p99 ms", "empty", "cpu ms/row"), v,
-		fmt.Sprintf("%-9s %9d %6s %7d %9.0f %9.3f %9.3f %7d %10.3f", v.Mode, v.Consumers, rate, v.Rows, v.RowsPerS, v.P50MS, v.P99MS, v.EmptyPops, v.CPUMSPerRow))
+		fmt.Sprintf("%-9s %9s %6s %7s %9s %7s %9s %9s %7s %10s", "wait_pc", "consumers", "rate", "rows", "rows/s", "n", "p50 ms", "p99 ms", "empty", "cpu ms/row"), v,
+		fmt.Sprintf("%-9s %9d %6s %7d %9.0f %7d %9.3f %s %7d %10.3f", v.Mode, v.Consumers, rate, v.Rows, v.RowsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), v.EmptyPops, v.CPUMSPerRow))
 }
 
 func (r *benchReport) lease(v leaseResult) error {
 	v.resultMeta = r.meta
 	return r.row("lease",
-		fmt.Sprintf("%-9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %11s %10s  %s", "lease", "consumers", "prefill", "tasks", "tasks/s", "lease p50", "lease p99", "ack p50", "ack p99", "pops/s", "pop p50", "lease/pop", "pop/task", "stop"), v,
-		fmt.Sprintf("%-9s %9d %9d %9d %9.0f %9.3f %9.3f %9.3f %9.3f %9.0f %9.3f %10.2fx %9.2fx  %s", v.ConsumerResources, v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.LeaseP50MS, v.LeaseP99MS, v.AckP50MS, v.AckP99MS, v.PopRowsPerS, v.PopP50MS, v.LeaseOverPop, v.TaskOverPop, v.Stop))
+		fmt.Sprintf("%-9s %9s %9s %9s %9s %7s %9s %9s %7s %9s %9s %9s %7s %9s %11s %10s  %s", "lease", "consumers", "prefill", "tasks", "tasks/s", "lease n", "lease p50", "lease p99", "ack n", "ack p50", "ack p99", "pops/s", "pop n", "pop p50", "lease/pop", "pop/task", "stop"), v,
+		fmt.Sprintf("%-9s %9d %9d %9d %9.0f %7d %9.3f %s %7d %9.3f %s %9.0f %7d %9.3f %10.2fx %9.2fx  %s", v.ConsumerResources, v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.LeaseSamples, v.LeaseP50MS, p99Cell(v.LeaseP99MS, v.LeaseSamples), v.AckSamples, v.AckP50MS, p99Cell(v.AckP99MS, v.AckSamples), v.PopRowsPerS, v.PopSamples, v.PopP50MS, v.LeaseOverPop, v.TaskOverPop, v.Stop))
 }
 
 func (r *benchReport) leaseKill(v leaseKillResult) error {
@@ -350,9 +361,17 @@ func (r *benchReport) checks(tasks int64, failed error) error {
 	}
 	var err error
 	if v.Passed {
-		_, err = fmt.Fprintf(r.w, "\nself-checks passed: %d runs, %d tasks taken (what a run checks: fdbqueue bench --help)\n", v.Runs, v.Tasks)
+		_, err = fmt.Fprintf(r.w, "\nself-checks passed: %s, %d tasks taken (what a run checks: fdbqueue bench --help)\n", runs(v.Runs), v.Tasks)
 	} else {
-		_, err = fmt.Fprintf(r.w, "\nself-checks FAILED after %d runs passed theirs: %s\n", v.Runs, v.Failure)
+		_, err = fmt.Fprintf(r.w, "\nself-checks FAILED after %s passed theirs: %s\n", runs(v.Runs), v.Failure)
 	}
 	return err
+}
+
+// runs is "1 run", "2 runs".
+func runs(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return fmt.Sprintf("%d runs", n)
 }

@@ -51,21 +51,25 @@ func TestBenchTable(t *testing.T) {
 	require.Contains(t, out, "fdbqueue bench memory: (memory), table fdbqueue_bench\n")
 	require.Contains(t, out, "push and pop runs stop at 20 rows or 1m0s; pop runs start on 40 tasks\n")
 	require.NotContains(t, out, "fsync", "no fsync probe, nor column, without a file: DSN")
+	require.Contains(t, out, "\np50, p99: nearest-rank percentiles of the n timings beside them; a p99 of fewer than 100 is their slowest, marked *\n")
 
 	// row is a regular expression for a table row of these fields.
 	row := func(fields ...string) string { return `^` + strings.Join(fields, ` +`) + `\b.*\n` }
-	n, ms := `\d+`, `\d+\.\d{3}`
+	// slowest: a p99 of fewer than 100 timings (20 rows at most here), marked
+	// as their slowest.
+	n, ms, slowest := `\d+`, `\d+\.\d{3}`, `\d+\.\d{3}\*`
 	for _, want := range []string{
-		row("push", "clients", "rows", "stmts", "rows/s", "stmts/s", "p50 ms", "p99 ms", "stop") +
-			row("single", "1", "20", "20", n, n, ms, ms, "count") +
-			row("single", "2", "20", "20", n, n, ms, ms, "count") +
-			row("batch5", "1", "20", "4", n, n, ms, ms, "count") +
-			row("batch5", "2", "20", "4", n, n, ms, ms, "count"),
-		row("pop", "consumers", "prefill", "pops", "pops/s", "p50 ms", "p99 ms", "empty", "stop") +
-			row("random", "1", "40", "20", n, ms, ms, n, "count") +
-			row("random", "3", "40", "20", n, ms, ms, n, "count") +
-			row("any", "1", "40", "20", n, ms, ms, n, "count") +
-			row("any", "3", "40", "20", n, ms, ms, n, "count"),
+		row("push", "clients", "rows", "stmts", "rows/s", "stmts/s", "n", "p50 ms", "p99 ms", "stop") +
+			row("single", "1", "20", "20", n, n, "20", ms, slowest, "count") +
+			row("single", "2", "20", "20", n, n, "20", ms, slowest, "count") +
+			row("batch5", "1", "20", "4", n, n, "4", ms, slowest, "count") +
+			row("batch5", "2", "20", "4", n, n, "4", ms, slowest, "count"),
+		// n: the pops timed, the empty ones included.
+		row("pop", "consumers", "prefill", "pops", "pops/s", "n", "p50 ms", "p99 ms", "empty", "stop") +
+			row("random", "1", "40", "20", n, `2\d`, ms, slowest, n, "count") +
+			row("random", "3", "40", "20", n, `2\d`, ms, slowest, n, "count") +
+			row("any", "1", "40", "20", n, "20", ms, slowest, "0", "count") +
+			row("any", "3", "40", "20", n, "20", ms, slowest, "0", "count"),
 		row("get_task", "size", "reps", "found", "median ms", "mean ms", "min ms", "max ms", "fill s") +
 			row("random", "1", "3", `[01]`, ms, ms, ms, ms, `\d+\.\d`) + // one task: a random consumer may not fit it
 			row("worst", "1", "3", "3", ms, ms, ms, ms, `\d+\.\d`) +
@@ -77,14 +81,20 @@ func TestBenchTable(t *testing.T) {
 	// The last line: the checks of 12 runs passed, with the 80 tasks of
 	// the pop runs and the worst consumer's 6, at least.
 	require.Regexp(t, `\n\nself-checks passed: 12 runs, (8[6-9]|9[0-2]) tasks taken \(what a run checks: fdbqueue bench --help\)\n$`, out)
+
+	// From 100 timings on, the p99 is not marked.
+	out, errs, code = shellRun(t, "", "bench", "--bench", "push", "--batch", "1", "--clients", "1", "--limit-ops", "100", "memory:")
+	require.Equal(t, 0, code, errs)
+	require.Regexp(t, regexp.MustCompile(`(?m)`+row("single", "1", "100", "100", n, n, "100", ms, ms+" ", "count")), out)
+	require.Contains(t, out, "\nself-checks passed: 1 run, 0 tasks taken")
 }
 
 // The JSON lines carry the comparison harness's fields, no fewer.
 var benchFields = map[string][]string{
-	"push":     {"bench", "mode", "clients", "batch", "rows", "stmts", "seconds", "rows_per_s", "stmts_per_s", "p50_ms", "p99_ms", "stop", "limit_ops", "limit_s", "system", "config"},
-	"pop":      {"bench", "consumers", "consumer_resources", "prefill", "rows", "empty_pops", "seconds", "rows_per_s", "p50_ms", "p99_ms", "stop", "limit_ops", "limit_s", "system", "config"},
+	"push":     {"bench", "mode", "clients", "batch", "rows", "stmts", "seconds", "rows_per_s", "stmts_per_s", "samples", "p50_ms", "p99_ms", "stop", "limit_ops", "limit_s", "system", "config"},
+	"pop":      {"bench", "consumers", "consumer_resources", "prefill", "rows", "empty_pops", "seconds", "rows_per_s", "samples", "p50_ms", "p99_ms", "stop", "limit_ops", "limit_s", "system", "config"},
 	"get_task": {"bench", "structure", "workload", "size", "reps", "found", "mean_ms", "std_ms", "min_ms", "median_ms", "max_ms", "all_ms", "fill_s", "plan", "system", "config"},
-	"fsync":    {"bench", "reps", "bytes", "median_ms", "p99_ms", "min_ms", "max_ms", "system", "config"},
+	"fsync":    {"bench", "reps", "samples", "bytes", "median_ms", "p99_ms", "min_ms", "max_ms", "system", "config"},
 	"checks":   {"bench", "passed", "runs", "tasks", "system", "config"},
 }
 
@@ -112,6 +122,11 @@ func TestBenchJSONOnFile(t *testing.T) {
 			require.Equal(t, "count", v["stop"], line)
 			require.Positive(t, v["rows_per_s"], line)
 			require.GreaterOrEqual(t, v["p99_ms"], v["p50_ms"], line)
+			if kind == "push" {
+				require.Equal(t, v["stmts"], v["samples"], "every statement timed: %s", line)
+			} else {
+				require.Equal(t, v["rows"].(float64)+v["empty_pops"].(float64), v["samples"], "every pop timed: %s", line)
+			}
 		case "get_task":
 			require.Equal(t, "fdbqueue-file-full", v["structure"])
 			require.Len(t, v["all_ms"], 3)
@@ -119,6 +134,7 @@ func TestBenchJSONOnFile(t *testing.T) {
 			require.InDelta(t, v["median_ms"].(float64)/v["fsync_ms"].(float64), v["fsync_ratio"], 1e-9)
 		case "fsync":
 			require.EqualValues(t, 3, v["reps"])
+			require.EqualValues(t, 3, v["samples"])
 			require.Positive(t, v["median_ms"])
 		case "checks":
 			require.Equal(t, true, v["passed"], line)
@@ -462,6 +478,13 @@ func TestBenchPercentiles(t *testing.T) {
 	require.Zero(t, pct(nil, 50))
 	require.Equal(t, time.Duration(100)*time.Millisecond, lat[0], "pct sorts a copy")
 	require.Zero(t, perSecond(5, 0), "not +Inf, which JSON cannot hold")
+
+	// The p99 of fewer than 100 timings is their slowest: the table
+	// marks it; from 100 on it is not.
+	require.Equal(t, 100.0, pct(lat[:99], 99), "99 timings: the p99 is the max")
+	require.Equal(t, 99.0, pct(lat, 99))
+	require.Equal(t, "   1.500*", p99Cell(1.5, 99))
+	require.Equal(t, "   1.500 ", p99Cell(1.5, 100))
 }
 
 func TestBenchProgress(t *testing.T) {
@@ -503,15 +526,15 @@ func TestBenchWait(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "wait: 3 timed pushes a wake run; 3 idle consumers for 50ms; producers stop at 20 rows or 1m0s\n")
 	row := func(fields ...string) string { return `^` + strings.Join(fields, ` +`) + `\b.*\n` }
-	n, ms, f := `\d+`, `\d+\.\d{3}`, `-?\d+\.\d+`
+	n, ms, slowest, f := `\d+`, `\d+\.\d{3}`, `\d+\.\d{3}\*`, `-?\d+\.\d+`
 	for _, want := range []string{
-		row("wait_wake", "waiters", "pushes", "p50 ms", "p99 ms", "push p50 ms") +
-			row("", "1", "3", ms, ms, ms) + row("", "3", "3", ms, ms, ms),
+		row("wait_wake", "waiters", "n", "p50 ms", "p99 ms", "push p50 ms") +
+			row("", "1", "3", ms, slowest, ms) + row("", "3", "3", ms, slowest, ms),
 		row("wait_idle", "consumers", "seconds", "cpu ms", "cpu %", "pops/s") +
 			row("wait", "3", f, f, f, f) + row("poll", "3", f, f, f, f),
-		row("wait_pc", "consumers", "rate", "rows", "rows/s", "p50 ms", "p99 ms", "empty", "cpu ms/row") +
-			row("wait", "2", "200", "20", n, ms, ms, n, ms) + row("poll", "2", "200", "20", n, ms, ms, n, ms) +
-			row("wait", "2", "max", "20", n, ms, ms, n, ms) + row("poll", "2", "max", "20", n, ms, ms, n, ms),
+		row("wait_pc", "consumers", "rate", "rows", "rows/s", "n", "p50 ms", "p99 ms", "empty", "cpu ms/row") +
+			row("wait", "2", "200", "20", n, "20", ms, slowest, n, ms) + row("poll", "2", "200", "20", n, "20", ms, slowest, n, ms) +
+			row("wait", "2", "max", "20", n, "20", ms, slowest, n, ms) + row("poll", "2", "max", "20", n, "20", ms, slowest, n, ms),
 	} {
 		require.Regexp(t, regexp.MustCompile(`(?m)`+want), out)
 	}
@@ -527,12 +550,14 @@ func TestBenchWait(t *testing.T) {
 		switch v["bench"] {
 		case "wait_wake":
 			require.EqualValues(t, 3, v["pushes"])
+			require.EqualValues(t, 3, v["samples"])
 			require.GreaterOrEqual(t, v["p99_ms"], v["p50_ms"], line)
 		case "wait_idle":
 			require.EqualValues(t, 3, v["consumers"])
 			require.Contains(t, v, "cpu_ms")
 		case "wait_pc":
 			require.EqualValues(t, 20, v["rows"], line)
+			require.EqualValues(t, 20, v["samples"], line)
 			require.Positive(t, v["rows_per_s"], line)
 		}
 	}
@@ -549,11 +574,11 @@ func TestBenchLease(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	require.Contains(t, out, "lease: each lease run after a pop run on the same prefill; lease_kill: 30 tasks, 4 consumers, 2 die, leases of 200ms\n")
 	row := func(fields ...string) string { return `^` + strings.Join(fields, ` +`) + `\b.*\n` }
-	n, ms, x, f := `\d+`, `\d+\.\d{3}`, `\d+\.\d{2}x`, `\d+\.\d{2}`
+	n, ms, slowest, x, f := `\d+`, `\d+\.\d{3}`, `\d+\.\d{3}\*`, `\d+\.\d{2}x`, `\d+\.\d{2}`
 	for _, want := range []string{
-		row("lease", "consumers", "prefill", "tasks", "tasks/s", "lease p50", "lease p99", "ack p50", "ack p99", "pops/s", "pop p50", "lease/pop", "pop/task", "stop") +
-			row("any", "1", "40", "20", n, ms, ms, ms, ms, n, ms, x, x, "count") +
-			row("any", "3", "40", "20", n, ms, ms, ms, ms, n, ms, x, x, "count"),
+		row("lease", "consumers", "prefill", "tasks", "tasks/s", "lease n", "lease p50", "lease p99", "ack n", "ack p50", "ack p99", "pops/s", "pop n", "pop p50", "lease/pop", "pop/task", "stop") +
+			row("any", "1", "40", "20", n, "20", ms, slowest, "20", ms, slowest, n, "20", ms, x, x, "count") +
+			row("any", "3", "40", "20", n, "20", ms, slowest, "20", ms, slowest, n, "20", ms, x, x, "count"),
 		row("lease_kill", "consumers", "dead", "lease s", "tasks", "acked", "abandoned", "redelivered", "max leases", "lost acks", "seconds", "tasks/s") +
 			row("", "4", "2", "0.20", "30", "30", n, n, n, n, f, n),
 	} {
@@ -572,7 +597,7 @@ func TestBenchLease(t *testing.T) {
 		case "lease":
 			require.EqualValues(t, 20, v["rows"], line)
 			require.Equal(t, "random", v["consumer_resources"])
-			for _, k := range []string{"rows_per_s", "lease_p50_ms", "ack_p50_ms", "pop_rows_per_s", "pop_p50_ms", "lease_pop_p50_ratio", "task_pop_ratio"} {
+			for _, k := range []string{"rows_per_s", "lease_p50_ms", "ack_p50_ms", "pop_rows_per_s", "pop_p50_ms", "lease_pop_p50_ratio", "task_pop_ratio", "lease_samples", "ack_samples", "pop_samples"} {
 				require.Positive(t, v[k], "%s: %s", k, line)
 			}
 			require.GreaterOrEqual(t, v["lease_p99_ms"], v["lease_p50_ms"], line)

@@ -184,7 +184,7 @@ func (b *bencher) waitWake(waiters int) error {
 	}
 	return b.rep.waitWake(waitWakeResult{
 		Bench: "wait_wake", Waiters: waiters, Pushes: len(lat),
-		P50MS: pct(lat, 50), P99MS: pct(lat, 99), PushP50MS: pct(pushLat, 50),
+		Samples: int64(len(lat)), P50MS: pct(lat, 50), P99MS: pct(lat, 99), PushP50MS: pct(pushLat, 50),
 	})
 }
 
@@ -395,7 +395,7 @@ func (b *bencher) waitProdCons(mode string, rate int) error {
 	res := waitPCResult{
 		Bench: "wait_pc", Mode: mode, Consumers: n, Rate: rate, Rows: pushed,
 		Seconds: elapsed.Seconds(), RowsPerS: perSecond(pushed, elapsed.Seconds()),
-		P50MS: pct(lat, 50), P99MS: pct(lat, 99), EmptyPops: empty, CPUMS: cpu,
+		Samples: int64(len(lat)), P50MS: pct(lat, 50), P99MS: pct(lat, 99), EmptyPops: empty, CPUMS: cpu,
 	}
 	if cpu >= 0 && pushed > 0 {
 		res.CPUMSPerRow = cpu / float64(pushed)

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -153,6 +154,20 @@ func pct(lat []time.Duration, p float64) float64 {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// minP99 is the fewest timings whose p99 is not simply their slowest: the
+// nearest rank of the p99 of n < 100 timings, ceil(0.99 n), is n.
+const minP99 = 100
+
+// p99Cell is a p99 for the table, of n timings: marked * when n is below
+// minP99, where it is their slowest (the header's legend says so).
+func p99Cell(p99 float64, n int64) string {
+	mark := " "
+	if n < minP99 {
+		mark = "*"
+	}
+	return fmt.Sprintf("%8.3f%s", p99, mark)
+}
 
 // perSecond is n per second of sec, 0 for a run too short to time.
 func perSecond(n int64, sec float64) float64 {
