@@ -185,7 +185,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
 	fs.IntVar(&o.lim.ops, "limit-ops", 20000, "push and pop: stop a run after `N` rows (0: no limit)")
 	limitS := fs.Float64("limit-s", 5, "push and pop: stop a run after `SECONDS` (0: no limit)")
 	fs.IntVar(&o.prefill, "prefill", 100000, "pop: tasks in the queue when a run starts")
-	sizes := fs.String("sizes", "10000,100000", "latency: queue sizes, a `LIST` (the full-size comparison adds 1000000)")
+	sizes := fs.String("sizes", "10000,100000", "latency: queue sizes, a `LIST` (the full-size comparison adds 1000000); without --sizes, a --prefill below them cuts them to it")
 	fs.IntVar(&o.reps, "reps", 10, "latency: timed pops per workload and size")
 	fs.IntVar(&o.fsyncReps, "fsync-reps", 200, "fsync: timed fsyncs")
 	waiters := fs.String("waiters", "1,32", "wait: numbers of waiting consumers of wait_wake, a `LIST`")
@@ -313,6 +313,17 @@ func (o *benchOptions) check(rest []string, set map[string]bool, benches, client
 		return usagef("--fsync-reps %d: at least 1 fsync", o.fsyncReps)
 	case !benchIdentRE.MatchString(o.table):
 		return usagef("--table %q: a name of letters, digits and _, not starting with a digit, up to 64 characters", o.table)
+	}
+	if set["prefill"] && !set["sizes"] {
+		// A smaller --prefill asks for a smaller bench: the latency fills
+		// follow it rather than fill the default 100,000 tasks.
+		var cut []int
+		for _, n := range o.sizes {
+			if n = min(n, o.prefill); !slices.Contains(cut, n) {
+				cut = append(cut, n)
+			}
+		}
+		o.sizes = cut
 	}
 	o.lim.dur = time.Duration(limitS * float64(time.Second))
 	return nil

@@ -442,6 +442,31 @@ func TestBenchBadFlags(t *testing.T) {
 	require.Contains(t, errs, "fdbqueue bench [flags] DSN", "the shell's help points to the bench")
 }
 
+// TestBenchSizesFollowPrefill: without --sizes, a --prefill below the
+// default sizes cuts them to it; --sizes given stands.
+func TestBenchSizesFollowPrefill(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want []int
+	}{
+		{nil, []int{10000, 100000}},
+		{[]string{"--prefill", "1000"}, []int{1000}},
+		{[]string{"--prefill", "50000"}, []int{10000, 50000}},
+		{[]string{"--prefill", "500000"}, []int{10000, 100000}},
+		{[]string{"--prefill", "1000", "--sizes", "10000,100000"}, []int{10000, 100000}},
+		{[]string{"--sizes", "5", "--prefill", "3"}, []int{5}},
+	} {
+		o, code := parseBenchFlags(append(tc.args, "memory:"), io.Discard)
+		require.NotNil(t, o, "%q: exit %d", tc.args, code)
+		require.Equal(t, tc.want, o.sizes, "%q", tc.args)
+	}
+	out, errs, code := shellRun(t, "", "bench", "--bench", "latency", "--prefill", "20", "--reps", "1", "memory:")
+	require.Equal(t, 0, code, errs)
+	require.Regexp(t, `(?m)^random +20 +1 `, out)
+	require.Regexp(t, `(?m)^worst +20 +1 `, out)
+}
+
 // TestBenchRowBudget: a client that finds too few rows left takes none, so
 // that rows an empty pop gives back are still there for the others, and a
 // run stopped by the count handled exactly --limit-ops rows.
