@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -531,20 +532,31 @@ func TestTables(t *testing.T) {
 		},
 	}}, tables)
 
-	// Inside a transaction, as the transaction sees them.
-	_, err = conn.ExecContext(bg, "BEGIN")
+	tablesSeeTx(t, bg, conn)
+}
+
+// tablesSeeTx: Tables inside a transaction open on conn lists the tables
+// as that transaction sees them: a table it created, gone once it rolls
+// back.
+func tablesSeeTx(t *testing.T, ctx context.Context, conn *sql.Conn) {
+	t.Helper()
+	before, err := fdbqueue.Tables(ctx, conn)
 	require.NoError(t, err)
-	_, err = conn.ExecContext(bg, "CREATE TABLE jobs (v TEXT)")
+	_, err = conn.ExecContext(ctx, "BEGIN")
 	require.NoError(t, err)
-	tables, err = fdbqueue.Tables(bg, conn)
+	_, err = conn.ExecContext(ctx, "CREATE TABLE in_tx (v TEXT)")
 	require.NoError(t, err)
-	require.Len(t, tables, 2)
-	require.Equal(t, "fifo", tables[0].Kind)
-	_, err = conn.ExecContext(bg, "ROLLBACK")
+	in, err := fdbqueue.Tables(ctx, conn)
 	require.NoError(t, err)
-	tables, err = fdbqueue.Tables(bg, conn)
+	require.Len(t, in, len(before)+1)
+	i := slices.IndexFunc(in, func(ti fdbqueue.TableInfo) bool { return ti.Name == "in_tx" })
+	require.GreaterOrEqual(t, i, 0, "%v", in)
+	require.Equal(t, "fifo", in[i].Kind)
+	_, err = conn.ExecContext(ctx, "ROLLBACK")
 	require.NoError(t, err)
-	require.Len(t, tables, 1)
+	after, err := fdbqueue.Tables(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
 }
 
 // The priority and resource columns are NOT NULL whatever the CREATE

@@ -165,15 +165,7 @@ func TestOtelsql(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tables, 1)
 	require.Equal(t, []string{"cpu", "mem"}, tables[0].Index)
-	_, err = conn.ExecContext(ctx, "BEGIN")
-	require.NoError(t, err)
-	_, err = conn.ExecContext(ctx, "CREATE TABLE jobs (v TEXT)")
-	require.NoError(t, err)
-	tables, err = fdbqueue.Tables(ctx, conn)
-	require.NoError(t, err)
-	require.Len(t, tables, 2)
-	_, err = conn.ExecContext(ctx, "ROLLBACK")
-	require.NoError(t, err)
+	tablesSeeTx(t, ctx, conn)
 
 	require.Subset(t, tr.spanNames(), []string{
 		"sql.conn.exec", "sql.conn.query", "sql.conn.prepare", "sql.stmt.query",

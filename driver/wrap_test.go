@@ -74,20 +74,8 @@ func TestTablesThroughWrappers(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, tables, 1)
 			require.Equal(t, "tasks", tables[0].Name)
-
 			// The wrapped connection's transaction is the one Tables reads.
-			_, err = conn.ExecContext(bg, "BEGIN")
-			require.NoError(t, err)
-			_, err = conn.ExecContext(bg, "CREATE TABLE jobs (v TEXT)")
-			require.NoError(t, err)
-			tables, err = fdbqueue.Tables(bg, conn)
-			require.NoError(t, err)
-			require.Len(t, tables, 2)
-			_, err = conn.ExecContext(bg, "ROLLBACK")
-			require.NoError(t, err)
-			tables, err = fdbqueue.Tables(bg, conn)
-			require.NoError(t, err)
-			require.Len(t, tables, 1)
+			tablesSeeTx(t, bg, conn)
 		})
 	}
 }
