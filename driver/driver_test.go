@@ -589,3 +589,29 @@ func TestQueueColumnsAreNotNull(t *testing.T) {
 	_, err = db.Exec("INSERT INTO t6 (priority, cpu, mem) VALUES (NULL, 1, 1)")
 	require.ErrorIs(t, err, fdbqueue.ErrValue)
 }
+
+// SELECT 1 is the health check of connection pools and ORMs: it answers
+// one row, in autocommit and in every kind of transaction.
+func TestSelectOne(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	var n int64
+	require.NoError(t, db.QueryRow("SELECT 1").Scan(&n))
+	require.Equal(t, int64(1), n)
+	require.NoError(t, db.QueryRow("select 42 from DUAL").Scan(&n))
+	require.Equal(t, int64(42), n)
+	for _, ro := range []bool{false, true} {
+		tx, err := db.BeginTx(context.Background(), &sql.TxOptions{ReadOnly: ro})
+		require.NoError(t, err)
+		require.NoError(t, tx.QueryRow("SELECT 1").Scan(&n))
+		require.NoError(t, tx.Commit())
+	}
+	rows, err := db.Query("SELECT 1")
+	require.NoError(t, err)
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	require.Equal(t, []string{"1"}, cols)
+	require.NoError(t, rows.Close())
+	_, err = db.Exec("SELECT 1 FROM nope")
+	require.Error(t, err, "a literal from a table is not the health check")
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -129,8 +130,13 @@ type Result struct {
 
 // IsReadOnly reports whether the statement writes nothing.
 func IsReadOnly(st parser.Statement) bool {
-	s, ok := st.(*parser.Select)
-	return ok && !s.Takes()
+	switch s := st.(type) {
+	case *parser.SelectValue:
+		return true
+	case *parser.Select:
+		return !s.Takes()
+	}
+	return false
 }
 
 // Auto runs one statement in its own transaction, retrying conflicts; a
@@ -359,6 +365,10 @@ func (e *Executor) run(tr kv.Transaction, b *bound) (*Result, error) {
 		return e.deleteRows(tr, st, b)
 	case *parser.Update:
 		return e.update(tr, st, b)
+	case *parser.SelectValue:
+		n := strconv.FormatInt(st.Value, 10)
+		return &Result{HasRows: true, Columns: []string{n}, Types: []parser.Type{parser.TypeInt},
+			Nullable: []bool{false}, Lengths: []int{0}, Rows: [][]any{{st.Value}}}, nil
 	}
 	return nil, fmt.Errorf("%w: %T is not a statement to execute", ErrStatement, b.p.Stmt)
 }

@@ -192,6 +192,13 @@ type Update struct {
 	Where []Cond
 }
 
+// SelectValue is SELECT n, an integer literal without a table: the
+// health check connection pools and ORMs send (SELECT 1). It reads
+// nothing and returns one row, a column named n holding n.
+type SelectValue struct {
+	Value int64
+}
+
 // Begin, Commit and Rollback control an explicit transaction.
 type (
 	Begin    struct{}
@@ -205,6 +212,7 @@ func (*Insert) statement()      {}
 func (*Select) statement()      {}
 func (*Delete) statement()      {}
 func (*Update) statement()      {}
+func (*SelectValue) statement() {}
 func (*Begin) statement()       {}
 func (*Commit) statement()      {}
 func (*Rollback) statement()    {}

@@ -715,12 +715,39 @@ func (c *converter) from(te sqlparser.TableExprs) (string, error) {
 	return tableName(tn)
 }
 
+// selectValue recognises SELECT n (an integer literal, FROM DUAL or no
+// FROM, nothing else).
+func selectValue(s *sqlparser.Select) (*SelectValue, bool) {
+	if len(s.SelectExprs) != 1 || s.Where != nil || s.OrderBy != nil || s.Limit != nil || s.Lock != "" {
+		return nil, false
+	}
+	if len(s.From) != 1 || !strings.EqualFold(sqlparser.String(s.From), "dual") {
+		return nil, false
+	}
+	ae, ok := s.SelectExprs[0].(*sqlparser.AliasedExpr)
+	if !ok || !ae.As.IsEmpty() {
+		return nil, false
+	}
+	lit, ok := ae.Expr.(*sqlparser.SQLVal)
+	if !ok || lit.Type != sqlparser.IntVal {
+		return nil, false
+	}
+	n, err := strconv.ParseInt(string(lit.Val), 10, 64)
+	if err != nil {
+		return nil, false
+	}
+	return &SelectValue{Value: n}, true
+}
+
 func (c *converter) selectStmt(s *sqlparser.Select) (Statement, error) {
 	if s.Distinct != "" || s.Hints != "" || len(s.GroupBy) > 0 || s.Having != nil || s.Cache != "" {
 		return nil, unsupported("DISTINCT, GROUP BY, HAVING and hints")
 	}
 	if s.Lock != "" {
 		return nil, unsupported("%s: transactions are serializable already; FOR POP removes the rows a SELECT reads", strings.ToUpper(strings.TrimSpace(s.Lock)))
+	}
+	if v, ok := selectValue(s); ok {
+		return v, nil
 	}
 	name, err := c.from(s.From)
 	if err != nil {

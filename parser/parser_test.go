@@ -19,6 +19,8 @@ var accepted = []struct {
 	want Statement
 	n    int // NumInput
 }{
+	{"SELECT 1", &SelectValue{Value: 1}, 0},
+	{"select -7 from dual", &SelectValue{Value: -7}, 0},
 	{
 		"CREATE TABLE tasks (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, payload BLOB, INDEX fit (cpu, mem))",
 		&CreateTable{Name: "tasks", Columns: []Column{
