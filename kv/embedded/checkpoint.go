@@ -38,6 +38,84 @@ func versionOf(path, prefix, suffix string) (uint64, bool) {
 	return v, err == nil
 }
 
+// maybeCheckpoint starts a checkpoint when enough log was written since the
+// last one, or a Checkpoint call is waiting: it moves the log to a new
+// segment, so the old ones can go once the checkpoint is durable, pins the
+// current version, and writes the checkpoint on another goroutine. Called by
+// the writer goroutine. A call that arrives while a checkpoint runs waits for
+// the next one, which this starts as soon as the running one finishes.
+func (w *wal) maybeCheckpoint(forced bool) {
+	if w.ckptBusy || (!forced && w.sinceCkpt < w.ckptBytes) {
+		return
+	}
+	if err := w.failure(); err != nil {
+		w.answerCheckpoints(w.takeCheckpointWaiters(), err)
+		return
+	}
+	if w.sinceCkpt > 0 {
+		seg, err := createSegment(w.dir, w.lastVer+1)
+		if err != nil {
+			w.fail(err, nil)
+			w.answerCheckpoints(w.takeCheckpointWaiters(), err)
+			return
+		}
+		w.seg.close()
+		w.seg = seg
+	}
+	w.sinceCkpt = 0
+	w.ckptBusy = true
+	// Take the waiters before pinning the version: every commit that
+	// returned before a waiter asked is then in the checkpoint.
+	w.ckptTaken = w.takeCheckpointWaiters()
+	pin, ver := w.s.pinReadVersion()
+	w.ckpt.Add(1)
+	go func() {
+		defer w.ckpt.Done()
+		defer w.s.releaseReadVersion(pin)
+		if w.ckptStarted != nil {
+			w.ckptStarted(ver)
+		}
+		w.ckptDone <- w.writeCheckpoint(ver)
+	}()
+}
+
+func (w *wal) takeCheckpointWaiters() []chan error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	taken := w.ckptWaiters
+	w.ckptWaiters = nil
+	return taken
+}
+
+func (w *wal) answerCheckpoints(waiters []chan error, err error) {
+	for _, c := range waiters {
+		c <- err
+	}
+}
+
+// finishCheckpoint answers the Checkpoint calls the finished checkpoint took.
+// A failed checkpoint leaves the log as it was (it still holds everything);
+// the next one retries.
+func (w *wal) finishCheckpoint(err error) {
+	w.ckptBusy = false
+	w.answerCheckpoints(w.ckptTaken, err)
+	w.ckptTaken = nil
+}
+
+// checkpoint asks the writer for a checkpoint and waits for it.
+func (w *wal) checkpoint() error {
+	c := make(chan error, 1)
+	w.mu.Lock()
+	if w.stopping {
+		w.mu.Unlock()
+		return errLogClosed
+	}
+	w.ckptWaiters = append(w.ckptWaiters, c)
+	w.mu.Unlock()
+	w.poke()
+	return <-c
+}
+
 // writeCheckpoint writes the database as of ver, a version pinned by
 // pinReadVersion, to a new checkpoint file, then deletes the log segments and
 // checkpoints it makes redundant. It runs on its own goroutine, concurrently

@@ -75,7 +75,8 @@
 //	wal.go         the write-ahead log: a lone commit writes it itself, else
 //	               the writer goroutine, one fsync per group
 //	segment.go     log segment files, their space written with zeros ahead
-//	checkpoint.go  checkpoints, and dropping the log they make redundant
+//	checkpoint.go  checkpoints: starting one, writing it, and dropping the log
+//	               it makes redundant
 //	lock.go        the directory lock; lock_*.go its call on each OS
 //	faults.go      injected FoundationDB failures, for tests
 package embedded
