@@ -1,22 +1,20 @@
 package embedded_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fdbqueue/fdbqueue/internal/crashtest"
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/kv/embedded"
 )
@@ -100,57 +98,28 @@ func TestFileCrashDuringCheckpoints(t *testing.T) {
 		return
 	}
 	t.Parallel()
-	rounds := 12
-	if s := os.Getenv("FDBQUEUE_CRASH_ROUNDS"); s != "" {
-		rounds, _ = strconv.Atoi(s)
-	}
+	rounds := crashtest.Rounds(12)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	var acked uint64
 	checkpointed := false
 	for round := 0; round < rounds; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestFileCrashDuringCheckpoints$")
-		cmd.Env = append(os.Environ(), "FDBQUEUE_CKPT_CRASH_CHILD="+dir)
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		lines := make(chan string)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines <- sc.Text()
+		child := crashtest.Start(t, "TestFileCrashDuringCheckpoints", "FDBQUEUE_CKPT_CRASH_CHILD="+dir)
+		child.Read(t, func(l string) {
+			f := strings.Fields(l)
+			switch f[0] {
+			case "ready":
+				child.KillAfter(time.Duration(10+r.IntN(150)) * time.Millisecond)
+			case "ack":
+				n, err := strconv.ParseUint(f[1], 10, 64)
+				require.NoError(t, err)
+				require.Equal(t, acked+1, n, "round %d: commits are acknowledged in order", round)
+				acked = n
+			case "error":
+				t.Fatalf("round %d: child failed: %s", round, l)
 			}
-			close(lines)
-		}()
-		var deadline <-chan time.Time
-	read:
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					break read
-				}
-				f := strings.Fields(l)
-				switch f[0] {
-				case "ready":
-					if deadline == nil {
-						deadline = time.After(time.Duration(10+r.IntN(150)) * time.Millisecond)
-					}
-				case "ack":
-					n, err := strconv.ParseUint(f[1], 10, 64)
-					require.NoError(t, err)
-					require.Equal(t, acked+1, n, "round %d: commits are acknowledged in order", round)
-					acked = n
-				case "error":
-					t.Fatalf("round %d: child failed: %s", round, l)
-				}
-			case <-deadline:
-				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-				deadline = nil
-			}
-		}
-		_ = cmd.Wait()
+		})
+		_ = child.Wait()
 
 		db, err := embedded.OpenFile(dir, embedded.FileConfig{CheckpointBytes: crashFloor})
 		require.NoError(t, err)
