@@ -1,20 +1,19 @@
 package driver_test
 
 import (
-	"bufio"
 	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/internal/crashtest"
 )
 
 // crashChild is the child process of TestCrashRecovery: it pushes and pops
@@ -64,64 +63,36 @@ func TestCrashRecovery(t *testing.T) {
 		crashChild(dir, base, uint64(base))
 		return
 	}
-	rounds := 15
-	if s := os.Getenv("FDBQUEUE_CRASH_ROUNDS"); s != "" {
-		rounds, _ = strconv.Atoi(s)
-	}
+	rounds := crashtest.Rounds(15)
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	present := map[int]bool{} // the queue's contents, as last verified
 	for round := 0; round < rounds; round++ {
 		base := (round + 1) * 1_000_000
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashRecovery$")
-		cmd.Env = append(os.Environ(), "FDBQUEUE_CRASH_CHILD="+dir, fmt.Sprint("FDBQUEUE_CRASH_BASE=", base))
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
+		child := crashtest.Start(t, "TestCrashRecovery", "FDBQUEUE_CRASH_CHILD="+dir, fmt.Sprint("FDBQUEUE_CRASH_BASE=", base))
 
 		pushed, popped := map[int]bool{}, map[int]bool{}
 		inflight := ""
-		lines := make(chan string)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				lines <- sc.Text()
+		child.Read(t, func(l string) {
+			f := strings.Fields(l)
+			switch f[0] {
+			case "ready": // let the child run for a random while
+				child.KillAfter(time.Duration(20+r.IntN(200)) * time.Millisecond)
+			case "try":
+				inflight = l
+			case "push":
+				n, _ := strconv.Atoi(f[1])
+				pushed[n], inflight = true, ""
+			case "pop":
+				n, _ := strconv.Atoi(f[1])
+				popped[n], inflight = true, ""
+			case "empty":
+				inflight = ""
+			case "error":
+				t.Fatalf("round %d: child failed: %s", round, l)
 			}
-			close(lines)
-		}()
-		// Let the child run for a random while once it is ready.
-		var deadline <-chan time.Time
-	read:
-		for {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					break read
-				}
-				f := strings.Fields(l)
-				switch f[0] {
-				case "ready":
-					deadline = time.After(time.Duration(20+r.IntN(200)) * time.Millisecond)
-				case "try":
-					inflight = l
-				case "push":
-					n, _ := strconv.Atoi(f[1])
-					pushed[n], inflight = true, ""
-				case "pop":
-					n, _ := strconv.Atoi(f[1])
-					popped[n], inflight = true, ""
-				case "empty":
-					inflight = ""
-				case "error":
-					t.Fatalf("round %d: child failed: %s", round, l)
-				}
-			case <-deadline:
-				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-				deadline = nil
-			}
-		}
-		_ = cmd.Wait()
+		})
+		_ = child.Wait()
 
 		// Reopen and compare with what the child acknowledged.
 		db, err := sql.Open("fdbqueue", "file:"+dir)

@@ -1,11 +1,14 @@
 package driver_test
 
 import (
+	"bytes"
 	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkFile measures statements on file: with sync=full (a commit
@@ -81,4 +84,99 @@ func BenchmarkFile(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkFileRestarts is issue 26's repro of a program that restarts:
+// four runs, each opening the database, pushing 100,000 rows of 200 bytes
+// in 100-row INSERTs, popping them all and closing it; then it times a
+// fifth open and a COUNT(*). It reports the bytes in the directory after
+// each run (MB-after-run-N), which for an empty queue are what the log
+// and checkpoints keep, the most seen during the runs (peak-MB, sampled
+// every 100 statements), and the runs' mean time (s/run). Run it with
+// -benchtime 1x.
+func BenchmarkFileRestarts(b *testing.B) {
+	const rows, batch = 100_000, 100
+	payload := bytes.Repeat([]byte("p"), 200)
+	insert := "INSERT INTO q (payload) VALUES " + strings.TrimSuffix(strings.Repeat("(?), ", batch), ", ")
+	args := make([]any, batch)
+	for i := range args {
+		args[i] = payload
+	}
+	open := func(dir string) *sql.DB {
+		db, err := sql.Open("fdbqueue", "file:"+dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return db
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		dir := b.TempDir()
+		var peak int64
+		sample := func(n int) {
+			if n%100 == 0 {
+				peak = max(peak, dirSize(b, dir))
+			}
+		}
+		start := time.Now()
+		for run := 1; run <= 4; run++ {
+			db := open(dir)
+			if _, err := db.Exec("CREATE TABLE IF NOT EXISTS q (payload BLOB)"); err != nil {
+				b.Fatal(err)
+			}
+			for n := 0; n < rows; n += batch {
+				if _, err := db.Exec(insert, args...); err != nil {
+					b.Fatal(err)
+				}
+				sample(n / batch)
+			}
+			for popped, n := 0, 0; popped < rows; n++ {
+				sample(n)
+				r, err := db.Query("SELECT payload FROM q LIMIT 1000 FOR POP")
+				if err != nil {
+					b.Fatal(err)
+				}
+				for r.Next() {
+					popped++
+				}
+				if err := r.Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := db.Close(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(dirSize(b, dir))/1e6, fmt.Sprintf("MB-after-run-%d", run))
+		}
+		b.ReportMetric(time.Since(start).Seconds()/4, "s/run")
+		b.ReportMetric(float64(peak)/1e6, "peak-MB")
+		b.StartTimer()
+		db := open(dir)
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM q").Scan(&n); err != nil || n != 0 {
+			b.Fatal(n, err)
+		}
+		b.StopTimer()
+		if err := db.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+// dirSize returns the bytes of the files in dir.
+func dirSize(b *testing.B, dir string) int64 {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += info.Size()
+	}
+	return n
 }

@@ -1,25 +1,23 @@
 package driver_test
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
+	"github.com/fdbqueue/fdbqueue/internal/crashtest"
 )
 
 // The child of TestLeaseCrashRecovery runs lcrashWorkers worker goroutines
@@ -145,84 +143,50 @@ type lcrashSeen struct {
 // child when it holds a lease mid task (hold > 0), or killAfter after it is
 // ready (killAfter > 0); otherwise it waits for it to exit. It reports
 // whether it killed the child.
-func lcrashRun(t *testing.T, dir string, seed uint64, hold int64, drain bool, killAfter time.Duration, seen *lcrashSeen) (killed bool) {
+func lcrashRun(t *testing.T, dir string, seed uint64, hold int64, drain bool, killAfter time.Duration, seen *lcrashSeen) bool {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLeaseCrashRecovery$")
-	cmd.Env = append(os.Environ(), "FDBQUEUE_LCRASH_CHILD="+dir, fmt.Sprint("FDBQUEUE_LCRASH_SEED=", seed), fmt.Sprint("FDBQUEUE_LCRASH_HOLD=", hold))
+	env := []string{"FDBQUEUE_LCRASH_CHILD=" + dir, fmt.Sprint("FDBQUEUE_LCRASH_SEED=", seed), fmt.Sprint("FDBQUEUE_LCRASH_HOLD=", hold)}
 	if drain {
-		cmd.Env = append(cmd.Env, "FDBQUEUE_LCRASH_DRAIN=1")
+		env = append(env, "FDBQUEUE_LCRASH_DRAIN=1")
 	}
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
-	require.NoError(t, cmd.Start())
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	kill := func() {
-		if !killed {
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			killed = true
-		}
-	}
+	child := crashtest.Start(t, "TestLeaseCrashRecovery", env...)
 	var errLine string
-	var at <-chan time.Time
-	hang := time.After(2 * time.Minute) // a hung child fails the test
-	for done := false; !done; {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				done = true
-				break
+	child.Read(t, func(l string) {
+		f := strings.Fields(l)
+		switch {
+		case f[0] == "error":
+			errLine = l
+		case f[0] == "ready" && killAfter > 0:
+			child.KillAfter(killAfter)
+		case len(f) == 3:
+			task, _ := strconv.ParseInt(f[1], 10, 64)
+			attempts, _ := strconv.ParseInt(f[2], 10, 64)
+			switch f[0] {
+			case "lease":
+				seen.leased[task] = max(seen.leased[task], attempts)
+			case "hold":
+				seen.leased[task] = max(seen.leased[task], attempts)
+				seen.held[task] = attempts
+				child.Kill(t)
+			case "ack":
+				prev, twice := seen.acked[task]
+				require.False(t, twice, "task %d acked twice: attempts %d and %d", task, prev, attempts)
+				seen.acked[task] = attempts
+			case "lost":
+				seen.lost[task] = max(seen.lost[task], attempts)
+				seen.losses++
 			}
-			f := strings.Fields(l)
-			switch {
-			case f[0] == "error":
-				errLine = l
-			case f[0] == "ready" && killAfter > 0:
-				at = time.After(killAfter)
-			case len(f) == 3:
-				task, _ := strconv.ParseInt(f[1], 10, 64)
-				attempts, _ := strconv.ParseInt(f[2], 10, 64)
-				switch f[0] {
-				case "lease":
-					seen.leased[task] = max(seen.leased[task], attempts)
-				case "hold":
-					seen.leased[task] = max(seen.leased[task], attempts)
-					seen.held[task] = attempts
-					kill()
-				case "ack":
-					prev, twice := seen.acked[task]
-					require.False(t, twice, "task %d acked twice: attempts %d and %d", task, prev, attempts)
-					seen.acked[task] = attempts
-				case "lost":
-					seen.lost[task] = max(seen.lost[task], attempts)
-					seen.losses++
-				}
-			}
-		case <-at:
-			at = nil
-			kill()
-		case <-hang:
-			hang = nil
-			kill()
-			t.Errorf("the child hung (hold %d, drain %v)", hold, drain)
 		}
-	}
-	err = cmd.Wait()
+	})
+	err := child.Wait()
 	require.Empty(t, errLine, "the child failed")
-	if !killed {
+	if !child.Killed {
 		require.NoError(t, err, "the child exited badly")
 	}
 	if t.Failed() {
 		t.FailNow()
 	}
-	return killed
+	return child.Killed
 }
 
 // TestLeaseCrashRecovery: worker processes that lease tasks on file: are

@@ -41,9 +41,11 @@ func TestCheckpointCallWaitsForItsOwnCheckpoint(t *testing.T) {
 			return nil
 		}))
 	}
+	// A few keys written over and over: the log grows, the live data
+	// does not, so a checkpoint is soon due.
 	var background uint64
 	for i := 0; background == 0; i++ {
-		set(fmt.Sprintf("before/%04d", i))
+		set(fmt.Sprintf("before/%d", i%4))
 		select {
 		case background = <-started:
 		default:
@@ -94,5 +96,39 @@ func TestCheckpointAfterClose(t *testing.T) {
 		require.ErrorIs(t, err, kv.ErrClientInvalidOperation)
 	case <-time.After(10 * time.Second):
 		t.Fatal("Checkpoint on a closed database hangs")
+	}
+}
+
+// TestCheckpointPolicy pins the default policy: a checkpoint is due once
+// the log has grown since the last one and the checkpoint and log on disk
+// reach the larger of DefaultCheckpointBytes and 3 times the live data; at
+// Close, the larger of an eighth of it and 3 times the live data.
+func TestCheckpointPolicy(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, newCkptPolicy(0), newCkptPolicy(DefaultCheckpointBytes))
+	require.Equal(t, newCkptPolicy(-1), newCkptPolicy(DefaultCheckpointBytes))
+	p := newCkptPolicy(0)
+	const MiB = 1 << 20
+	for _, c := range []struct {
+		ckpt, log, live int64
+		due, atClose    bool
+	}{
+		{},
+		{log: 8},                      // an empty segment
+		{log: 1*MiB - 1},              // a few rows an open
+		{log: 1 * MiB, atClose: true}, // an empty queue's churn
+		{log: 8*MiB - 1, atClose: true},
+		{log: 8 * MiB, due: true, atClose: true}, // the floor
+		{ckpt: 8 * MiB, live: 1 * MiB},           // nothing written since the checkpoint
+		{ckpt: 6 * MiB, log: 2 * MiB, due: true, atClose: true}, // a checkpoint of a queue since drained
+		{log: 8 * MiB, live: 3 * MiB},                           // less than 3 times the live data
+		{ckpt: 2 * MiB, log: 6 * MiB, live: 2 * MiB, due: true, atClose: true},
+		{ckpt: 1 * MiB, log: 2 * MiB, live: 1 * MiB, atClose: true},
+		{ckpt: 1 * MiB, log: 1 * MiB, live: 1 * MiB},
+		{log: 1 << 30, live: 1 << 30},                                          // a queue that only grows
+		{ckpt: 1 << 30, log: 2 << 30, live: 1 << 30, due: true, atClose: true}, // as much churned as kept
+	} {
+		require.Equal(t, c.due, p.due(c.ckpt, c.log, c.live), "due(%+v)", c)
+		require.Equal(t, c.atClose, p.dueAtClose(c.ckpt, c.log, c.live), "dueAtClose(%+v)", c)
 	}
 }

@@ -54,6 +54,34 @@
 // name, shared by every Open of the name in the process until the last handle
 // is closed.
 //
+// # File databases
+//
+// OpenFile keeps a database in a directory: a write-ahead log in segments
+// (wal-*.log; a commit returns once its record is on disk) and a
+// checkpoint (ckpt-*.db, the whole database as of a version). A checkpoint
+// is written on its own goroutine, concurrently with commits, as of a
+// pinned read version; once it is durable, the segments and checkpoints it
+// makes redundant are deleted. Opening loads the newest checkpoint and
+// replays the log after it.
+//
+// A checkpoint is due once the log has grown since the last one and the
+// checkpoint and the log on disk reach the larger of
+// FileConfig.CheckpointBytes (8 MiB by default) and 3 times the live data
+// (the bytes of the records in use). The log counted is all of it on disk,
+// whichever open wrote it: a program that opens the database, works a
+// little and exits (a cron job, a worker that restarts) reaches a
+// checkpoint as surely as one that stays open. Each open checks at once,
+// and a log that earlier opens left over the threshold (a process killed
+// before its checkpoint was done) is checkpointed while the open serves its
+// first commits; Close checks against an eighth of CheckpointBytes, and
+// waits for the checkpoint. So the directory holds at most about the
+// larger of 8 MiB and 3 times the live data (while a checkpoint runs, also
+// the new checkpoint and the log written meanwhile; while open, the MiB
+// the log reserves ahead), after a clean Close the larger of 1 MiB and 3
+// times the live data, and an open reads at most that. A checkpoint writes
+// at most half a byte for each byte of log. A queue that only grows is not
+// checkpointed: its log is its data, no larger than a checkpoint of it.
+//
 // # Files
 //
 //	db.go          Config, the store, DB handles and the registry of named databases
@@ -75,7 +103,8 @@
 //	wal.go         the write-ahead log: a lone commit writes it itself, else
 //	               the writer goroutine, one fsync per group
 //	segment.go     log segment files, their space written with zeros ahead
-//	checkpoint.go  checkpoints, and dropping the log they make redundant
+//	checkpoint.go  checkpoints: starting one, writing it, and dropping the log
+//	               it makes redundant
 //	lock.go        the directory lock; lock_*.go its call on each OS
 //	faults.go      injected FoundationDB failures, for tests
 package embedded

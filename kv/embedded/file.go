@@ -14,9 +14,13 @@ type FileConfig struct {
 	Config
 	// Sync is when commits reach stable storage; SyncFull by default.
 	Sync SyncMode
-	// CheckpointBytes is how much log is written between checkpoints;
-	// DefaultCheckpointBytes when 0. Recovery replays at most about this
-	// much log.
+	// CheckpointBytes is the least disk use, the last checkpoint and the
+	// log after it (written by this open or earlier ones), that makes a
+	// checkpoint due; DefaultCheckpointBytes when 0. One starts once the
+	// log has grown and the disk use reaches the larger of CheckpointBytes
+	// and 3 times the live data (at Close, of an eighth of
+	// CheckpointBytes and 3 times the live data). Recovery replays at
+	// most about that much log.
 	CheckpointBytes int64
 	// Mode says whether OpenFile may create the database, and whether it
 	// may write; ReadWriteCreate by default.
@@ -71,10 +75,13 @@ var (
 type RecoveryStats struct {
 	Segments    int   // log segments replayed
 	Records     int   // records applied
+	LogBytes    int64 // bytes of log read: each segment up to its last good record
 	TornBytes   int64 // bytes cut from the end of the log (an incomplete last write)
 	LastVersion uint64
-	// CheckpointVersion is the version of the checkpoint loaded, 0 for none.
+	// CheckpointVersion is the version of the checkpoint loaded, 0 for none;
+	// CheckpointSize, its bytes.
 	CheckpointVersion uint64
+	CheckpointSize    int64
 }
 
 // OpenFile opens (creating it if needed) the durable database in directory
@@ -196,9 +203,15 @@ func openFileStore(dir string, cfg FileConfig) (*store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("fdbqueue: starting a log segment in %s: %w", dir, err)
 	}
-	s.log = &wal{s: s, dir: dir, sync: cfg.Sync, seg: seg, lastVer: s.nextVer, ckptBytes: cfg.CheckpointBytes}
-	if s.log.ckptBytes <= 0 {
-		s.log.ckptBytes = DefaultCheckpointBytes
+	s.log = &wal{
+		s: s, dir: dir, sync: cfg.Sync, seg: seg, lastVer: s.nextVer,
+		policy: newCkptPolicy(cfg.CheckpointBytes),
+		// The log earlier opens left counts toward the next checkpoint
+		// (which starts now if it is due), or a program that restarts
+		// would never checkpoint.
+		ckptSize:  st.CheckpointSize,
+		sinceCkpt: st.LogBytes,
+		live:      int64(s.slabs.live),
 	}
 	s.log.start()
 	return s, nil
@@ -216,11 +229,11 @@ func (s *store) recover(dir string, readOnly bool) (RecoveryStats, error) {
 			os.Remove(tmp) // a checkpoint that never finished
 		}
 	}
-	ckptVer, err := s.loadCheckpoint(dir)
+	ckptVer, ckptSize, err := s.loadCheckpoint(dir)
 	if err != nil {
 		return st, err
 	}
-	st.CheckpointVersion = ckptVer
+	st.CheckpointVersion, st.CheckpointSize = ckptVer, ckptSize
 	names, err := filepath.Glob(filepath.Join(dir, "wal-*.log"))
 	if err != nil {
 		return st, err
@@ -245,6 +258,7 @@ func (s *store) recover(dir string, readOnly bool) (RecoveryStats, error) {
 			return st, err
 		}
 		st.Segments++
+		st.LogBytes += good
 		if torn && !last {
 			return st, fmt.Errorf("fdbqueue: log segment %s is corrupt at offset %d, and later segments exist", name, good)
 		}
@@ -273,7 +287,7 @@ func (s *store) recover(dir string, readOnly bool) (RecoveryStats, error) {
 
 // Checkpoint writes a checkpoint now and waits for it: reopening then
 // replays only the log written after it. File databases checkpoint on their
-// own every FileConfig.CheckpointBytes of log.
+// own, as FileConfig.CheckpointBytes says.
 func (db *DB) Checkpoint() error {
 	if db.readOnly {
 		return ErrReadOnly

@@ -183,6 +183,20 @@ func (s *store) gcLocked(now time.Time, budget int) {
 	}
 }
 
+// collectQueuedLocked prunes what the collector has queued, as far as the
+// read versions in use allow. Each commit prunes what commits before it
+// wrote, not its own writes (its transaction still reads), so the records
+// in use after the last commits include their garbage: a drained queue's
+// last pops, counted as live, would hide that a checkpoint is due at
+// Close. Callers hold s.mu.
+func (s *store) collectQueuedLocked(now time.Time) {
+	n := 0
+	for _, r := range s.gcq[s.gcHead:] {
+		n += len(r.entries)
+	}
+	s.gcLocked(now, n)
+}
+
 // dropOlderLocked forgets the versions older than r. Callers hold s.mu.
 func (s *store) dropOlderLocked(r rec) {
 	for r.hasOlder() {

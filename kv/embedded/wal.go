@@ -86,18 +86,23 @@ type wal struct {
 	wake        chan struct{}
 	done        chan struct{}
 
-	// The pen's holder owns these. ckptTaken holds the Checkpoint calls
-	// the running checkpoint answers: those that asked before it took its
-	// read version, and no others.
+	// The pen's holder owns these. ckptSize is the bytes of the last
+	// checkpoint; sinceCkpt, of the log on disk after it, what earlier
+	// opens left included; live, of the live data's records as of the
+	// last group: what policy decides by. ckptTaken holds the Checkpoint
+	// calls the running checkpoint answers: those that asked before it
+	// took its read version, and no others.
 	seg       *segment
 	buf       []byte
+	ckptSize  int64
 	sinceCkpt int64
+	live      int64
 	lastVer   uint64
-	ckptBytes int64
+	policy    ckptPolicy
 	ckpt      sync.WaitGroup // the running checkpoint, if any
 	ckptBusy  bool
 	ckptTaken []chan error
-	ckptDone  chan error
+	ckptDone  chan ckptResult
 
 	// ckptStarted, if set (tests), runs on the checkpoint's goroutine
 	// once its read version is pinned, before it writes anything.
@@ -112,7 +117,7 @@ func segName(first uint64) string { return fmt.Sprintf("wal-%020d.log", first) }
 func (w *wal) start() {
 	w.wake = make(chan struct{}, 1)
 	w.done = make(chan struct{})
-	w.ckptDone = make(chan error, 1)
+	w.ckptDone = make(chan ckptResult, 1)
 	go w.run()
 }
 
@@ -168,7 +173,7 @@ func (w *wal) lead() {
 	if w.commitGroup(group) {
 		n = len(group)
 	}
-	due := !w.ckptBusy && w.sinceCkpt >= w.ckptBytes
+	due := !w.ckptBusy && w.policy.due(w.ckptSize, w.sinceCkpt, w.live)
 	if w.putDown(n) || due {
 		w.poke()
 	}
@@ -202,12 +207,12 @@ func (w *wal) poke() {
 // and it starts and finishes checkpoints.
 func (w *wal) run() {
 	defer close(w.done)
-	var ckptErr error // a finished checkpoint's outcome, while ckptFinished
+	var ckptRes ckptResult // a finished checkpoint's outcome, while ckptFinished
 	ckptFinished := false
 	idle := func() {
 		select {
 		case <-w.wake:
-		case ckptErr = <-w.ckptDone:
+		case ckptRes = <-w.ckptDone:
 			ckptFinished = true
 		}
 	}
@@ -234,25 +239,20 @@ func (w *wal) run() {
 		w.mu.Unlock()
 		if !ckptFinished {
 			select {
-			case ckptErr = <-w.ckptDone:
+			case ckptRes = <-w.ckptDone:
 				ckptFinished = true
 			default:
 			}
 		}
 		if ckptFinished {
-			w.finishCheckpoint(ckptErr)
-			ckptErr, ckptFinished = nil, false
+			w.finishCheckpoint(ckptRes)
+			ckptRes, ckptFinished = ckptResult{}, false
 		}
 		w.maybeCheckpoint(forced)
 		if len(group) == 0 {
 			if stopping {
 				// The pen stays taken: nothing is written after this.
-				w.ckpt.Wait()
-				select {
-				case err := <-w.ckptDone:
-					w.finishCheckpoint(err)
-				default:
-				}
+				w.checkpointAtClose()
 				w.answerCheckpoints(w.takeCheckpointWaiters(), errLogClosed)
 				return
 			}
@@ -321,6 +321,7 @@ func (w *wal) commitGroup(group []*pending) bool {
 		budget += s.publishLocked(p.ver, p.touched)
 	}
 	s.gcLocked(now, budget)
+	w.live = int64(s.slabs.live)
 	s.mu.Unlock()
 	for _, p := range group {
 		p.done <- nil
@@ -416,84 +417,6 @@ func (w *wal) fail(err error, group []*pending) {
 	for _, p := range rest {
 		p.done <- failed
 	}
-}
-
-// maybeCheckpoint starts a checkpoint when enough log was written since the
-// last one, or a Checkpoint call is waiting: it moves the log to a new
-// segment, so the old ones can go once the checkpoint is durable, pins the
-// current version, and writes the checkpoint on another goroutine. Called by
-// the writer goroutine. A call that arrives while a checkpoint runs waits for
-// the next one, which this starts as soon as the running one finishes.
-func (w *wal) maybeCheckpoint(forced bool) {
-	if w.ckptBusy || (!forced && w.sinceCkpt < w.ckptBytes) {
-		return
-	}
-	if err := w.failure(); err != nil {
-		w.answerCheckpoints(w.takeCheckpointWaiters(), err)
-		return
-	}
-	if w.sinceCkpt > 0 {
-		seg, err := createSegment(w.dir, w.lastVer+1)
-		if err != nil {
-			w.fail(err, nil)
-			w.answerCheckpoints(w.takeCheckpointWaiters(), err)
-			return
-		}
-		w.seg.close()
-		w.seg = seg
-	}
-	w.sinceCkpt = 0
-	w.ckptBusy = true
-	// Take the waiters before pinning the version: every commit that
-	// returned before a waiter asked is then in the checkpoint.
-	w.ckptTaken = w.takeCheckpointWaiters()
-	pin, ver := w.s.pinReadVersion()
-	w.ckpt.Add(1)
-	go func() {
-		defer w.ckpt.Done()
-		defer w.s.releaseReadVersion(pin)
-		if w.ckptStarted != nil {
-			w.ckptStarted(ver)
-		}
-		w.ckptDone <- w.writeCheckpoint(ver)
-	}()
-}
-
-func (w *wal) takeCheckpointWaiters() []chan error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	taken := w.ckptWaiters
-	w.ckptWaiters = nil
-	return taken
-}
-
-func (w *wal) answerCheckpoints(waiters []chan error, err error) {
-	for _, c := range waiters {
-		c <- err
-	}
-}
-
-// finishCheckpoint answers the Checkpoint calls the finished checkpoint took.
-// A failed checkpoint leaves the log as it was (it still holds everything);
-// the next one retries.
-func (w *wal) finishCheckpoint(err error) {
-	w.ckptBusy = false
-	w.answerCheckpoints(w.ckptTaken, err)
-	w.ckptTaken = nil
-}
-
-// checkpoint asks the writer for a checkpoint and waits for it.
-func (w *wal) checkpoint() error {
-	c := make(chan error, 1)
-	w.mu.Lock()
-	if w.stopping {
-		w.mu.Unlock()
-		return errLogClosed
-	}
-	w.ckptWaiters = append(w.ckptWaiters, c)
-	w.mu.Unlock()
-	w.poke()
-	return <-c
 }
 
 // close drains the queue and closes the segment.

@@ -1,0 +1,116 @@
+// Package crashtest runs the test binary again as a child process for crash
+// tests: the test reads what the child prints, a line at a time, and kills
+// it (SIGKILL) at the moment it chooses. Tests only.
+package crashtest
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Rounds returns how many children a crash test runs: FDBQUEUE_CRASH_ROUNDS,
+// or def when that is unset.
+func Rounds(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("FDBQUEUE_CRASH_ROUNDS")); err == nil {
+		return n
+	}
+	return def
+}
+
+// hangAfter is how long Read waits for a child that neither exits nor is
+// killed: then it kills it and fails the test.
+const hangAfter = 2 * time.Minute
+
+// Child is a child process running one test of this binary.
+type Child struct {
+	cmd    *exec.Cmd
+	test   string
+	killAt <-chan time.Time // armed by KillAfter
+	// Lines carries what the child prints on its standard output, a line
+	// at a time; it is closed once the child's output ends.
+	Lines <-chan string
+	// Killed says Kill was called.
+	Killed bool
+}
+
+// Start runs the test named test (matched exactly) of this binary with env
+// added to this process's environment; its standard error goes to this
+// process's.
+func Start(t testing.TB, test string, env ...string) *Child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return &Child{cmd: cmd, test: test, Lines: lines}
+}
+
+// Kill kills the child with SIGKILL, as a crash would; a second call does
+// nothing.
+func (c *Child) Kill(t testing.TB) {
+	t.Helper()
+	if c.Killed {
+		return
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.Killed = true
+}
+
+// KillAfter has Read kill the child d from now. A kill already armed, or
+// done, stays as it is.
+func (c *Child) KillAfter(d time.Duration) {
+	if c.killAt == nil && !c.Killed {
+		c.killAt = time.After(d)
+	}
+}
+
+// Read hands each non-empty line the child prints to line, which may call
+// Kill or KillAfter, until the child's output ends; it kills the child when
+// KillAfter says.
+func (c *Child) Read(t testing.TB, line func(l string)) {
+	t.Helper()
+	hang := time.After(hangAfter)
+	for {
+		select {
+		case l, ok := <-c.Lines:
+			if !ok {
+				return
+			}
+			if l != "" {
+				line(l)
+			}
+		case <-c.killAt:
+			c.killAt = nil
+			c.Kill(t)
+		case <-hang:
+			hang = nil
+			c.Kill(t)
+			t.Errorf("crashtest: the child running %s hung", c.test)
+		}
+	}
+}
+
+// Wait waits for the child to exit, once Lines is closed, and returns how it
+// ended (an error when it was killed or failed).
+func (c *Child) Wait() error { return c.cmd.Wait() }
