@@ -111,15 +111,7 @@ func TestDoubleComparisons(t *testing.T) {
 		"f != '-inf'": {"zero", "half", "inf"},
 	} {
 		rows, err := db.Query("SELECT v FROM fl WHERE " + q)
-		require.NoError(t, err, q)
-		var got []string
-		for rows.Next() {
-			var v string
-			require.NoError(t, rows.Scan(&v))
-			got = append(got, v)
-		}
-		require.NoError(t, rows.Err())
-		require.Equal(t, want, got, q)
+		require.Equal(t, want, column[string](t, rows, err), q)
 	}
 	res, err := db.Exec("DELETE FROM fl WHERE f = 0")
 	require.NoError(t, err)
@@ -228,16 +220,7 @@ func TestIntColumnComparedWithFraction(t *testing.T) {
 	}
 	sel := func(q string, args ...any) []int64 {
 		rows, err := db.Query(q, args...)
-		require.NoError(t, err, q)
-		defer rows.Close()
-		var out []int64
-		for rows.Next() {
-			var c int64
-			require.NoError(t, rows.Scan(&c))
-			out = append(out, c)
-		}
-		require.NoError(t, rows.Err())
-		return out
+		return column[int64](t, rows, err)
 	}
 	ops := map[string]func(a int64, f float64) bool{
 		"<=": func(a int64, f float64) bool { return float64(a) <= f },

@@ -31,6 +31,22 @@ func open(t testing.TB) *sql.DB {
 
 const createTasks = `CREATE TABLE tasks (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, payload TEXT, INDEX fit (cpu, mem))`
 
+// column reads the one column of every row rows holds, then closes it;
+// err is Query's error.
+func column[T any](t testing.TB, rows *sql.Rows, err error) []T {
+	t.Helper()
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		require.NoError(t, rows.Scan(&v))
+		out = append(out, v)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
 func count(t testing.TB, db interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, table string) int64 {

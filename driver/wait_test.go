@@ -116,15 +116,7 @@ func TestWaitLimitN(t *testing.T) {
 	})
 	defer func() { require.NoError(t, <-pushed) }()
 	rows, err := db.QueryContext(hangGuard(t), "SELECT name FROM jobs ORDER BY priority LIMIT 5 FOR POP WAIT 30")
-	require.NoError(t, err)
-	var names []string
-	for rows.Next() {
-		var n string
-		require.NoError(t, rows.Scan(&n))
-		names = append(names, n)
-	}
-	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"a", "b", "c"}, names)
+	require.Equal(t, []string{"a", "b", "c"}, column[string](t, rows, err))
 }
 
 // TestWaitDeadline: with nothing pushed, a wait ends with no rows, whether
