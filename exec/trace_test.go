@@ -133,6 +133,15 @@ func (x recRead) Get(key []byte) ([]byte, error) {
 	return x.r.Get(key)
 }
 
+// GetMany passes the keys on together, as the engine below reads them
+// (on FoundationDB, in one round trip), and records a get of each.
+func (x recRead) GetMany(keys [][]byte) ([][]byte, error) {
+	for _, k := range keys {
+		x.rec.printf("get %s%s", x.rec.key(k), x.suffix())
+	}
+	return kv.GetMany(x.r, keys)
+}
+
 func (x recRead) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	x.rec.printf("range %s%s%s", x.rec.span(r), rangeOpts(opts.Limit, opts.Reverse), x.suffix())
 	return x.r.GetRange(r, opts)
