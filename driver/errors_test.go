@@ -117,7 +117,7 @@ func TestErrorTexts(t *testing.T) {
 		want string
 	}{
 		{"SELECT * FROM jobs WHERE id = 'abc'", nil, fdbqueue.ErrValue, "fdbqueue: invalid value: WHERE id =: column id is INT; got string abc"},
-		{"INSERT INTO jobs (priority, name, _visible_at) VALUES (1, 'x', NOW() + INTERVAL ? HOUR)", []any{1e9}, fdbqueue.ErrArgs, "fdbqueue: wrong arguments: row 1: INTERVAL 1e+09: out of range"},
+		{"INSERT INTO jobs (priority, name, _visible_at) VALUES (1, 'x', NOW() + INTERVAL ? HOUR)", []any{1e9}, fdbqueue.ErrValue, "fdbqueue: invalid value: row 1: INTERVAL 1e+09: out of range"},
 		{"INSERT INTO jobs (priority, name) VALUES (1, 'x'), ('y', 'x')", nil, fdbqueue.ErrValue, "fdbqueue: invalid value: row 2: column priority is INT"},
 		{"UPDATE jobs SET priority = 2 WHERE id = NULL", nil, fdbqueue.ErrValue, "WHERE id = NULL: a row's id is never NULL"},
 		{"UPDATE jobs SET _visible_at = NOW() WHERE id = ? AND _lease = ?", []any{1, nil}, fdbqueue.ErrValue, "WHERE _lease = NULL: a row's _lease is never NULL"},
@@ -125,5 +125,29 @@ func TestErrorTexts(t *testing.T) {
 		_, err := db.Exec(tc.sql, tc.args...)
 		require.ErrorIs(t, err, tc.is, tc.sql)
 		require.ErrorContains(t, err, tc.want, tc.sql)
+	}
+}
+
+// The same mistake gets the same class whether the number is written in
+// the statement or bound to a placeholder.
+func TestLiteralAndBoundOutOfRangeAgree(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Exec("CREATE TABLE jobs (priority INT NOT NULL, name TEXT)")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		literal, bound string
+		arg            any
+	}{
+		{"SELECT name FROM jobs LIMIT 1 FOR LEASE 0", "SELECT name FROM jobs LIMIT 1 FOR LEASE ?", 0},
+		{"SELECT name FROM jobs LIMIT 1 FOR LEASE -1", "SELECT name FROM jobs LIMIT 1 FOR LEASE ?", -1},
+		{"SELECT name FROM jobs LIMIT 1 FOR POP WAIT 301", "SELECT name FROM jobs LIMIT 1 FOR POP WAIT ?", 301},
+		{"SELECT name FROM jobs LIMIT 1 FOR LEASE 30 WAIT 301", "SELECT name FROM jobs LIMIT 1 FOR LEASE 30 WAIT ?", 301},
+	} {
+		var name string
+		err := db.QueryRow(tc.literal).Scan(&name)
+		require.ErrorIs(t, err, fdbqueue.ErrValue, tc.literal)
+		err = db.QueryRow(tc.bound, tc.arg).Scan(&name)
+		require.ErrorIs(t, err, fdbqueue.ErrValue, "%s with %v", tc.bound, tc.arg)
 	}
 }

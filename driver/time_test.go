@@ -158,7 +158,7 @@ func TestVisibleAtRange(t *testing.T) {
 	require.NoError(t, err)
 	for _, d := range []any{time.Duration(math.MaxInt64), 237 * 365 * 24 * time.Hour, float64(240 * 365 * 24 * 3600)} {
 		err := db.QueryRow("SELECT id FROM jobs ORDER BY priority DESC LIMIT 1 FOR LEASE ?", d).Scan(&id)
-		require.ErrorIs(t, err, fdbqueue.ErrArgs, "%v", d)
+		require.ErrorIs(t, err, fdbqueue.ErrValue, "%v", d)
 		require.ErrorContains(t, err, "after 2262-04-11T23:47:16.854775807Z, the latest a lease can end")
 	}
 	require.NoError(t, db.QueryRow("SELECT id, _visible_at FROM jobs ORDER BY priority DESC LIMIT 1 FOR LEASE ?", 200*365*24*time.Hour).Scan(&id, &vis))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fdbqueue/fdbqueue/parser"
 	"github.com/fdbqueue/fdbqueue/queues"
 )
 
@@ -46,10 +47,12 @@ var (
 
 // Errors of values: those coming in, and the rows stored.
 var (
-	// ErrValue is returned when a value does not fit its column: the
-	// wrong type, NULL in a NOT NULL column, too long, a row too large.
+	// ErrValue is returned when a value does not fit its column (the
+	// wrong type, NULL in a NOT NULL column, too long, a row too large)
+	// or is out of its range (a lease, a wait or an INTERVAL), whether
+	// written in the statement or bound to a placeholder.
 	// INSERT returns it inside a *RowError naming the row.
-	ErrValue = errors.New("fdbqueue: invalid value")
+	ErrValue = parser.ErrValue
 	// ErrDuplicateID is returned, inside a *RowError naming the row, when
 	// an INSERT gives an id its table holds already, or one id twice.
 	ErrDuplicateID = queues.ErrDuplicateID

@@ -83,7 +83,7 @@ func checkVisibleAt(t time.Time) error {
 // queues.MaxVisibleAt: the row could not stay hidden that long.
 func checkLeaseEnd(d time.Duration, now time.Time) error {
 	if end := now.Add(d); end.After(queues.MaxVisibleAt) {
-		return fmt.Errorf("%w: FOR LEASE %v would end at %s, after %s, the latest a lease can end", ErrArgs, d, timeText(end), timeText(queues.MaxVisibleAt))
+		return fmt.Errorf("%w: FOR LEASE %v would end at %s, after %s, the latest a lease can end", ErrValue, d, timeText(end), timeText(queues.MaxVisibleAt))
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ func leaseOf(v any) (time.Duration, error) {
 	switch x := v.(type) {
 	case time.Duration:
 		if x <= 0 {
-			return 0, fmt.Errorf("%w: FOR LEASE %v: a lease lasts a positive duration; bind a time.Duration or a number of seconds above 0", ErrArgs, x)
+			return 0, fmt.Errorf("%w: FOR LEASE %v: a lease lasts a positive duration; bind a time.Duration or a number of seconds above 0", ErrValue, x)
 		}
 		return x, nil
 	case int64:
@@ -144,7 +144,7 @@ func leaseOf(v any) (time.Duration, error) {
 	}
 	d, err := parser.LeaseDuration(secs)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrArgs, err)
+		return 0, fmt.Errorf("%w: %v", ErrValue, err)
 	}
 	return d, nil
 }
@@ -177,7 +177,7 @@ func (b *bound) nowValue(v parser.Value) (any, error) {
 		}
 		d := n * float64(v.Unit)
 		if d != d || d > 1<<62 || d < -(1<<62) {
-			return nil, fmt.Errorf("%w: INTERVAL %v: out of range: NOW() moves by at most 2^62 nanoseconds, about 146 years", ErrArgs, n)
+			return nil, fmt.Errorf("%w: INTERVAL %v: out of range: NOW() moves by at most 2^62 nanoseconds, about 146 years", ErrValue, n)
 		}
 		at = at.Add(time.Duration(d))
 	}

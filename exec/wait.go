@@ -77,7 +77,7 @@ func waitOf(v any) (time.Duration, error) {
 	case time.Duration:
 		if x < 0 || x > parser.MaxWait {
 			_, err := parser.WaitDuration(x.Seconds())
-			return 0, fmt.Errorf("%w: %v", ErrArgs, err)
+			return 0, fmt.Errorf("%w: %v", ErrValue, err)
 		}
 		return x, nil
 	case int64:
@@ -93,7 +93,7 @@ func waitOf(v any) (time.Duration, error) {
 	}
 	d, err := parser.WaitDuration(secs)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrArgs, err)
+		return 0, fmt.Errorf("%w: %v", ErrValue, err)
 	}
 	return d, nil
 }

@@ -38,7 +38,7 @@ func clauseValue(sql string, tokAt func(int) token, from, to, ordinal int, claus
 	v := tokAt(from)
 	if to-from != 1 {
 		if v.typ == '-' {
-			return nil, fmt.Errorf("%w: %s %s: seconds are not negative; %s", ErrUnsupported, clause, text, hint)
+			return nil, fmt.Errorf("%w: %s %s: seconds are not negative; %s", ErrValue, clause, text, hint)
 		}
 		return nil, fmt.Errorf("%w: %s %s: one number of seconds, and nothing after it; %s", ErrUnsupported, clause, text, hint)
 	}
@@ -88,7 +88,7 @@ func (pp *prepass) leaseClause(sql string, tokAt func(int) token, n int) (int, e
 					secs = float64(w.Int)
 				}
 				if _, err := WaitDuration(secs); err != nil {
-					return 0, fmt.Errorf("%w: FOR LEASE ... %v", ErrUnsupported, err)
+					return 0, fmt.Errorf("%w: FOR LEASE ... %v", ErrValue, err)
 				}
 			} else if w.Name == "" {
 				ord--
@@ -106,7 +106,7 @@ func (pp *prepass) leaseClause(sql string, tokAt func(int) token, n int) (int, e
 				secs = float64(d.Int)
 			}
 			if _, err := LeaseDuration(secs); err != nil {
-				return 0, fmt.Errorf("%w: %v", ErrUnsupported, err)
+				return 0, fmt.Errorf("%w: %v", ErrValue, err)
 			}
 		}
 		pp.lease = d

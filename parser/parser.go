@@ -20,6 +20,12 @@ var ErrSyntax = errors.New("fdbqueue: SQL not understood")
 // ErrUnsupported is returned (wrapped) for valid SQL outside the dialect.
 var ErrUnsupported = errors.New("fdbqueue: not supported")
 
+// ErrValue is returned when a value in the statement's text is out of
+// its range (a lease of 0 seconds, a wait of an hour); exec returns the
+// same value for arguments out of range, and for values that do not fit
+// their column.
+var ErrValue = errors.New("fdbqueue: invalid value")
+
 // Supported summarises the dialect for error messages.
 const Supported = "supported: CREATE TABLE [IF NOT EXISTS], DROP TABLE [IF EXISTS], " +
 	"INSERT INTO t [(cols)] VALUES (...), SELECT cols|*|COUNT(*) FROM t [WHERE] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP [WAIT seconds] | FOR LEASE seconds [WAIT seconds]], " +
@@ -258,7 +264,7 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 
 func parse(sql string) (*Parsed, error) {
 	if len(sql) > MaxStatementSize {
-		return nil, fmt.Errorf("%w: statement of %d bytes (at most %d)", ErrUnsupported, len(sql), MaxStatementSize)
+		return nil, fmt.Errorf("%w: statement of %d bytes (at most %d): bind large values to placeholders, or insert in several statements", ErrUnsupported, len(sql), MaxStatementSize)
 	}
 	if strings.TrimSpace(strings.TrimRight(strings.TrimSpace(sql), ";")) == "" {
 		return nil, fmt.Errorf("%w: empty statement; %s", ErrSyntax, Supported)

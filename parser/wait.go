@@ -57,7 +57,7 @@ func (pp *prepass) waitClause(sql string, tokAt func(int) token, n int) (int, er
 		v := tokAt(j + 3)
 		if rest != 1 {
 			if v.typ == '-' {
-				return 0, fmt.Errorf("%w: FOR POP WAIT %s: a wait is 0 or more seconds; %s", ErrUnsupported, text, waitHint)
+				return 0, fmt.Errorf("%w: FOR POP WAIT %s: a wait is 0 or more seconds; %s", ErrValue, text, waitHint)
 			}
 			return 0, fmt.Errorf("%w: FOR POP WAIT %s: one number of seconds, and nothing after it; %s", ErrUnsupported, text, waitHint)
 		}
@@ -68,7 +68,7 @@ func (pp *prepass) waitClause(sql string, tokAt func(int) token, n int) (int, er
 				return 0, fmt.Errorf("%w: FOR POP WAIT %s: not a number of seconds; %s", ErrUnsupported, text, waitHint)
 			}
 			if _, err := WaitDuration(secs); err != nil {
-				return 0, fmt.Errorf("%w: FOR POP %v", ErrUnsupported, err)
+				return 0, fmt.Errorf("%w: FOR POP %v", ErrValue, err)
 			}
 			w := Value{Kind: ValueFloat, Float: secs}
 			if v.typ == sqlparser.INTEGRAL {
