@@ -70,6 +70,11 @@ var (
 	ErrUnreadableRow = exec.ErrUnreadableRow
 	// ErrCatalog is returned when the stored table definitions are corrupt.
 	ErrCatalog = exec.ErrCatalog
+	// ErrPutBack is returned by Rows.Close (and Row.Scan) when the rows of
+	// an autocommit FOR POP that the program did not read could not be put
+	// back into their table (the database was closed, say): the error
+	// names them; they are lost.
+	ErrPutBack = exec.ErrPutBack
 )
 
 // RowError is a bad row of a multi-row INSERT, with its position: use

@@ -126,6 +126,8 @@ type Result struct {
 	// RowsAffected and LastInsertID describe a write.
 	RowsAffected int64
 	LastInsertID int64
+	// popped is what an autocommit pop took, for PutBack (putback.go).
+	popped popped
 }
 
 // IsReadOnly reports whether the statement writes nothing.
@@ -343,7 +345,11 @@ func (e *Executor) Exec(tr kv.Transaction, p *parser.Parsed, args Args) (*Result
 	if b.wait.d > 0 {
 		return nil, errWaitInTx
 	}
-	return e.run(tr, b)
+	res, err := e.run(tr, b)
+	if res != nil {
+		res.popped = popped{} // the caller's transaction: nothing to put back
+	}
+	return res, err
 }
 
 // run runs a bound statement in tr: once in Exec, once an attempt in Auto.

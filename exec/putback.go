@@ -1,0 +1,98 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/queues"
+)
+
+// Putting back the rows of an autocommit pop that the program never read.
+//
+// An autocommit SELECT ... FOR POP commits before its rows reach the
+// program: database/sql hands them over one by one (Rows.Next) after
+// QueryContext returned. If the rows are closed first, by the program
+// (an early Close, QueryRow reading one row of LIMIT 3) or by database/sql
+// because the statement's context ended, the rows not handed over would
+// be gone from the table and never seen (issue 26). The driver gives them
+// back with PutBack instead, so that a row a pop removed either reaches
+// the program or is in the table again:
+//
+//   - at its place: the same id, priority and seq (queues.PutBack), so the
+//     next pop takes it before the rows pushed after it, with its values,
+//     visible_at, lease and attempts as they were;
+//   - in one transaction of its own, exactly-once: with a token of its own
+//     and a receipt when commits may be unknown (a retry after
+//     commit_unknown_result must not put rows back that another pop took
+//     meanwhile), retried as an autocommit statement is;
+//   - whatever the statement's context: it has often ended (that is why the
+//     rows were closed), so the put-back keeps its values only, and runs
+//     for at most putBackTimeout.
+//
+// Inside a transaction (sql.Tx, BEGIN) nothing is put back: the pop is the
+// caller's to commit or roll back (Exec keeps no popped rows).
+
+// putBackTimeout bounds a put-back: the time its transaction and retries
+// may take once the statement's context no longer does.
+const putBackTimeout = 10 * time.Second
+
+// popped is what an autocommit pop took, for PutBack: its table as the pop
+// read it, and its rows, in the order of its result's rows.
+type popped struct {
+	t    *Table
+	rows []row
+}
+
+// PutBack returns the rows of res from the from-th (0-based) on to their
+// table, at their places: the rows of an autocommit FOR POP that were
+// never handed to the program. It does nothing for any other result (no
+// rows taken, or taken inside a transaction) or when from is past the
+// rows, and puts back nothing, with no error, when the table was dropped
+// since (its rows went with it). ctx gives the put-back its values, not its
+// end (see above). When it fails, the rows are lost (or, if its last
+// attempt's commit had an unknown outcome, may be): the error wraps
+// ErrPutBack, names them, and wraps the cause.
+func (e *Executor) PutBack(ctx context.Context, res *Result, from int) error {
+	if res == nil || from >= len(res.popped.rows) {
+		return nil
+	}
+	t, rows := res.popped.t, res.popped.rows[from:]
+	items := make([]queues.Item, len(rows))
+	for i, r := range rows {
+		items[i] = r.item
+	}
+	var token int64 // made once: every attempt looks for the same receipt
+	if !e.certain {
+		token = e.newToken()
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), putBackTimeout)
+	defer cancel()
+	err := e.transact(ctx, token != 0, func(tr kv.Transaction) error {
+		now, err := e.cat.table(tr, t.Name)
+		switch {
+		case errors.Is(err, ErrNoTable):
+			return nil // dropped: its rows went with it
+		case err != nil:
+			return err
+		case now.ID != t.ID:
+			return nil // dropped and created again: a new table
+		}
+		_, err = now.Queue.PutBack(tr, token, items)
+		return err
+	})
+	if err == nil {
+		return nil
+	}
+	ids := make([]int64, len(items))
+	for i, it := range items {
+		ids[i] = it.ID
+	}
+	lost := "are lost"
+	if kv.IsMaybeCommitted(err) {
+		lost = "may be lost (an attempt to put them back may have been applied)"
+	}
+	return fmt.Errorf("%w: %d rows of %s (ids %v) were popped and not read, and %s: %w", ErrPutBack, len(ids), t.Name, ids, lost, err)
+}
