@@ -142,7 +142,8 @@ func IsReadOnly(st parser.Statement) bool {
 }
 
 // Auto runs one statement in its own transaction, retrying conflicts; a
-// FOR POP WAIT statement, in as many as its wait needs (see wait.go).
+// FOR POP WAIT statement, in as many as its wait needs (see wait.go). It
+// returns a result only for a statement that committed.
 func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Result, error) {
 	b, err := e.bind(p, args)
 	if err != nil {
@@ -191,10 +192,15 @@ func (e *Executor) auto(ctx context.Context, b *bound) (*Result, error) {
 		res, err = e.run(tr, b)
 		return err
 	})
-	if hint != nil && err == nil {
+	if err != nil {
+		// res is a failed attempt's: its rows were not taken, and must
+		// not be put back (PutBack).
+		return nil, tooLarge(b.p.Stmt, err)
+	}
+	if hint != nil {
 		learnSpread(hint, attempt, b.spread)
 	}
-	return res, tooLarge(b.p.Stmt, err)
+	return res, nil
 }
 
 // maxTooOld is how many attempts an autocommit statement lets run out of
