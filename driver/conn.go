@@ -17,6 +17,7 @@ import (
 // at a time.
 type conn struct {
 	exec   *exec.Executor
+	pops   *openPops      // the connector's
 	tx     kv.Transaction // the open transaction, or nil
 	txRO   bool
 	viaSQL bool // opened by a BEGIN statement rather than BeginTx
@@ -238,11 +239,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.run(ctx, p, args)
-	if err != nil {
-		return nil, err
-	}
-	return c.rows(ctx, res), nil
+	return c.query(ctx, p, args)
 }
 
 // stmt is a prepared statement: parsed once.
@@ -285,11 +282,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	res, err := s.c.run(ctx, s.p, args)
-	if err != nil {
-		return nil, err
-	}
-	return s.c.rows(ctx, res), nil
+	return s.c.query(ctx, s.p, args)
 }
 
 // tx is an explicit transaction.

@@ -398,3 +398,81 @@ func popInTx(ctx context.Context, db *sql.DB, tally *popTally) (int, error) {
 	}
 	return len(got), nil
 }
+
+// TestCloseDatabasePutsBackOpenRows: closing the database (which
+// database/sql does without waiting for open rows) puts back the rows that
+// open pops did not hand over before it closes the engine, as when a
+// program shuts down by cancelling its workers' context and closing the
+// database at once; the rows still open fail their next Next.
+func TestCloseDatabasePutsBackOpenRows(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const total = 600
+	reopen := func() *sql.DB {
+		db, err := sql.Open("fdbqueue", "file:"+dir+"?sync=none")
+		require.NoError(t, err)
+		return db
+	}
+	db := reopen()
+	fillFit(t, db, total)
+	rows, err := db.Query("SELECT n FROM q ORDER BY priority DESC LIMIT 3 FOR POP")
+	require.NoError(t, err)
+	require.True(t, rows.Next())
+	var first int64
+	require.NoError(t, rows.Scan(&first))
+
+	// Workers pop until their context is cancelled, and the database is
+	// closed at once.
+	tally := &popTally{}
+	tally.deliver(first)
+	ctx, cancel := context.WithCancel(bg)
+	var wg sync.WaitGroup
+	var popped sync.WaitGroup // each worker's first pop is done
+	for range 4 {
+		wg.Add(1)
+		popped.Add(1)
+		go func() {
+			defer wg.Done()
+			once := sync.OnceFunc(popped.Done)
+			defer once()
+			for ctx.Err() == nil {
+				_, _ = popSome(ctx, db, tally)
+				once()
+			}
+		}()
+	}
+	popped.Wait()
+	cancel()
+	require.NoError(t, db.Close())
+	wg.Wait()
+
+	require.False(t, rows.Next(), "the database closed the rows")
+	require.ErrorContains(t, rows.Err(), "the database was closed")
+	require.NoError(t, rows.Close())
+	db = reopen()
+	defer db.Close()
+	tally.check(t, db, total)
+}
+
+// TestCloseDatabaseEndsWaits: closing the database ends a FOR POP WAIT
+// under way (which took nothing) rather than waiting for it.
+func TestCloseDatabaseEndsWaits(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("fdbqueue", "memory:")
+	require.NoError(t, err)
+	_, err = db.Exec(createFit)
+	require.NoError(t, err)
+	ctx := hangGuard(t)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := db.QueryContext(ctx, "SELECT n FROM q LIMIT 1 FOR POP WAIT 60")
+		waited <- err
+	}()
+	for db.Stats().InUse == 0 {
+		runtime.Gosched()
+	}
+	require.NoError(t, db.Close())
+	err = <-waited
+	require.Error(t, err)
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "the wait ran until the guard's deadline")
+}

@@ -46,6 +46,10 @@ type popped struct {
 	rows []row
 }
 
+// Popped returns how many rows the autocommit pop whose result r is took:
+// those PutBack may return (0 for any other result).
+func (r *Result) Popped() int { return len(r.popped.rows) }
+
 // PutBack returns the rows of res from the from-th (0-based) on to their
 // table, at their places: the rows of an autocommit FOR POP that were
 // never handed to the program. It does nothing for any other result (no
