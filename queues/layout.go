@@ -38,8 +38,9 @@ import (
 //	                                        versions: the expiry)
 //	P (8, expiry, id)                       the push marker by expiry: ""                 markPushed
 //	P (9, token)                            receipt of one part: a count receipt          RecordCount, RecordReceipt,
-//	                                        (little-endian int64), a pop receipt of       PushAll, PutBack
-//	                                        one item, or "" (PushAll, PutBack: applied)
+//	                                        (little-endian int64), a pop receipt of       PushAll, PutBack, SettlePop
+//	                                        one item, or "" (PushAll, PutBack: applied;
+//	                                        SettlePop: a pop settled unapplied)
 //	P (9, token, n)                         pop receipt, the n-th item popped:            RecordReceipt
 //	                                        packed (id, priority, (resources...), value,
 //	                                        [visible_at, lease, attempts,] seq), the three

@@ -25,3 +25,31 @@ import "github.com/fdbqueue/fdbqueue/kv"
 func (q *Queue) PutBack(tr kv.Transaction, token int64, items []Item) (bool, error) {
 	return q.pushAll(tr, token, items, func(it Item) (int64, error) { return it.Seq, nil })
 }
+
+// SettlePop settles the pop operation token, whose last commit
+// had an unknown outcome and which its caller gives up on: if it was
+// applied (its receipt is there, see RecordReceipt), its items go back to
+// their places, as PutBack puts them, exactly once under putBack (a token of
+// its own); if not, it never will be: SettlePop records under token that
+// the operation was settled, which an attempt still in flight read (every
+// attempt looks the receipt up first), so that attempt conflicts instead of
+// landing later. Either way, once SettlePop commits, the operation took
+// nothing. It reports whether the operation had been applied; running it
+// again (after commit_unknown_result) changes nothing.
+func (q *Queue) SettlePop(tr kv.Transaction, token, putBack int64) (bool, error) {
+	items, applied, err := q.Receipt(tr, token)
+	switch {
+	case err != nil:
+		return false, err
+	case !applied:
+		return false, q.receipts.Record(tr, token, settled)
+	case len(items) == 0:
+		return false, nil // settled by an earlier attempt, or an empty pop
+	}
+	_, err = q.PutBack(tr, putBack, items)
+	return true, err
+}
+
+// settled is the receipt of a pop that SettlePop settled before it was
+// applied: one empty part, which no pop receipt is.
+var settled = []byte{}

@@ -175,3 +175,61 @@ func TestPutBackExactlyOnceUnderFaults(t *testing.T) {
 		return errors.Join(err, q.Check(tr))
 	}))
 }
+
+// TestSettlePop: a pop given up after a commit of unknown outcome is
+// settled: if it was applied, its items go back to their places, once; if
+// not, an attempt of it still in flight (it read the receipt before the
+// settling) conflicts rather than landing later. Either way it took
+// nothing.
+func TestSettlePop(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority, "cpu")
+	for _, v := range []string{"a", "b", "c"} {
+		push(t, db, q, 1, v, 1)
+	}
+	settle := func(token, putBack int64) bool {
+		var applied bool
+		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+			var err error
+			applied, err = q.SettlePop(tr, token, putBack)
+			return err
+		}))
+		return applied
+	}
+	popWithReceipt := func(tr kv.Transaction, token int64) error {
+		if _, done, err := q.Receipt(tr, token); err != nil || done {
+			return err
+		}
+		items, err := q.PopN(tr, queues.Min, 2)
+		if err != nil {
+			return err
+		}
+		return q.RecordReceipt(tr, token, items)
+	}
+
+	// Applied: the items go back, once.
+	token, putBack := queues.NewID(), queues.NewID()
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error { return popWithReceipt(tr, token) }))
+	require.Equal(t, []string{"c"}, scanAll(t, db, q, queues.Min))
+	require.True(t, settle(token, putBack))
+	require.True(t, settle(token, putBack), "run again: applied, and put back already")
+	require.Equal(t, []string{"a", "b", "c"}, scanAll(t, db, q, queues.Min))
+
+	// Not applied: an attempt in flight conflicts; a retry finds the pop
+	// settled, and takes nothing.
+	token = queues.NewID()
+	inFlight, err := db.CreateTransaction(bg)
+	require.NoError(t, err)
+	defer inFlight.Cancel()
+	require.NoError(t, popWithReceipt(inFlight, token))
+	require.False(t, settle(token, queues.NewID()))
+	require.True(t, kv.IsRetryableNotCommitted(inFlight.Commit()), "the attempt in flight conflicts")
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		items, done, err := q.Receipt(tr, token)
+		require.True(t, done)
+		require.Empty(t, items)
+		return err
+	}))
+	require.False(t, settle(token, queues.NewID()))
+	require.Equal(t, []string{"a", "b", "c"}, scanAll(t, db, q, queues.Min))
+}

@@ -160,11 +160,15 @@ func (q *Queue) CountReceipt(tr kv.ReadTransaction, token int64) (int64, bool, e
 }
 
 // Receipt returns the items that an earlier, committed attempt of the pop
-// operation token recorded with RecordReceipt, and whether there was one.
+// operation token recorded with RecordReceipt, and whether there was one
+// (no items for a pop that SettlePop settled before it was applied).
 func (q *Queue) Receipt(tr kv.ReadTransaction, token int64) ([]Item, bool, error) {
 	parts, ok, err := q.receipts.Lookup(tr, token)
 	if err != nil || !ok {
 		return nil, false, err
+	}
+	if len(parts) == 1 && len(parts[0]) == 0 {
+		return nil, true, nil // settled before it was applied (SettlePop): nothing
 	}
 	items := make([]Item, 0, len(parts))
 	for _, p := range parts {
