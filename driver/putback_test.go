@@ -301,7 +301,7 @@ func TestPutBackUnderFaults(t *testing.T) {
 	}
 	t.Run("deadlines", func(t *testing.T) {
 		t.Parallel()
-		db, err := sql.Open("fdbqueue", "memory:?fault_conflict=0.2&fault_too_old=0.05&fault_seed=4")
+		db, err := sql.Open("fdbqueue", "memory:?fault_conflict=0.1&fault_unknown=0.2&fault_too_old=0.05&fault_seed=4")
 		require.NoError(t, err)
 		defer db.Close()
 		const total = 1000

@@ -164,13 +164,19 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	case takesRows(p.Stmt) && !e.certain:
 		b.token = e.newToken()
 	}
-	if b.wait.d > 0 {
-		return e.waitPop(ctx, b)
+	var res *Result
+	switch {
+	case b.wait.d > 0:
+		res, err = e.waitPop(ctx, b)
+	case e.combinable(b):
+		res, err = e.combined(ctx, b)
+	default:
+		res, err = e.auto(ctx, b)
 	}
-	if e.combinable(b) {
-		return e.combined(ctx, b)
+	if err != nil && b.token != 0 && isPop(p.Stmt) && kv.IsMaybeCommitted(err) {
+		err = e.settle(ctx, b, err) // see putback.go
 	}
-	return e.auto(ctx, b)
+	return res, err
 }
 
 // auto runs a bound statement in one transaction (one round of a FOR POP
@@ -408,6 +414,12 @@ func isDDL(st parser.Statement) bool {
 		return true
 	}
 	return false
+}
+
+// isPop reports whether st is a SELECT ... FOR POP.
+func isPop(st parser.Statement) bool {
+	s, ok := st.(*parser.Select)
+	return ok && s.ForPop
 }
 
 // takesRows reports whether st adds or removes rows: the statements an

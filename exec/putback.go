@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/parser"
 	"github.com/fdbqueue/fdbqueue/queues"
 )
 
@@ -34,6 +35,13 @@ import (
 //
 // Inside a transaction (sql.Tx, BEGIN) nothing is put back: the pop is the
 // caller's to commit or roll back (Exec keeps no popped rows).
+//
+// A pop that returns an error must have taken nothing too. One whose last
+// commit had an unknown outcome and which cannot retry (on FoundationDB, a
+// context that ends while the commit is in flight reports
+// commit_unknown_result, kv/fdb) may have taken rows that nobody will see:
+// settle settles it (queues.SettlePop), so that it took nothing, either
+// way, before it returns its error.
 
 // putBackTimeout bounds a put-back: the time its transaction and retries
 // may take once the statement's context no longer does.
@@ -99,4 +107,39 @@ func (e *Executor) PutBack(ctx context.Context, res *Result, from int) error {
 		lost = "may be lost (an attempt to put them back may have been applied)"
 	}
 	return fmt.Errorf("%w: %d rows of %s (ids %v) were popped and not read, and %s: %w", ErrPutBack, len(ids), t.Name, ids, lost, err)
+}
+
+// settle settles the autocommit pop b, which ended with err, an error of
+// unknown outcome (see above), under the same bounds as a put-back, and
+// returns the error the pop returns: err's cause, saying that the pop took
+// nothing, or, if settling failed, err and why.
+func (e *Executor) settle(ctx context.Context, b *bound, err error) error {
+	table := b.p.Stmt.(*parser.Select).Table
+	putBack := e.newToken() // made once, as PutBack's
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), putBackTimeout)
+	defer cancel()
+	applied := false
+	serr := e.transact(sctx, true, func(tr kv.Transaction) error {
+		t, err := e.cat.table(tr, table)
+		switch {
+		case errors.Is(err, ErrNoTable):
+			applied = false // dropped: what it took went with it
+			return nil
+		case err != nil:
+			return err
+		}
+		applied, err = t.Queue.SettlePop(tr, b.token, putBack)
+		return err
+	})
+	if serr != nil {
+		return errors.Join(err, fmt.Errorf("fdbqueue: the pop's commit had an unknown outcome, and settling it failed: the rows it may have taken may be lost: %w", serr))
+	}
+	took := "it took nothing"
+	if applied {
+		took = "it had taken rows, which went back to their places"
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%w (the pop's last commit had an unknown outcome; settled: %s)", cerr, took)
+	}
+	return fmt.Errorf("fdbqueue: the pop gave up after a commit of unknown outcome (settled: %s): %v", took, err)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fdbqueue/fdbqueue/exec"
 	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/kv/embedded"
 	"github.com/fdbqueue/fdbqueue/parser"
 )
 
@@ -90,4 +91,36 @@ func TestPutBackFails(t *testing.T) {
 	require.ErrorIs(t, err, exec.ErrPutBack)
 	require.ErrorContains(t, err, fmt.Sprintf("2 rows of t (ids [%d %d])", ids[1], ids[2]))
 	require.ErrorContains(t, err, "are lost")
+}
+
+// TestPopSettledAfterUnknownOutcome: a pop whose context ends while its
+// commit is in flight, and whose commit then reports
+// commit_unknown_result although it was applied (as FoundationDB reports
+// a commit cut short by the context), returns the context's error having
+// taken nothing: the rows it took went back to their places.
+func TestPopSettledAfterUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	db, err := embedded.OpenFile(t.TempDir(), embedded.FileConfig{
+		Config: embedded.Config{Faults: &embedded.Faults{UnknownApplied: 1}},
+		Sync:   embedded.SyncNone,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	e := exec.New(db, []byte("r"))
+	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL)")
+	for i := range 3 {
+		mustRun(t, e, "INSERT INTO t VALUES (?)", int64(i))
+	}
+	all := idsLeft(t, e)
+
+	p, err := parser.Parse("SELECT id FROM t ORDER BY priority LIMIT 2 FOR POP")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	res, err := e.Auto(exec.WithQueued(ctx, cancel), p, exec.Args{})
+	require.Nil(t, res)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, kv.IsMaybeCommitted(err), "settled: %v", err)
+	require.ErrorContains(t, err, "went back to their places")
+	require.Equal(t, all, idsLeft(t, e))
 }
