@@ -80,19 +80,11 @@ func (e *Executor) PutBack(ctx context.Context, res *Result, from int) error {
 	if !e.certain {
 		token = e.newToken()
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), putBackTimeout)
-	defer cancel()
-	err := e.transact(ctx, token != 0, func(tr kv.Transaction) error {
-		now, err := e.cat.table(tr, t.Name)
-		switch {
-		case errors.Is(err, ErrNoTable):
+	err := e.detached(ctx, token != 0, t.Name, t.ID, func(tr kv.Transaction, now *Table) error {
+		if now == nil {
 			return nil // dropped: its rows went with it
-		case err != nil:
-			return err
-		case now.ID != t.ID:
-			return nil // dropped and created again: a new table
 		}
-		_, err = now.Queue.PutBack(tr, token, items)
+		_, err := now.Queue.PutBack(tr, token, items)
 		return err
 	})
 	if err == nil {
@@ -116,19 +108,12 @@ func (e *Executor) PutBack(ctx context.Context, res *Result, from int) error {
 func (e *Executor) settle(ctx context.Context, b *bound, err error) error {
 	table := b.p.Stmt.(*parser.Select).Table
 	putBack := e.newToken() // made once, as PutBack's
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), putBackTimeout)
-	defer cancel()
 	applied := false
-	serr := e.transact(sctx, true, func(tr kv.Transaction) error {
-		t, err := e.cat.table(tr, table)
-		switch {
-		case errors.Is(err, ErrNoTable):
-			applied = false // dropped: what it took went with it
-			return nil
-		case err != nil:
-			return err
+	serr := e.detached(ctx, true, table, 0, func(tr kv.Transaction, t *Table) (err error) {
+		applied = false
+		if t != nil { // else dropped: what it took went with it
+			applied, err = t.Queue.SettlePop(tr, b.token, putBack)
 		}
-		applied, err = t.Queue.SettlePop(tr, b.token, putBack)
 		return err
 	})
 	if serr != nil {
@@ -142,4 +127,26 @@ func (e *Executor) settle(ctx context.Context, b *bound, err error) error {
 		return fmt.Errorf("%w (the pop's last commit had an unknown outcome; settled: %s)", cerr, took)
 	}
 	return fmt.Errorf("fdbqueue: the pop gave up after a commit of unknown outcome (settled: %s): %v", took, err)
+}
+
+// detached runs fn on the table name in a transaction of its own, as
+// transact runs an autocommit statement's, on a context that keeps ctx's
+// values but not its end, for at most putBackTimeout. fn gets nil for a
+// table that is gone: dropped, or, if id is not 0, dropped and created
+// again (a new table, with another id).
+func (e *Executor) detached(ctx context.Context, retryUnknown bool, name string, id int64, fn func(kv.Transaction, *Table) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), putBackTimeout)
+	defer cancel()
+	return e.transact(ctx, retryUnknown, func(tr kv.Transaction) error {
+		t, err := e.cat.table(tr, name)
+		switch {
+		case errors.Is(err, ErrNoTable):
+			t = nil
+		case err != nil:
+			return err
+		case id != 0 && t.ID != id:
+			t = nil
+		}
+		return fn(tr, t)
+	})
 }
