@@ -150,13 +150,7 @@ func TestPutBackUnderFaultsFDB(t *testing.T) {
 				return
 			}
 			tally := &popTally{}
-			for {
-				got, err := popOne(db, tally)
-				require.NoError(t, err)
-				if got == 0 {
-					break
-				}
-			}
+			drain(t, 2, func() (int, error) { return popOne(db, tally) }, nil)
 			tally.check(t, db, total)
 			require.Len(t, tally.delivered, total)
 			require.Positive(t, c.CommitErrors()[1021], "no commit failed with 1021")

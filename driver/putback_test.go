@@ -88,6 +88,19 @@ func (p *popTally) check(t *testing.T, db *sql.DB, total int) {
 func popUntilEmpty(t *testing.T, db *sql.DB, workers int) *popTally {
 	t.Helper()
 	tally := &popTally{}
+	drain(t, workers, func() (int, error) {
+		ctx, cancel := context.WithTimeout(bg, time.Duration(rand.IntN(400))*time.Microsecond)
+		defer cancel()
+		return popSome(ctx, db, tally)
+	}, func(err error) bool { return errors.Is(err, context.DeadlineExceeded) })
+	return tally
+}
+
+// drain runs workers goroutines that call pop until a call returns no rows
+// and no error. An error for which passOver holds (if not nil) is passed
+// over; any other fails the test.
+func drain(t *testing.T, workers int, pop func() (int, error), passOver func(error) bool) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for range workers {
@@ -95,13 +108,11 @@ func popUntilEmpty(t *testing.T, db *sql.DB, workers int) *popTally {
 		go func() {
 			defer wg.Done()
 			for {
-				ctx, cancel := context.WithTimeout(bg, time.Duration(rand.IntN(400))*time.Microsecond)
-				got, err := popSome(ctx, db, tally)
-				cancel()
+				got, err := pop()
 				if err == nil && got == 0 {
 					return
 				}
-				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				if err != nil && (passOver == nil || !passOver(err)) {
 					errs <- err
 					return
 				}
@@ -113,7 +124,6 @@ func popUntilEmpty(t *testing.T, db *sql.DB, workers int) *popTally {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	return tally
 }
 
 // popSome runs one pop of up to 3 rows and reads them; it returns how many
@@ -152,16 +162,24 @@ func popSome(ctx context.Context, db *sql.DB, tally *popTally) (int, error) {
 func TestPopUnderDeadlines(t *testing.T) {
 	t.Parallel()
 	const total = 4000
-	for name, dsn := range map[string]string{"memory": "memory:", "file": "file:" + t.TempDir() + "?sync=none"} {
+	onEngines(t, func(t *testing.T, db *sql.DB) {
+		fillFit(t, db, total)
+		tally := popUntilEmpty(t, db, 8)
+		t.Logf("delivered %d, pops cut short %d, failed scans %d", len(tally.delivered), tally.cut, tally.scanFailed)
+		tally.check(t, db, total)
+	})
+}
+
+// onEngines runs fn, in parallel, on a database of each embedded engine:
+// memory, and file (see waitDSNs).
+func onEngines(t *testing.T, fn func(*testing.T, *sql.DB)) {
+	for name, dsn := range waitDSNs(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db, err := sql.Open("fdbqueue", dsn)
 			require.NoError(t, err)
 			defer db.Close()
-			fillFit(t, db, total)
-			tally := popUntilEmpty(t, db, 8)
-			t.Logf("%s: delivered %d, pops cut short %d, failed scans %d", name, len(tally.delivered), tally.cut, tally.scanFailed)
-			tally.check(t, db, total)
+			fn(t, db)
 		})
 	}
 }
@@ -191,67 +209,61 @@ func queued(t *testing.T, db *sql.DB) []string {
 // the rows pushed after them.
 func TestEarlyCloseReturnsUnreadRows(t *testing.T) {
 	t.Parallel()
-	for name, dsn := range map[string]string{"memory": "memory:", "file": "file:" + t.TempDir() + "?sync=none"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			db, err := sql.Open("fdbqueue", dsn)
-			require.NoError(t, err)
-			defer db.Close()
-			_, err = db.Exec(createFit)
-			require.NoError(t, err)
-			for n := 1; n <= 6; n++ {
-				prio := 5
-				if n == 6 {
-					prio = 1
-				}
-				_, err := db.Exec("INSERT INTO q VALUES (?, 1, 1, ?)", prio, n)
-				require.NoError(t, err)
+	onEngines(t, func(t *testing.T, db *sql.DB) {
+		_, err := db.Exec(createFit)
+		require.NoError(t, err)
+		for n := 1; n <= 6; n++ {
+			prio := 5
+			if n == 6 {
+				prio = 1
 			}
-			// n=2, leased and released: visible, with a lease and an attempt.
-			var id2, lease int64
-			require.NoError(t, db.QueryRow("SELECT id, _lease FROM q WHERE n = 2 LIMIT 1 FOR LEASE 60").Scan(&id2, &lease))
-			_, err = db.Exec("UPDATE q SET _visible_at = NOW() WHERE id = ? AND _lease = ?", id2, lease)
+			_, err := db.Exec("INSERT INTO q VALUES (?, 1, 1, ?)", prio, n)
 			require.NoError(t, err)
-			before := queued(t, db)
-			require.Len(t, before, 6)
-			require.Contains(t, before[1], "attempts=1")
+		}
+		// n=2, leased and released: visible, with a lease and an attempt.
+		var id2, lease int64
+		require.NoError(t, db.QueryRow("SELECT id, _lease FROM q WHERE n = 2 LIMIT 1 FOR LEASE 60").Scan(&id2, &lease))
+		_, err = db.Exec("UPDATE q SET _visible_at = NOW() WHERE id = ? AND _lease = ?", id2, lease)
+		require.NoError(t, err)
+		before := queued(t, db)
+		require.Len(t, before, 6)
+		require.Contains(t, before[1], "attempts=1")
 
-			const pop3 = "SELECT n FROM q WHERE cpu <= 8 AND mem <= 32 ORDER BY priority DESC LIMIT 3 FOR POP"
-			rows, err := db.Query(pop3)
-			require.NoError(t, err)
-			require.True(t, rows.Next())
-			var n int64
+		const pop3 = "SELECT n FROM q WHERE cpu <= 8 AND mem <= 32 ORDER BY priority DESC LIMIT 3 FOR POP"
+		rows, err := db.Query(pop3)
+		require.NoError(t, err)
+		require.True(t, rows.Next())
+		var n int64
+		require.NoError(t, rows.Scan(&n))
+		require.Equal(t, int64(1), n)
+		require.NoError(t, rows.Close())
+		require.Equal(t, before[1:], queued(t, db), "n=2 and n=3 back at their places, as they were")
+
+		require.NoError(t, db.QueryRow(pop3).Scan(&n))
+		require.Equal(t, int64(2), n, "QueryRow takes the row it reads")
+		require.Equal(t, before[2:], queued(t, db))
+
+		ctx, cancel := context.WithCancel(bg)
+		rows, err = db.QueryContext(ctx, pop3)
+		require.NoError(t, err)
+		cancel()
+		require.False(t, rows.Next(), "no row is handed over once the context ended")
+		require.ErrorIs(t, rows.Err(), context.Canceled)
+		require.NoError(t, rows.Close())
+		require.Equal(t, before[2:], queued(t, db))
+
+		_, err = db.Exec("INSERT INTO q VALUES (5, 1, 1, 7)")
+		require.NoError(t, err)
+		var got []int64
+		rows, err = db.Query("SELECT n FROM q ORDER BY priority DESC LIMIT 10 FOR POP")
+		require.NoError(t, err)
+		for rows.Next() {
 			require.NoError(t, rows.Scan(&n))
-			require.Equal(t, int64(1), n)
-			require.NoError(t, rows.Close())
-			require.Equal(t, before[1:], queued(t, db), "n=2 and n=3 back at their places, as they were")
-
-			require.NoError(t, db.QueryRow(pop3).Scan(&n))
-			require.Equal(t, int64(2), n, "QueryRow takes the row it reads")
-			require.Equal(t, before[2:], queued(t, db))
-
-			ctx, cancel := context.WithCancel(bg)
-			rows, err = db.QueryContext(ctx, pop3)
-			require.NoError(t, err)
-			cancel()
-			require.False(t, rows.Next(), "no row is handed over once the context ended")
-			require.ErrorIs(t, rows.Err(), context.Canceled)
-			require.NoError(t, rows.Close())
-			require.Equal(t, before[2:], queued(t, db))
-
-			_, err = db.Exec("INSERT INTO q VALUES (5, 1, 1, 7)")
-			require.NoError(t, err)
-			var got []int64
-			rows, err = db.Query("SELECT n FROM q ORDER BY priority DESC LIMIT 10 FOR POP")
-			require.NoError(t, err)
-			for rows.Next() {
-				require.NoError(t, rows.Scan(&n))
-				got = append(got, n)
-			}
-			require.NoError(t, rows.Err())
-			require.Equal(t, []int64{3, 4, 5, 7, 6}, got, "the rows put back come before n=7, pushed after them")
-		})
-	}
+			got = append(got, n)
+		}
+		require.NoError(t, rows.Err())
+		require.Equal(t, []int64{3, 4, 5, 7, 6}, got, "the rows put back come before n=7, pushed after them")
+	})
 }
 
 // TestPutBackUnderFaults: early Closes under commits that fail with
@@ -272,29 +284,7 @@ func TestPutBackUnderFaults(t *testing.T) {
 			const total = 600
 			fillFit(t, db, total)
 			tally := &popTally{}
-			var wg sync.WaitGroup
-			errs := make(chan error, 4)
-			for range 4 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						got, err := popOne(db, tally)
-						if err != nil {
-							errs <- err
-							return
-						}
-						if got == 0 {
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
+			drain(t, 4, func() (int, error) { return popOne(db, tally) }, nil)
 			tally.check(t, db, total)
 			require.Len(t, tally.delivered, total)
 		})
@@ -338,31 +328,13 @@ func TestPopInTxUnderDeadlines(t *testing.T) {
 	const total = 1000
 	fillFit(t, db, total)
 	tally := &popTally{}
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				ctx, cancel := context.WithTimeout(bg, time.Duration(rand.IntN(400))*time.Microsecond)
-				got, err := popInTx(ctx, db, tally)
-				cancel()
-				if err == nil && got == 0 {
-					return
-				}
-				if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, sql.ErrTxDone) && !fdbqueue.IsRetryable(err) {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	drain(t, 8, func() (int, error) {
+		ctx, cancel := context.WithTimeout(bg, time.Duration(rand.IntN(400))*time.Microsecond)
+		defer cancel()
+		return popInTx(ctx, db, tally)
+	}, func(err error) bool {
+		return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sql.ErrTxDone) || fdbqueue.IsRetryable(err)
+	})
 	tally.check(t, db, total)
 	require.Zero(t, tally.scanFailed, "a failed Scan rolls its transaction back")
 }

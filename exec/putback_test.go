@@ -13,6 +13,17 @@ import (
 	"github.com/fdbqueue/fdbqueue/parser"
 )
 
+// popTable creates t, a priority table of n rows, priorities 0 to n-1,
+// and returns their ids in pop order.
+func popTable(t *testing.T, e *exec.Executor, n int) []any {
+	t.Helper()
+	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL)")
+	for i := range n {
+		mustRun(t, e, "INSERT INTO t VALUES (?)", int64(i))
+	}
+	return idsLeft(t, e)
+}
+
 // popIDs runs an autocommit pop of up to n rows of t, selecting id.
 func popIDs(t *testing.T, e *exec.Executor, n int) (*exec.Result, []any) {
 	t.Helper()
@@ -41,11 +52,7 @@ func idsLeft(t *testing.T, e *exec.Executor) []any {
 func TestPutBack(t *testing.T) {
 	t.Parallel()
 	e := newExec(t, []byte("r"))
-	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL)")
-	for i := range 4 {
-		mustRun(t, e, "INSERT INTO t VALUES (?)", int64(i))
-	}
-	all := idsLeft(t, e)
+	all := popTable(t, e, 4)
 
 	res, ids := popIDs(t, e, 3)
 	require.Equal(t, all[:3], ids)
@@ -81,10 +88,7 @@ func TestPutBack(t *testing.T) {
 func TestPutBackFails(t *testing.T) {
 	t.Parallel()
 	e := newExec(t, []byte("r"))
-	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL)")
-	for i := range 3 {
-		mustRun(t, e, "INSERT INTO t VALUES (?)", int64(i))
-	}
+	popTable(t, e, 3)
 	res, ids := popIDs(t, e, 3)
 	require.NoError(t, e.DB().Close())
 	err := e.PutBack(bg, res, 1)
@@ -107,11 +111,7 @@ func TestPopSettledAfterUnknownOutcome(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	e := exec.New(db, []byte("r"))
-	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL)")
-	for i := range 3 {
-		mustRun(t, e, "INSERT INTO t VALUES (?)", int64(i))
-	}
-	all := idsLeft(t, e)
+	all := popTable(t, e, 3)
 
 	p, err := parser.Parse("SELECT id FROM t ORDER BY priority LIMIT 2 FOR POP")
 	require.NoError(t, err)
