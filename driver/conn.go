@@ -5,9 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"reflect"
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/exec"
@@ -19,6 +17,7 @@ import (
 // at a time.
 type conn struct {
 	exec   *exec.Executor
+	pops   *openPops      // the connector's
 	tx     kv.Transaction // the open transaction, or nil
 	txRO   bool
 	viaSQL bool // opened by a BEGIN statement rather than BeginTx
@@ -240,11 +239,7 @@ func (c *conn) QueryContext(ctx context.Context, query string, args []driver.Nam
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.run(ctx, p, args)
-	if err != nil {
-		return nil, err
-	}
-	return &rows{res: res}, nil
+	return c.query(ctx, p, args)
 }
 
 // stmt is a prepared statement: parsed once.
@@ -287,11 +282,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	res, err := s.c.run(ctx, s.p, args)
-	if err != nil {
-		return nil, err
-	}
-	return &rows{res: res}, nil
+	return s.c.query(ctx, s.p, args)
 }
 
 // tx is an explicit transaction.
@@ -307,67 +298,3 @@ type result struct{ r *exec.Result }
 
 func (r result) LastInsertId() (int64, error) { return r.r.LastInsertID, nil }
 func (r result) RowsAffected() (int64, error) { return r.r.RowsAffected, nil }
-
-// rows iterates a query's materialised rows.
-type rows struct {
-	res *exec.Result
-	i   int
-}
-
-var (
-	_ driver.Rows                           = (*rows)(nil)
-	_ driver.RowsColumnTypeDatabaseTypeName = (*rows)(nil)
-	_ driver.RowsColumnTypeScanType         = (*rows)(nil)
-	_ driver.RowsColumnTypeNullable         = (*rows)(nil)
-	_ driver.RowsColumnTypeLength           = (*rows)(nil)
-)
-
-// ColumnTypeNullable reports whether the column may hold NULL: id, priority,
-// INDEX columns and NOT NULL columns never do.
-func (r *rows) ColumnTypeNullable(i int) (nullable, ok bool) {
-	if i >= len(r.res.Nullable) {
-		return false, false
-	}
-	return r.res.Nullable[i], true
-}
-
-// ColumnTypeLength reports the declared length of VARCHAR(n) and
-// VARBINARY(n) columns.
-func (r *rows) ColumnTypeLength(i int) (int64, bool) {
-	if i >= len(r.res.Lengths) || r.res.Lengths[i] == 0 {
-		return 0, false
-	}
-	return int64(r.res.Lengths[i]), true
-}
-
-func (r *rows) Columns() []string { return r.res.Columns }
-func (r *rows) Close() error      { return nil }
-
-func (r *rows) Next(dest []driver.Value) error {
-	if r.i >= len(r.res.Rows) {
-		return io.EOF
-	}
-	for j, v := range r.res.Rows[r.i] {
-		dest[j] = v
-	}
-	r.i++
-	return nil
-}
-
-func (r *rows) ColumnTypeDatabaseTypeName(i int) string { return r.res.Types[i].String() }
-
-var scanTypes = map[parser.Type]reflect.Type{
-	parser.TypeInt:       reflect.TypeFor[int64](),
-	parser.TypeFloat:     reflect.TypeFor[float64](),
-	parser.TypeText:      reflect.TypeFor[string](),
-	parser.TypeBlob:      reflect.TypeFor[[]byte](),
-	parser.TypeBool:      reflect.TypeFor[bool](),
-	parser.TypeTimestamp: reflect.TypeFor[time.Time](),
-}
-
-func (r *rows) ColumnTypeScanType(i int) reflect.Type {
-	if t, ok := scanTypes[r.res.Types[i]]; ok {
-		return t
-	}
-	return reflect.TypeFor[any]()
-}

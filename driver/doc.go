@@ -46,7 +46,11 @@
 // an implicit id (an int64 assigned at insert unless the INSERT gives a positive
 // one the table does not hold: ErrDuplicateID; returned by LastInsertId), usable in
 // SELECT and WHERE; SELECT * lists the declared columns. FOR POP removes the
-// rows the SELECT returns, in the same transaction. Placeholders are ? or
+// rows the SELECT returns, in the same transaction; outside a transaction,
+// the rows the program does not read (it closes them early, its context
+// ends, or it closes the database) go back to their places, except one row
+// whose Scan fails because the context ended right after Next (see
+// rows.Next in rows.go). Placeholders are ? or
 // :name (sql.Named), not both in one statement. Anything else is refused with
 // an error that says what was not understood and what is supported.
 //
@@ -126,7 +130,8 @@
 // driver's; ErrSyntax and ErrUnsupported for SQL;
 // ErrNoTable, ErrValue, ErrArgs, ErrUnreadableRow and the others for
 // statements (a bad row of an INSERT is a *RowError naming its position, for
-// errors.As); ErrLocked, ErrNoDatabase, ErrReadOnlyDatabase and ErrFailed for
+// errors.As), and ErrPutBack from Rows.Close or DB.Close for popped rows not
+// read that could not go back; ErrLocked, ErrNoDatabase, ErrReadOnlyDatabase and ErrFailed for
 // file: databases; ErrTransactionTooLarge and ErrTransactionTooOld for
 // FoundationDB's limits; kv.Error codes
 // (FoundationDB's) underneath. The driver returns driver.ErrBadConn only for

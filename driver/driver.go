@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -154,10 +155,12 @@ func engineConfig(cfg *Config) (embedded.Config, error) {
 	return ec, nil
 }
 
-// connector holds one engine and an immutable copy of its config.
+// connector holds one engine and an immutable copy of its config, and
+// the open rows of its autocommit pops (see openPops).
 type connector struct {
 	cfg  Config
 	exec *exec.Executor
+	pops openPops
 }
 
 var _ driver.Connector = (*connector)(nil)
@@ -166,13 +169,17 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return &conn{exec: c.exec}, nil
+	return &conn{exec: c.exec, pops: &c.pops}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return &Driver{} }
 
-// Close closes the engine; database/sql calls it from DB.Close.
-func (c *connector) Close() error { return c.exec.DB().Close() }
+// Close closes the engine; database/sql calls it from DB.Close. The rows
+// of autocommit pops still open go back to their tables first (openPops),
+// and DB.Close returns the errors of those that could not.
+func (c *connector) Close() error {
+	return errors.Join(c.pops.close(), c.exec.DB().Close())
+}
 
 // ExecuteTx runs fn in a transaction and commits it, running it again from
 // the start while it fails with an error IsRetryable recognises, with

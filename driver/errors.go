@@ -70,6 +70,11 @@ var (
 	ErrUnreadableRow = exec.ErrUnreadableRow
 	// ErrCatalog is returned when the stored table definitions are corrupt.
 	ErrCatalog = exec.ErrCatalog
+	// ErrPutBack is returned by Rows.Close (and Row.Scan) when the rows of
+	// an autocommit FOR POP that the program did not read could not be put
+	// back into their table (the database was closed, say): the error
+	// names them; they are lost.
+	ErrPutBack = exec.ErrPutBack
 )
 
 // RowError is a bad row of a multi-row INSERT, with its position: use
@@ -107,10 +112,13 @@ func IsRetryable(err error) bool {
 
 // IsMaybeCommitted reports whether err means the commit's outcome is unknown
 // (FoundationDB's commit_unknown_result, 1021): the transaction may or may
-// not have been applied. Autocommit INSERTs and pops are exactly-once
-// through such errors and only return one when their retry limit runs out;
-// an explicit transaction's COMMIT returns it as it is, and only the
-// application can tell whether to run it again.
+// not have been applied. Autocommit INSERTs are exactly-once through such
+// errors and only return one when their retries end (the retry limit, or
+// the context); an autocommit pop never does: one that cannot retry is
+// settled first, putting back what it took, and returns the error that
+// stopped it, having taken nothing. An explicit transaction's COMMIT
+// returns it as it is, and only the application can tell whether to run it
+// again.
 func IsMaybeCommitted(err error) bool {
 	return kv.IsMaybeCommitted(err)
 }

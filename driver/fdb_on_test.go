@@ -122,3 +122,38 @@ func TestExactlyOnceUnderFaultsFDB(t *testing.T) {
 		})
 	}
 }
+
+// TestPutBackUnderFaultsFDB is TestPutBackUnderFaults through the
+// FoundationDB engine: early Closes put the rows not read back exactly
+// once through commits that fail with not_committed and
+// commit_unknown_result (applied or not), and pops whose contexts end at
+// random moments lose nothing, under conflicts.
+func TestPutBackUnderFaultsFDB(t *testing.T) {
+	t.Parallel()
+	if !fdbshim.Available() {
+		t.Skip("needs the FoundationDB test double (a real cluster injects no faults)")
+	}
+	for name, faults := range map[string]*embedded.Faults{
+		"unknown":   {Seed: 1, Conflict: 0.1, UnknownApplied: 0.15, UnknownNotApplied: 0.15},
+		"deadlines": {Seed: 2, Conflict: 0.2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := fdbshim.NewCluster(t, fdbshim.Config{Faults: faults})
+			db, err := sql.Open("fdbqueue", "fdb:"+c.ClusterFile()+"?root=q")
+			require.NoError(t, err)
+			defer db.Close()
+			const total = 300
+			fillFit(t, db, total)
+			if name == "deadlines" {
+				popUntilEmpty(t, db, 4).check(t, db, total)
+				return
+			}
+			tally := &popTally{}
+			drain(t, 2, func() (int, error) { return popOne(db, tally) }, nil)
+			tally.check(t, db, total)
+			require.Len(t, tally.delivered, total)
+			require.Positive(t, c.CommitErrors()[1021], "no commit failed with 1021")
+		})
+	}
+}

@@ -42,6 +42,7 @@
 //	executor.go  Executor, Auto (autocommit: retries, tokens, spread pops) and Exec
 //	wait.go      FOR POP WAIT: rounds of the pop, each empty one watching the push signal
 //	combine.go   combining: concurrent single-row pops and small INSERTs of a table in one transaction
+//	putback.go   the rows of an autocommit pop the program never read, put back at their places
 //	stmt.go      a statement bound to its arguments, and one run of it
 //	ddl.go       CREATE and DROP TABLE, and their retry tokens
 //	dead.go      MAX_ATTEMPTS: the dead-letter table, and moving rows there

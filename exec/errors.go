@@ -64,6 +64,16 @@ var (
 	ErrUnreadableRow = errors.New("fdbqueue: stored row unreadable")
 )
 
+// Errors of pops.
+var (
+	// ErrPutBack is returned when rows that an autocommit pop took and
+	// never handed to the program could not be put back into their table
+	// (see PutBack): the engine was closed, or kept failing for as long as
+	// a put-back may take. Those rows are lost; the error names their ids
+	// and wraps the cause.
+	ErrPutBack = errors.New("fdbqueue: popped rows could not be put back")
+)
+
 // RowError is returned when a row of an INSERT is bad: it holds the row's
 // position among the statement's VALUES rows, and what is wrong with it
 // (an ErrValue, an ErrDuplicateID, or a row that does not pack). Nothing of the statement was

@@ -126,6 +126,8 @@ type Result struct {
 	// RowsAffected and LastInsertID describe a write.
 	RowsAffected int64
 	LastInsertID int64
+	// popped is what an autocommit pop took, for PutBack (putback.go).
+	popped popped
 }
 
 // IsReadOnly reports whether the statement writes nothing.
@@ -140,7 +142,8 @@ func IsReadOnly(st parser.Statement) bool {
 }
 
 // Auto runs one statement in its own transaction, retrying conflicts; a
-// FOR POP WAIT statement, in as many as its wait needs (see wait.go).
+// FOR POP WAIT statement, in as many as its wait needs (see wait.go). It
+// returns a result only for a statement that committed.
 func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Result, error) {
 	b, err := e.bind(p, args)
 	if err != nil {
@@ -161,13 +164,19 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	case takesRows(p.Stmt) && !e.certain:
 		b.token = e.newToken()
 	}
-	if b.wait.d > 0 {
-		return e.waitPop(ctx, b)
+	var res *Result
+	switch {
+	case b.wait.d > 0:
+		res, err = e.waitPop(ctx, b)
+	case e.combinable(b):
+		res, err = e.combined(ctx, b)
+	default:
+		res, err = e.auto(ctx, b)
 	}
-	if e.combinable(b) {
-		return e.combined(ctx, b)
+	if err != nil && b.token != 0 && isPop(p.Stmt) && kv.IsMaybeCommitted(err) {
+		err = e.settle(ctx, b, err) // see putback.go
 	}
-	return e.auto(ctx, b)
+	return res, err
 }
 
 // auto runs a bound statement in one transaction (one round of a FOR POP
@@ -189,10 +198,15 @@ func (e *Executor) auto(ctx context.Context, b *bound) (*Result, error) {
 		res, err = e.run(tr, b)
 		return err
 	})
-	if hint != nil && err == nil {
+	if err != nil {
+		// res is a failed attempt's: its rows were not taken, and must
+		// not be put back (PutBack).
+		return nil, tooLarge(b.p.Stmt, err)
+	}
+	if hint != nil {
 		learnSpread(hint, attempt, b.spread)
 	}
-	return res, tooLarge(b.p.Stmt, err)
+	return res, nil
 }
 
 // maxTooOld is how many attempts an autocommit statement lets run out of
@@ -343,7 +357,11 @@ func (e *Executor) Exec(tr kv.Transaction, p *parser.Parsed, args Args) (*Result
 	if b.wait.d > 0 {
 		return nil, errWaitInTx
 	}
-	return e.run(tr, b)
+	res, err := e.run(tr, b)
+	if res != nil {
+		res.popped = popped{} // the caller's transaction: nothing to put back
+	}
+	return res, err
 }
 
 // run runs a bound statement in tr: once in Exec, once an attempt in Auto.
@@ -396,6 +414,12 @@ func isDDL(st parser.Statement) bool {
 		return true
 	}
 	return false
+}
+
+// isPop reports whether st is a SELECT ... FOR POP.
+func isPop(st parser.Statement) bool {
+	s, ok := st.(*parser.Select)
+	return ok && s.ForPop
 }
 
 // takesRows reports whether st adds or removes rows: the statements an

@@ -84,3 +84,7 @@ func (e *Executor) OnGroup(f func(n int)) { e.groupHook = f }
 // MaxLeaders is how many groups of combined pops of one table run at
 // once; MaxInsertLeaders, of combined INSERTs.
 var MaxLeaders, MaxInsertLeaders = maxLeaders, maxInsertLeaders
+
+// WithQueued returns ctx, whose transactions call queued once their commit
+// waits only for the disk (file: engines), as combining does.
+var WithQueued = withQueued

@@ -185,6 +185,9 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, b *bound) (*
 	if st.Takes() {
 		res.RowsAffected = int64(len(rows))
 	}
+	if st.ForPop {
+		res.popped = popped{t: s.t, rows: rows}
+	}
 	return res, nil
 }
 

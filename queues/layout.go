@@ -37,13 +37,15 @@ import (
 //	P (7, id)                               push marker (a Receipts): "" (earlier         markPushed
 //	                                        versions: the expiry)
 //	P (8, expiry, id)                       the push marker by expiry: ""                 markPushed
-//	P (9, token)                            receipt of one part: a count receipt          RecordCount, RecordReceipt
-//	                                        (little-endian int64), or a pop receipt of
-//	                                        one item
+//	P (9, token)                            receipt of one part: a count receipt          RecordCount, RecordReceipt,
+//	                                        (little-endian int64), a pop receipt of       PushAll, PutBack, SettlePop
+//	                                        one item, or "" (PushAll, PutBack: applied;
+//	                                        SettlePop: a pop settled unapplied)
 //	P (9, token, n)                         pop receipt, the n-th item popped:            RecordReceipt
-//	                                        packed (id, priority, (resources...), value),
-//	                                        and (..., visible_at, lease, attempts) when
-//	                                        any is set (a lease's receipt)
+//	                                        packed (id, priority, (resources...), value,
+//	                                        [visible_at, lease, attempts,] seq), the three
+//	                                        when any is set (a lease's receipt); versions
+//	                                        before PutBack wrote no seq
 //	P (10, expiry, token)                   the receipt by expiry: ""                     Receipts.Record
 //	P (11)                                  push signal: little-endian int64, the items   Push, PushAll,
 //	                                        ever pushed, kept with atomic ADD; FOR POP    WatchSignal,
@@ -369,7 +371,7 @@ func (q *Queue) decodeItemUnder(tag int, k, v []byte) (Item, pos, error) {
 	if err != nil || (len(t) != nres+1 && len(t) != nres+4) {
 		return Item{}, p, fmt.Errorf("%w: item %d has a malformed value", ErrCorrupt, p.id)
 	}
-	it := Item{ID: p.id, Priority: p.prio}
+	it := Item{ID: p.id, Priority: p.prio, Seq: p.seq}
 	if len(q.resources) > 0 {
 		it.Resources = make([]int64, len(q.resources))
 		for i := range q.resources {

@@ -103,8 +103,8 @@ func TestKeyLayout(t *testing.T) {
 			if kind == queues.FIFO {
 				wantPrio = 0
 			}
-			require.Equal(t, tuple.Tuple{int64(id), wantPrio, tuple.Tuple{int64(3), int64(1000)}, []byte("v")}.Pack(),
-				value(int64(9), popToken), "a receipt of one part has the bare key")
+			require.Equal(t, tuple.Tuple{int64(id), wantPrio, tuple.Tuple{int64(3), int64(1000)}, []byte("v"), int64(1)}.Pack(),
+				value(int64(9), popToken), "a receipt of one part has the bare key; the item's seq ends it")
 			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 3), value(int64(9), countToken))
 			var byExpiry []int64
 			for _, k := range keys {

@@ -39,6 +39,29 @@ func (q *Queue) Push(tr kv.Transaction, it Item) error {
 // Push and PushAll wake the consumers waiting on the queue (see
 // WatchSignal) when their transaction commits.
 func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, error) {
+	// The seq of each priority is read once: a push reads its own writes,
+	// so it would find the previous item's seq and take one more anyway.
+	next := map[int64]int64{}
+	return q.pushAll(tr, token, items, func(it Item) (int64, error) {
+		prio := int64(0)
+		if q.kind == Priority {
+			prio = it.Priority
+		}
+		seq, ok := next[prio]
+		if !ok {
+			var err error
+			if seq, err = q.nextSeq(tr, prio); err != nil {
+				return 0, err
+			}
+		}
+		next[prio] = seq + 1
+		return seq, nil
+	})
+}
+
+// pushAll adds items as one operation, each at the seq seqOf gives it:
+// PushAll's and PutBack's body (see PushAll for token).
+func (q *Queue) pushAll(tr kv.Transaction, token int64, items []Item, seqOf func(Item) (int64, error)) (bool, error) {
 	for _, it := range items {
 		if err := q.checkItem(it); err != nil {
 			return false, err
@@ -53,26 +76,15 @@ func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, err
 	if err != nil {
 		return false, err
 	}
-	// The seq of each priority is read once: a push reads its own writes,
-	// so it would find the previous item's seq and take one more anyway.
-	next := map[int64]int64{}
 	sc := &scratch{}
 	for _, it := range items {
-		prio := int64(0)
-		if q.kind == Priority {
-			prio = it.Priority
-		}
-		seq, ok := next[prio]
-		if !ok {
-			var err error
-			if seq, err = q.nextSeq(tr, prio); err != nil {
-				return false, err
-			}
+		seq, err := seqOf(it)
+		if err != nil {
+			return false, err
 		}
 		if err := q.pushChecked(tr, it, seq, dirs, sc); err != nil {
 			return false, err
 		}
-		next[prio] = seq + 1
 	}
 	if len(items) > 0 { // one ADD each for the whole operation
 		tr.Add(q.countKey(), int64(len(items)))

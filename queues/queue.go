@@ -62,6 +62,11 @@ type Item struct {
 	Lease int64
 	// Attempts is how many times the item was leased.
 	Attempts int64
+	// Seq is the item's place among the items of its priority (of the
+	// queue, for FIFO), as the read, pop or lease that returned it found
+	// it (see layout.go). Push and PushAll ignore it and give the item
+	// the next place; PutBack puts an item back at it.
+	Seq int64
 }
 
 // Errors of the queue layer.

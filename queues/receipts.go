@@ -21,8 +21,8 @@ import (
 // conflicts on that read and runs again, to find it.)
 //
 // Receipts serve push markers (Push: the token is the item's id), pop and
-// count receipts (a statement's items or count) and exec's DDL and INSERT
-// statements. Each Receipts lives under two prefixes: the receipts, and the
+// count receipts (a statement's items or count), PushAll and PutBack, and
+// exec's DDL and INSERT statements. Each Receipts lives under two prefixes: the receipts, and the
 // same tokens by expiry. A receipt expires after Options.ReceiptTTL, far
 // longer than any retry; every Record clears up to cleanupPerOp expired
 // receipts, with snapshot reads and blind clears, so cleanup never causes
@@ -160,16 +160,20 @@ func (q *Queue) CountReceipt(tr kv.ReadTransaction, token int64) (int64, bool, e
 }
 
 // Receipt returns the items that an earlier, committed attempt of the pop
-// operation token recorded with RecordReceipt, and whether there was one.
+// operation token recorded with RecordReceipt, and whether there was one
+// (no items for a pop that SettlePop settled before it was applied).
 func (q *Queue) Receipt(tr kv.ReadTransaction, token int64) ([]Item, bool, error) {
 	parts, ok, err := q.receipts.Lookup(tr, token)
 	if err != nil || !ok {
 		return nil, false, err
 	}
+	if len(parts) == 1 && len(parts[0]) == 0 {
+		return nil, true, nil // settled before it was applied (SettlePop): nothing
+	}
 	items := make([]Item, 0, len(parts))
 	for _, p := range parts {
 		t, err := tuple.Unpack(p)
-		if err != nil || (len(t) != 4 && len(t) != 7) {
+		if err != nil || len(t) < 4 || len(t) > 8 || len(t) == 6 {
 			return nil, false, fmt.Errorf("%w: unreadable receipt", ErrCorrupt)
 		}
 		id, _ := t[0].(int64)
@@ -177,11 +181,16 @@ func (q *Queue) Receipt(tr kv.ReadTransaction, token int64) ([]Item, bool, error
 		value, _ := t[3].([]byte)
 		resT, _ := t[2].(tuple.Tuple)
 		item := Item{ID: id, Priority: prio, Value: value}
-		if len(t) == 7 { // a lease's receipt
+		if len(t) >= 7 { // visible_at, lease, attempts
 			vis, _ := t[4].(int64)
 			item.VisibleAt = fromNanos(vis)
 			item.Lease, _ = t[5].(int64)
 			item.Attempts, _ = t[6].(int64)
+		}
+		if len(t) == 5 || len(t) == 8 {
+			// The seq; receipts of versions before PutBack have none
+			// (0: PutBack puts such an item at the head of its priority).
+			item.Seq, _ = t[len(t)-1].(int64)
 		}
 		for _, r := range resT {
 			n, _ := r.(int64)
@@ -193,9 +202,11 @@ func (q *Queue) Receipt(tr kv.ReadTransaction, token int64) ([]Item, bool, error
 }
 
 // RecordReceipt records what the pop (or lease) operation token took in
-// this transaction, with the items' lease tokens, attempts and visible_at, so that a retry after commit_unknown_result can find it
-// with Receipt instead of popping again. An empty pop needs no receipt (a
-// retry that then finds an item may pop it), and writes nothing.
+// this transaction, with the items' lease tokens, attempts, visible_at and
+// seqs, so that a retry after commit_unknown_result can find it with
+// Receipt instead of popping again (and can still put the items back at
+// their places: PutBack). An empty pop needs no receipt (a retry that then
+// finds an item may pop it), and writes nothing.
 func (q *Queue) RecordReceipt(tr kv.Transaction, token int64, items []Item) error {
 	if len(items) == 0 {
 		return nil
@@ -210,6 +221,7 @@ func (q *Queue) RecordReceipt(tr kv.Transaction, token int64, items []Item) erro
 		if vis := nanos(it.VisibleAt); vis != 0 || it.Lease != 0 || it.Attempts != 0 {
 			t = append(t, vis, it.Lease, it.Attempts)
 		}
+		t = append(t, it.Seq)
 		v, err := t.PackWithError()
 		if err != nil {
 			return err
