@@ -89,7 +89,7 @@ const maxCombinedRows = 4
 // group with others, on a database whose commits are certain: a
 // single-row FOR POP without WAIT, or an INSERT of a few rows.
 func (e *Executor) combinable(b *bound) bool {
-	if !e.certain || b.token != 0 {
+	if !e.certain || b.token.ID != 0 {
 		return false
 	}
 	switch s := b.p.Stmt.(type) {
@@ -244,7 +244,7 @@ func (e *Executor) runGroup(group []*combineReq, queued func()) {
 	}
 	for len(live) > 0 {
 		failed := -1 // the statement whose own error ended the last attempt
-		err := e.transact(ctx, false, func(tr kv.Transaction) error {
+		err := e.transact(ctx, nil, false, func(tr kv.Transaction) error {
 			failed = -1
 			for i, r := range live {
 				res, err := e.run(tr, r.b)

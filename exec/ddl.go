@@ -13,11 +13,11 @@ import (
 
 // ddlDone makes CREATE and DROP TABLE safe to retry after
 // commit_unknown_result: the statement's token is recorded with its change
-// (queues.Receipts, under root ("ddl", token) and root ("ddl-expiry",
-// expiry, token)), so a retry whose first attempt was applied finds it and
-// succeeds instead of failing with "already exists" (or "no such table").
-func (e *Executor) ddlDone(tr kv.Transaction, token int64) (bool, error) {
-	if token == 0 {
+// (queues.Receipts, under root ("ddl-receipts", expiry, token)), so a retry
+// whose first attempt was applied finds it and succeeds instead of failing
+// with "already exists" (or "no such table").
+func (e *Executor) ddlDone(tr kv.Transaction, token queues.Token) (bool, error) {
+	if token.ID == 0 {
 		return false, nil
 	}
 	if done, err := e.ddl.Has(tr, token); err != nil || done {

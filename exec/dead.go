@@ -175,6 +175,6 @@ func (s *stmtCtx) moveDead(it queues.Item) error {
 			d.Resources = append(d.Resources, v)
 		}
 	}
-	_, err = s.dead.Queue.PushAll(s.tr, 0, []queues.Item{d})
+	_, err = s.dead.Queue.PushAll(s.tr, queues.Token{}, []queues.Item{d})
 	return err
 }

@@ -98,7 +98,8 @@ func (e *Executor) setOptions(opts queues.Options) {
 	e.opts = opts
 	root := e.cat.root
 	e.cat = &catalog{root: root, opts: opts, byRaw: map[string]*Table{}}
-	e.ddl = queues.NewReceipts(rootKey(root, tagDDL), rootKey(root, tagDDLExpiry), opts)
+	e.ddl = queues.NewReceipts(rootKey(root, tagDDLReceipts), opts,
+		kv.PrefixRange(rootKey(root, tagDDL)), kv.PrefixRange(rootKey(root, tagDDLExpiry)))
 }
 
 // DB returns the executor's database.
@@ -158,11 +159,8 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	// On a database whose commits are certain only DDL takes one (a
 	// CREATE or DROP is rare, and its token also answers a retry after a
 	// conflict); the others would write receipts no retry ever reads.
-	switch {
-	case isDDL(p.Stmt):
-		b.token = e.newToken()
-	case takesRows(p.Stmt) && !e.certain:
-		b.token = e.newToken()
+	if isDDL(p.Stmt) || takesRows(p.Stmt) && !e.certain {
+		b.token = queues.Token{ID: e.newToken(), At: b.now}
 	}
 	var res *Result
 	switch {
@@ -173,7 +171,7 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	default:
 		res, err = e.auto(ctx, b)
 	}
-	if err != nil && b.token != 0 && isPop(p.Stmt) && kv.IsMaybeCommitted(err) {
+	if err != nil && b.token.ID != 0 && isPop(p.Stmt) && kv.IsMaybeCommitted(err) {
 		err = e.settle(ctx, b, err) // see putback.go
 	}
 	return res, err
@@ -187,8 +185,8 @@ func (e *Executor) auto(ctx context.Context, b *bound) (*Result, error) {
 	attempt := 0
 	// A statement that takes or adds rows without a receipt must not run
 	// again after an attempt that may have been applied.
-	retryUnknown := b.token != 0 || !takesRows(b.p.Stmt)
-	err := e.transact(ctx, retryUnknown, func(tr kv.Transaction) error {
+	retryUnknown := b.token.ID != 0 || !takesRows(b.p.Stmt)
+	err := e.transact(ctx, &b.token, retryUnknown, func(tr kv.Transaction) error {
 		attempt++
 		b.wait.watch = nil // a failed attempt's watch failed with it
 		if hint != nil {
@@ -220,10 +218,11 @@ const maxTooOld = 3
 // transact runs fn in a transaction and commits it, retrying as the
 // engine's OnError allows (kv.Transact), but stops after maxTooOld attempts
 // that ran out of time, saying why, and, unless retryUnknown, after an
-// attempt that may have been applied. Each attempt runs in an Attempt of
+// attempt that may have been applied; after such an attempt it marks tok
+// (if not nil) Unsure, so that the next looks its receipt up. Each attempt runs in an Attempt of
 // the executor's claims, released once its commit ended
 // (queues.Claims.Run), so that concurrent pops choose different rows.
-func (e *Executor) transact(ctx context.Context, retryUnknown bool, fn func(kv.Transaction) error) error {
+func (e *Executor) transact(ctx context.Context, tok *queues.Token, retryUnknown bool, fn func(kv.Transaction) error) error {
 	tr, err := e.db.CreateTransaction(ctx)
 	if err != nil {
 		return err
@@ -241,11 +240,16 @@ func (e *Executor) transact(ctx context.Context, retryUnknown bool, fn func(kv.T
 		if err = e.claims.Run(tr, fn); err == nil {
 			return nil
 		}
-		if unknown == nil && kv.IsMaybeCommitted(err) {
-			if !retryUnknown {
-				return err
+		if kv.IsMaybeCommitted(err) {
+			if tok != nil {
+				tok.Unsure = true
 			}
-			unknown = err
+			if unknown == nil {
+				if !retryUnknown {
+					return err
+				}
+				unknown = err
+			}
 		}
 		if kv.Code(err) == kv.CodeTransactionTooOld && e.now().Sub(start) >= kv.MaxTransactionAge {
 			tooOld++

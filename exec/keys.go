@@ -15,8 +15,9 @@ const (
 	tagCatalog     = "catalog"
 	tagNextTableID = "next_table_id"
 	tagTable       = "t"
-	tagDDL         = "ddl"
-	tagDDLExpiry   = "ddl-expiry"
+	tagDDL         = "ddl"        // earlier versions' DDL receipts, cleared by the new
+	tagDDLExpiry   = "ddl-expiry" // the same, by expiry
+	tagDDLReceipts = "ddl-receipts"
 )
 
 // rootKey returns root followed by the packed elems (strings and int64s,
@@ -40,14 +41,3 @@ func nextTableIDKey(root []byte) []byte { return rootKey(root, tagNextTableID) }
 
 // tableKey is the prefix of a table's queue.
 func tableKey(root []byte, id int64) []byte { return rootKey(root, tagTable, id) }
-
-// ddlKey marks the DDL statement token as applied.
-func ddlKey(root []byte, token int64) []byte { return rootKey(root, tagDDL, token) }
-
-// ddlExpiryKey lists the DDL token by when it expires.
-func ddlExpiryKey(root []byte, exp, token int64) []byte {
-	return rootKey(root, tagDDLExpiry, exp, token)
-}
-
-// ddlExpiryPrefix is the prefix of every ddlExpiryKey.
-func ddlExpiryPrefix(root []byte) []byte { return rootKey(root, tagDDLExpiry) }

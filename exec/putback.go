@@ -76,11 +76,11 @@ func (e *Executor) PutBack(ctx context.Context, res *Result, from int) error {
 	for i, r := range rows {
 		items[i] = r.item
 	}
-	var token int64 // made once: every attempt looks for the same receipt
+	var token queues.Token // made once: every attempt looks for the same receipt
 	if !e.certain {
-		token = e.newToken()
+		token = queues.Token{ID: e.newToken(), At: e.now()}
 	}
-	err := e.detached(ctx, token != 0, t.Name, t.ID, func(tr kv.Transaction, now *Table) error {
+	err := e.detached(ctx, &token, token.ID != 0, t.Name, t.ID, func(tr kv.Transaction, now *Table) error {
 		if now == nil {
 			return nil // dropped: its rows went with it
 		}
@@ -107,9 +107,9 @@ func (e *Executor) PutBack(ctx context.Context, res *Result, from int) error {
 // nothing, or, if settling failed, err and why.
 func (e *Executor) settle(ctx context.Context, b *bound, err error) error {
 	table := b.p.Stmt.(*parser.Select).Table
-	putBack := e.newToken() // made once, as PutBack's
+	putBack := queues.Token{ID: e.newToken(), At: e.now()} // made once, as PutBack's
 	applied := false
-	serr := e.detached(ctx, true, table, 0, func(tr kv.Transaction, t *Table) (err error) {
+	serr := e.detached(ctx, &putBack, true, table, 0, func(tr kv.Transaction, t *Table) (err error) {
 		applied = false
 		if t != nil { // else dropped: what it took went with it
 			applied, err = t.Queue.SettlePop(tr, b.token, putBack)
@@ -123,21 +123,21 @@ func (e *Executor) settle(ctx context.Context, b *bound, err error) error {
 	if applied {
 		took = "it had taken rows, which went back to their places"
 	}
-	if cerr := ctx.Err(); cerr != nil {
+	if cerr := ctxEnded(ctx); cerr != nil {
 		return fmt.Errorf("%w (the pop's last commit had an unknown outcome; settled: %s)", cerr, took)
 	}
 	return fmt.Errorf("fdbqueue: the pop gave up after a commit of unknown outcome (settled: %s): %v", took, err)
 }
 
 // detached runs fn on the table name in a transaction of its own, as
-// transact runs an autocommit statement's, on a context that keeps ctx's
+// transact runs an autocommit statement's (marking tok Unsure as it does), on a context that keeps ctx's
 // values but not its end, for at most putBackTimeout. fn gets nil for a
 // table that is gone: dropped, or, if id is not 0, dropped and created
 // again (a new table, with another id).
-func (e *Executor) detached(ctx context.Context, retryUnknown bool, name string, id int64, fn func(kv.Transaction, *Table) error) error {
+func (e *Executor) detached(ctx context.Context, tok *queues.Token, retryUnknown bool, name string, id int64, fn func(kv.Transaction, *Table) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), putBackTimeout)
 	defer cancel()
-	return e.transact(ctx, retryUnknown, func(tr kv.Transaction) error {
+	return e.transact(ctx, tok, retryUnknown, func(tr kv.Transaction) error {
 		t, err := e.cat.table(tr, name)
 		switch {
 		case errors.Is(err, ErrNoTable):
@@ -149,4 +149,18 @@ func (e *Executor) detached(ctx context.Context, retryUnknown bool, name string,
 		}
 		return fn(tr, t)
 	})
+}
+
+// ctxEnded returns ctx's error, or context.DeadlineExceeded once its
+// deadline has passed: under load ctx.Err() stays nil for a while after
+// the deadline that an engine already acted on (kv/fdb ends a transaction
+// at its context's deadline by the clock).
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

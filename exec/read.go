@@ -163,7 +163,7 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, b *bound) (*
 		return res, nil
 	}
 	var rows []row
-	if st.Takes() && b.token != 0 {
+	if st.Takes() && b.token.ID != 0 {
 		rows, err = s.popOnce(q.plan)
 	} else {
 		rows, _, err = q.plan.run(s)

@@ -34,8 +34,8 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // recordKinds counts the exactly-once records under root by kind: DDL
-// tokens (root "ddl"), and under a table (root "t", table, tag) push
-// markers (tag 7) and receipts (tag 9).
+// tokens (root "ddl-receipts"), and under a table (root "t", table, tag)
+// push markers (tag 7) and receipts (tag 14).
 func recordKinds(t *testing.T, db kv.Database, root []byte) map[string]int {
 	t.Helper()
 	kinds := map[string]int{}
@@ -46,11 +46,11 @@ func recordKinds(t *testing.T, db kv.Database, root []byte) map[string]int {
 			k, err := tuple.Unpack(it.KeyValue().Key[len(root):])
 			require.NoError(t, err)
 			switch {
-			case len(k) >= 1 && k[0] == "ddl":
+			case len(k) >= 1 && k[0] == "ddl-receipts":
 				kinds["ddl tokens"]++
 			case len(k) >= 3 && k[0] == "t" && k[2] == int64(7):
 				kinds["push markers"]++
-			case len(k) >= 3 && k[0] == "t" && k[2] == int64(9):
+			case len(k) >= 3 && k[0] == "t" && k[2] == int64(14):
 				kinds["receipts"]++
 			}
 		}

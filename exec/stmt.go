@@ -6,6 +6,7 @@ import (
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/queues"
 )
 
 // bound is a statement bound to its arguments, made once per Auto or Exec
@@ -19,10 +20,11 @@ type bound struct {
 	// spread, when positive, makes single-row pops take one of the first
 	// spread items of the best priority: set on retries after conflicts.
 	spread int
-	// token names the statement across retries (0: none): a DDL token
+	// token names the statement across retries (ID 0: none): a DDL token
 	// (see ddlDone), a pop's receipt (see queues.Receipt), a DELETE's
-	// count receipt (see queues.CountReceipt).
-	token int64
+	// count receipt (see queues.CountReceipt). transact marks it Unsure
+	// once an attempt may have been applied.
+	token queues.Token
 	// wait is a FOR POP WAIT's wait, and what it keeps across its rounds.
 	wait waitState
 	// lease is FOR LEASE's duration (0: not a lease).

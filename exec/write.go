@@ -35,19 +35,15 @@ func (e *Executor) deleteRows(tr kv.Transaction, st *parser.Delete, b *bound) (*
 	// A DELETE reports only how many rows it removed, so in autocommit its
 	// receipt is that count: a retry after commit_unknown_result reports
 	// what the committed attempt did (see Auto).
-	if b.token != 0 {
-		if count, ok, err := s.t.Queue.CountReceipt(tr, b.token); err != nil || ok {
-			return &Result{RowsAffected: count}, err
-		}
+	if count, ok, err := s.t.Queue.CountReceipt(tr, b.token); err != nil || ok {
+		return &Result{RowsAffected: count}, err
 	}
 	_, count, err := p.run(s)
 	if err != nil {
 		return nil, err
 	}
-	if b.token != 0 {
-		if err := s.t.Queue.RecordCount(tr, b.token, count); err != nil {
-			return nil, err
-		}
+	if err := s.t.Queue.RecordCount(tr, b.token, count); err != nil {
+		return nil, err
 	}
 	return &Result{RowsAffected: count}, nil
 }

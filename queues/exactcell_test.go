@@ -37,7 +37,7 @@ func TestExactCellsHaveNoShapeIndex(t *testing.T) {
 	db, q := setup(t, queues.Priority, "cpu", "mem")
 	prefix := tuple.Tuple{"q", t.Name()}.Pack()
 	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-		_, err := q.PushAll(tr, 0, []queues.Item{
+		_, err := q.PushAll(tr, queues.Token{}, []queues.Item{
 			{ID: 1, Priority: 1, Resources: []int64{3, 15}, Value: []byte("exact")},
 			{ID: 2, Priority: 1, Resources: []int64{3, 16}, Value: []byte("quantised")},
 		})

@@ -45,7 +45,7 @@ func TestFitPopSkipsSedimentAfterAMiss(t *testing.T) {
 	}
 	pushAll := func(its ...queues.Item) {
 		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-			_, err := q.PushAll(tr, 0, its)
+			_, err := q.PushAll(tr, queues.Token{}, its)
 			return err
 		}))
 	}

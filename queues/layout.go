@@ -37,16 +37,8 @@ import (
 //	P (7, id)                               push marker (a Receipts): "" (earlier         markPushed
 //	                                        versions: the expiry)
 //	P (8, expiry, id)                       the push marker by expiry: ""                 markPushed
-//	P (9, token)                            receipt of one part: a count receipt          RecordCount, RecordReceipt,
-//	                                        (little-endian int64), a pop receipt of       PushAll, PutBack, SettlePop
-//	                                        one item, or "" (PushAll, PutBack: applied;
-//	                                        SettlePop: a pop settled unapplied)
-//	P (9, token, n)                         pop receipt, the n-th item popped:            RecordReceipt
-//	                                        packed (id, priority, (resources...), value,
-//	                                        [visible_at, lease, attempts,] seq), the three
-//	                                        when any is set (a lease's receipt); versions
-//	                                        before PutBack wrote no seq
-//	P (10, expiry, token)                   the receipt by expiry: ""                     Receipts.Record
+//	P (9, ...), P (10, ...)                 receipts of earlier versions, by token and    (cleared by
+//	                                        by expiry; cleared with expired receipts      Receipts.Record)
 //	P (11)                                  push signal: little-endian int64, the items   Push, PushAll,
 //	                                        ever pushed, kept with atomic ADD; FOR POP    WatchSignal,
 //	                                        WAIT watches it (see signal.go); leases       Lease, SetVisibleAt
@@ -57,6 +49,15 @@ import (
 //	P (13, seq, id)                         invisible FIFO item (leased or delayed):      rewrite, push
 //	                                        the item's value, as under tag 0
 //	P (13, priority, seq, id)               invisible priority item: the same             rewrite, push
+//	P (14, expiry, token)                   receipt of one part: a count receipt          RecordCount, RecordReceipt,
+//	                                        (little-endian int64), a pop receipt of       PushAll, PutBack, SettlePop
+//	                                        one item, or "" (PushAll, PutBack: applied;
+//	                                        SettlePop: a pop settled unapplied);
+//	                                        expiry: unix nanoseconds (Token)
+//	P (14, expiry, token, n)                pop receipt, the n-th item popped:            RecordReceipt
+//	                                        packed (id, priority, (resources...), value,
+//	                                        [visible_at, lease, attempts,] seq), the three
+//	                                        when any is set (a lease's receipt)
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so
@@ -86,7 +87,7 @@ import (
 //     push markers and receipts (tagMarks and above), and the invisible
 //     items and their due index (tagDue, tagHidden) above the push signal:
 //     ClearItems empties a queue by clearing [P (0), P (7)) and [P (12),
-//     P (14)), and keeps what retries need.
+//     P (14)), and keeps what retries need (tags 7 to 11, and 14).
 //   - Every item is under tag 0 (visible) or tag 13 (invisible), never
 //     both; an invisible item has exactly one due index key, whose due is
 //     its value's visible_at, and its id index value ends with that due.
@@ -100,31 +101,33 @@ import (
 //   - A cell or shape directory key exists while the cell or shape holds an
 //     entry, and may outlive its last entry: fit pops clear the keys of
 //     directories they find empty (Check allows such keys).
-//   - P (9, token) is a prefix of P (9, token, n): a token has one receipt
-//     (exec gives each statement its own token), and Receipts.Lookup reads
-//     every key under P (9, token), whichever form the receipt took.
+//   - P (14, expiry, token) is a prefix of P (14, expiry, token, n): a
+//     token has one receipt (exec gives each statement its own token), and
+//     Receipts.Lookup reads every key under P (14, expiry, token),
+//     whichever form the receipt took. Receipts sort by expiry, so one
+//     range clear of [P (14), P (14, now)) drops every expired one.
 //   - The push signal sorts above the items (tagSignal > tagMarks), so
 //     ClearItems keeps it: a DELETE is no push, and changing the signal
 //     would wake every waiter for nothing. Clear removes it, which wakes
 //     every waiter on a dropped queue: WatchSignal makes sure the key
 //     exists before it watches it, so that its removal is a change.
 const (
-	tagItems         = 0
-	tagIDs           = 1
-	tagCount         = 2
-	tagCells         = 3
-	tagCellDir       = 4
-	tagShapes        = 5
-	tagShapeDir      = 6
-	tagMarks         = 7
-	tagMarkExpiry    = 8
-	tagReceipts      = 9
-	tagReceiptExpiry = 10
-	tagSignal        = 11
-	tagDue           = 12
-	tagHidden        = 13
+	tagItems       = 0
+	tagIDs         = 1
+	tagCount       = 2
+	tagCells       = 3
+	tagCellDir     = 4
+	tagShapes      = 5
+	tagShapeDir    = 6
+	tagMarks       = 7
+	tagMarkExpiry  = 8
+	tagOldReceipts = 9 // and 10: see the table
+	tagSignal      = 11
+	tagDue         = 12
+	tagHidden      = 13
+	tagReceipts    = 14
 
-	numTags = tagHidden + 1
+	numTags = tagReceipts + 1
 )
 
 // tupleEnd is above every tuple type code: see extending.

@@ -87,7 +87,7 @@ func fillInvisible(b *testing.B, invisible, visible int) (kv.Database, *queues.Q
 				items = append(items, queues.Item{ID: queues.NewID(), Priority: r.Int64N(10), Resources: randomTask(r), Value: []byte("payload"), VisibleAt: at})
 			}
 			if err := db.Transact(bg, func(tr kv.Transaction) error {
-				_, err := q.PushAll(tr, 0, items)
+				_, err := q.PushAll(tr, queues.Token{}, items)
 				return err
 			}); err != nil {
 				b.Fatal(err)

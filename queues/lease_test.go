@@ -323,9 +323,8 @@ func TestLeaseExactlyOnceUnderFaults(t *testing.T) {
 	}
 	leased := map[string]queues.Item{}
 	for len(leased) < total {
-		token := queues.NewID()
 		var got []queues.Item
-		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		require.NoError(t, queues.Once(bg, db, queues.Token{ID: queues.NewID(), At: clock.Now()}, func(tr kv.Transaction, token queues.Token) error {
 			if items, ok, err := q.Receipt(tr, token); err != nil || ok {
 				got = items
 				return err
@@ -358,8 +357,7 @@ func TestLeaseExactlyOnceUnderFaults(t *testing.T) {
 	// Every ack commits once, whatever the faults.
 	for _, it := range leased {
 		var ok bool
-		token := queues.NewID()
-		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		require.NoError(t, queues.Once(bg, db, queues.Token{ID: queues.NewID(), At: clock.Now()}, func(tr kv.Transaction, token queues.Token) error {
 			if n, found, err := q.CountReceipt(tr, token); err != nil || found {
 				ok = n == 1
 				return err

@@ -29,7 +29,7 @@ func (q *Queue) Push(tr kv.Transaction, it Item) error {
 	return nil
 }
 
-// PushAll pushes items as one operation. With a token (non-zero) it is
+// PushAll pushes items as one operation. With a token (not the zero Token) it is
 // exactly-once under commit_unknown_result for a fraction of Push's cost:
 // it records one receipt under the token instead of a marker per item, and
 // an attempt that finds the receipt pushes nothing and reports false (an
@@ -38,7 +38,7 @@ func (q *Queue) Push(tr kv.Transaction, it Item) error {
 //
 // Push and PushAll wake the consumers waiting on the queue (see
 // WatchSignal) when their transaction commits.
-func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, error) {
+func (q *Queue) PushAll(tr kv.Transaction, token Token, items []Item) (bool, error) {
 	// The seq of each priority is read once: a push reads its own writes,
 	// so it would find the previous item's seq and take one more anyway.
 	next := map[int64]int64{}
@@ -61,16 +61,14 @@ func (q *Queue) PushAll(tr kv.Transaction, token int64, items []Item) (bool, err
 
 // pushAll adds items as one operation, each at the seq seqOf gives it:
 // PushAll's and PutBack's body (see PushAll for token).
-func (q *Queue) pushAll(tr kv.Transaction, token int64, items []Item, seqOf func(Item) (int64, error)) (bool, error) {
+func (q *Queue) pushAll(tr kv.Transaction, token Token, items []Item, seqOf func(Item) (int64, error)) (bool, error) {
 	for _, it := range items {
 		if err := q.checkItem(it); err != nil {
 			return false, err
 		}
 	}
-	if token != 0 {
-		if done, err := q.receipts.Has(tr, token); err != nil || done {
-			return false, err
-		}
+	if done, err := q.receipts.Has(tr, token); err != nil || done {
+		return false, err
 	}
 	dirs, err := q.checkNew(tr, items)
 	if err != nil {
@@ -89,9 +87,6 @@ func (q *Queue) pushAll(tr kv.Transaction, token int64, items []Item, seqOf func
 	if len(items) > 0 { // one ADD each for the whole operation
 		tr.Add(q.countKey(), int64(len(items)))
 		q.signal(tr, len(items))
-	}
-	if token == 0 {
-		return true, nil
 	}
 	return true, q.receipts.Record(tr, token, nil)
 }

@@ -15,14 +15,14 @@ import "github.com/fdbqueue/fdbqueue/kv"
 // item without a seq (0: from a pop receipt of a version before PutBack)
 // goes back at the head of its priority.
 //
-// With a token (non-zero) it is exactly-once under commit_unknown_result,
+// With a token (not the zero Token) it is exactly-once under commit_unknown_result,
 // as PushAll is: an attempt that finds the token's receipt puts nothing
 // back and reports false (an earlier attempt was applied, and its items
 // may have been popped again since). An item whose id is queued is
 // ErrDuplicateID: the items were not popped, or were put back already
 // (without a token). Put-back items count, and wake waiting consumers, as
 // pushes do.
-func (q *Queue) PutBack(tr kv.Transaction, token int64, items []Item) (bool, error) {
+func (q *Queue) PutBack(tr kv.Transaction, token Token, items []Item) (bool, error) {
 	return q.pushAll(tr, token, items, func(it Item) (int64, error) { return it.Seq, nil })
 }
 
@@ -32,11 +32,12 @@ func (q *Queue) PutBack(tr kv.Transaction, token int64, items []Item) (bool, err
 // their places, as PutBack puts them, exactly once under putBack (a token of
 // its own); if not, it never will be: SettlePop records under token that
 // the operation was settled, which an attempt still in flight read (every
-// attempt looks the receipt up first), so that attempt conflicts instead of
-// landing later. Either way, once SettlePop commits, the operation took
+// attempt looks the receipt up first, or takes a read conflict on it: see
+// Receipts.Lookup), so that attempt conflicts instead of landing later. Either way, once SettlePop commits, the operation took
 // nothing. It reports whether the operation had been applied; running it
 // again (after commit_unknown_result) changes nothing.
-func (q *Queue) SettlePop(tr kv.Transaction, token, putBack int64) (bool, error) {
+func (q *Queue) SettlePop(tr kv.Transaction, token, putBack Token) (bool, error) {
+	token.Unsure = true // it may have been applied: read the receipt
 	items, applied, err := q.Receipt(tr, token)
 	switch {
 	case err != nil:

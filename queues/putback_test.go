@@ -29,12 +29,12 @@ func popN(t testing.TB, db kv.Database, q *queues.Queue, order queues.Order, lim
 	return items
 }
 
-func putBack(t testing.TB, db kv.Database, q *queues.Queue, token int64, items []queues.Item) bool {
+func putBack(t testing.TB, db kv.Database, q *queues.Queue, token queues.Token, items []queues.Item) bool {
 	t.Helper()
 	var applied bool
-	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+	require.NoError(t, queues.Once(bg, db, token, func(tr kv.Transaction, tok queues.Token) error {
 		var err error
-		applied, err = q.PutBack(tr, token, items)
+		applied, err = q.PutBack(tr, tok, items)
 		return err
 	}))
 	return applied
@@ -69,8 +69,8 @@ func TestPutBackAtItsPlace(t *testing.T) {
 			push(t, db, q, 1, "e", 1) // after them
 			require.Equal(t, int64(3), count(t, db, q))
 
-			require.True(t, putBack(t, db, q, 0, popped[1:]))
-			require.True(t, putBack(t, db, q, 0, popped[:1]))
+			require.True(t, putBack(t, db, q, queues.Token{}, popped[1:]))
+			require.True(t, putBack(t, db, q, queues.Token{}, popped[:1]))
 			require.Equal(t, int64(6), count(t, db, q))
 			want := []string{"a", "b", "c", "d", "e", "z"}
 			if kind == queues.FIFO {
@@ -103,18 +103,19 @@ func TestPutBackOnce(t *testing.T) {
 		push(t, db, q, 1, v, 1)
 	}
 	popped := popN(t, db, q, queues.Min, nil, 2)
-	token := queues.NewID()
+	token := newToken()
 	require.True(t, putBack(t, db, q, token, popped[1:]))
+	token.Unsure = true // as a retry after commit_unknown_result
 	require.False(t, putBack(t, db, q, token, popped[1:]), "the token's receipt: applied already")
 	require.Equal(t, int64(2), count(t, db, q))
 	require.ErrorIs(t, db.Transact(bg, func(tr kv.Transaction) error {
-		_, err := q.PutBack(tr, 0, popped[1:])
+		_, err := q.PutBack(tr, queues.Token{}, popped[1:])
 		return err
 	}), queues.ErrDuplicateID)
 
 	noSeq := popped[0]
 	noSeq.Seq = 0
-	require.True(t, putBack(t, db, q, 0, []queues.Item{noSeq}))
+	require.True(t, putBack(t, db, q, queues.Token{}, []queues.Item{noSeq}))
 	require.Equal(t, []string{"a", "b", "c"}, scanAll(t, db, q, queues.Min))
 }
 
@@ -145,9 +146,8 @@ func TestPutBackExactlyOnceUnderFaults(t *testing.T) {
 	}
 	var taken []string
 	for round := 0; len(taken) < total; round++ {
-		token := queues.NewID()
 		var got []queues.Item
-		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		require.NoError(t, queues.Once(bg, db, newToken(), func(tr kv.Transaction, token queues.Token) error {
 			if items, ok, err := q.Receipt(tr, token); err != nil || ok {
 				got = items
 				return err
@@ -164,7 +164,7 @@ func TestPutBackExactlyOnceUnderFaults(t *testing.T) {
 		keep := got
 		if round%2 == 0 {
 			keep = got[:1]
-			putBack(t, db, q, queues.NewID(), got[1:])
+			putBack(t, db, q, newToken(), got[1:])
 		}
 		taken = append(taken, values(keep)...)
 	}
@@ -187,7 +187,7 @@ func TestSettlePop(t *testing.T) {
 	for _, v := range []string{"a", "b", "c"} {
 		push(t, db, q, 1, v, 1)
 	}
-	settle := func(token, putBack int64) bool {
+	settle := func(token, putBack queues.Token) bool {
 		var applied bool
 		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
 			var err error
@@ -196,7 +196,7 @@ func TestSettlePop(t *testing.T) {
 		}))
 		return applied
 	}
-	popWithReceipt := func(tr kv.Transaction, token int64) error {
+	popWithReceipt := func(tr kv.Transaction, token queues.Token) error {
 		if _, done, err := q.Receipt(tr, token); err != nil || done {
 			return err
 		}
@@ -208,28 +208,35 @@ func TestSettlePop(t *testing.T) {
 	}
 
 	// Applied: the items go back, once.
-	token, putBack := queues.NewID(), queues.NewID()
+	token, putBack := newToken(), newToken()
 	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error { return popWithReceipt(tr, token) }))
 	require.Equal(t, []string{"c"}, scanAll(t, db, q, queues.Min))
 	require.True(t, settle(token, putBack))
+	putBack.Unsure = true // run again, as after commit_unknown_result
 	require.True(t, settle(token, putBack), "run again: applied, and put back already")
 	require.Equal(t, []string{"a", "b", "c"}, scanAll(t, db, q, queues.Min))
 
 	// Not applied: an attempt in flight conflicts; a retry finds the pop
 	// settled, and takes nothing.
-	token = queues.NewID()
+	token = newToken()
 	inFlight, err := db.CreateTransaction(bg)
 	require.NoError(t, err)
 	defer inFlight.Cancel()
 	require.NoError(t, popWithReceipt(inFlight, token))
-	require.False(t, settle(token, queues.NewID()))
-	require.True(t, kv.IsRetryableNotCommitted(inFlight.Commit()), "the attempt in flight conflicts")
+	require.False(t, settle(token, newToken()))
+	require.True(t, kv.IsRetryableNotCommitted(inFlight.Commit()), "the attempt in flight conflicts, though it read no receipt")
 	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-		items, done, err := q.Receipt(tr, token)
+		retry := token
+		retry.Unsure = true
+		items, done, err := q.Receipt(tr, retry)
 		require.True(t, done)
 		require.Empty(t, items)
 		return err
 	}))
-	require.False(t, settle(token, queues.NewID()))
+	require.False(t, settle(token, newToken()))
 	require.Equal(t, []string{"a", "b", "c"}, scanAll(t, db, q, queues.Min))
 }
+
+// newToken makes an operation's token, as exec does before its first
+// attempt.
+func newToken() queues.Token { return queues.Token{ID: queues.NewID(), At: time.Now()} }

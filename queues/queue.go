@@ -100,8 +100,8 @@ type Queue struct {
 	resources []string
 	sub       [numTags][]byte // P (tag), for each tag (see layout.go)
 	opts      Options
-	marks     Receipts  // push markers: tags 7 and 8
-	receipts  Receipts  // pop and count receipts: tags 9 and 10
+	marks     markers   // push markers: tags 7 and 8
+	receipts  Receipts  // pop, count and push receipts: tag 14
 	hints     *fitHints // shared by the copies WithOptions makes
 }
 
@@ -121,8 +121,8 @@ func New(prefix []byte, kind Kind, resources ...string) *Queue {
 func (q *Queue) WithOptions(opts Options) *Queue {
 	c := *q
 	c.opts = opts
-	c.marks = NewReceipts(c.sub[tagMarks], c.sub[tagMarkExpiry], opts)
-	c.receipts = NewReceipts(c.sub[tagReceipts], c.sub[tagReceiptExpiry], opts)
+	c.marks = markers{mark: c.sub[tagMarks], exp: c.sub[tagMarkExpiry], opts: opts}
+	c.receipts = NewReceipts(c.sub[tagReceipts], opts, kv.Range{Begin: c.sub[tagOldReceipts], End: c.sub[tagSignal]})
 	return &c
 }
 

@@ -415,7 +415,7 @@ func TestClearItemsKeepsMarkers(t *testing.T) {
 	pushIt()
 	push(t, db, q, 1, "other", 1)
 	require.Equal(t, int64(2), count(t, db, q))
-	token := queues.NewID()
+	token := newToken()
 	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
 		q.ClearItems(tr)
 		return q.RecordCount(tr, token, 2)
@@ -426,11 +426,14 @@ func TestClearItemsKeepsMarkers(t *testing.T) {
 
 	pushIt() // the retry of the first push
 	require.Equal(t, int64(0), count(t, db, q), "the marker survived the clear")
-	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
-		n, ok, err := q.CountReceipt(tr, token)
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		retry := token
+		retry.Unsure = true // as a retry after commit_unknown_result
+		n, ok, err := q.CountReceipt(tr, retry)
 		require.True(t, ok)
 		require.Equal(t, int64(2), n)
-		_, ok, err = q.CountReceipt(tr, token+1)
+		retry.ID++
+		_, ok, err = q.CountReceipt(tr, retry)
 		require.False(t, ok)
 		return err
 	}))
@@ -465,7 +468,7 @@ func TestPushAllRefusesDuplicateIDs(t *testing.T) {
 					defer a.Release(false)
 					tr = a
 				}
-				_, err := q.PushAll(tr, 0, items)
+				_, err := q.PushAll(tr, queues.Token{}, items)
 				return err
 			})
 			require.ErrorIs(t, err, queues.ErrDuplicateID, name)
@@ -480,7 +483,7 @@ func TestPushAllRefusesDuplicateIDs(t *testing.T) {
 			if err := q.Push(tr, item(9)); err != nil {
 				return err
 			}
-			_, err := q.PushAll(tr, 0, []queues.Item{item(10), item(9)})
+			_, err := q.PushAll(tr, queues.Token{}, []queues.Item{item(10), item(9)})
 			return err
 		})
 		require.ErrorIs(t, err, queues.ErrDuplicateID, "pushed earlier in the transaction")
@@ -491,7 +494,7 @@ func TestPushAllRefusesDuplicateIDs(t *testing.T) {
 			if err := q.Push(tr, item(104)); err != nil {
 				return err
 			}
-			_, err := q.PushAll(tr, 0, []queues.Item{item(101), item(102), item(103), item(104), item(105), item(106)})
+			_, err := q.PushAll(tr, queues.Token{}, []queues.Item{item(101), item(102), item(103), item(104), item(105), item(106)})
 			return err
 		})
 		require.ErrorIs(t, err, queues.ErrDuplicateID, "pushed earlier in the transaction, in a run")
@@ -500,7 +503,7 @@ func TestPushAllRefusesDuplicateIDs(t *testing.T) {
 	require.Equal(t, int64(1), count(t, db, q), "a refused call leaves nothing")
 	// And a good call pushes every item, filed in the fit index.
 	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-		_, err := q.PushAll(tr, 0, []queues.Item{item(11), {ID: 12, Resources: []int64{3, 3}}})
+		_, err := q.PushAll(tr, queues.Token{}, []queues.Item{item(11), {ID: 12, Resources: []int64{3, 3}}})
 		return err
 	}))
 	got, ok := popFit(t, db, q, queues.Min, 2, 40)
@@ -527,7 +530,7 @@ func TestConcurrentRunsOfOneIDConflict(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				errs[g] = db.Transact(bg, func(tr kv.Transaction) error {
-					_, err := q.PushAll(tr, 0, items)
+					_, err := q.PushAll(tr, queues.Token{}, items)
 					return err
 				})
 			}()

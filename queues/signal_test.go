@@ -2,6 +2,7 @@ package queues_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -82,12 +83,12 @@ func TestWatchSignal(t *testing.T) {
 
 			// PushAll: one operation, one wake-up; an empty PushAll none.
 			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-				_, err := q.PushAll(tr, 0, nil)
+				_, err := q.PushAll(tr, queues.Token{}, nil)
 				return err
 			}))
 			require.False(t, fired(t, w), "an empty PushAll")
 			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-				_, err := q.PushAll(tr, 7, []queues.Item{{ID: queues.NewID(), Resources: []int64{1}}, {ID: queues.NewID(), Resources: []int64{2}}})
+				_, err := q.PushAll(tr, queues.Token{ID: 7, At: time.Now()}, []queues.Item{{ID: queues.NewID(), Resources: []int64{1}}, {ID: queues.NewID(), Resources: []int64{2}}})
 				return err
 			}))
 			require.True(t, fired(t, w), "PushAll")
