@@ -1,8 +1,9 @@
 // Package kv is the transaction contract that every fdbqueue engine
 // implements: FoundationDB's semantics, as the official Go bindings expose
 // them (database.go, transaction.go, snapshot.go, range.go in
-// github.com/apple/foundationdb/bindings/go/src/fdb), with reads made
-// synchronous and a context.Context bounding every transaction.
+// github.com/apple/foundationdb/bindings/go/src/fdb), with reads
+// synchronous unless issued as futures (GetAsync, GetRangeAsync), and a
+// context.Context bounding every transaction.
 //
 // # Transactions
 //
@@ -21,6 +22,63 @@
 // and a retry limit. The function may therefore run several times. It must
 // have no effects outside the transaction (or only idempotent ones), and must
 // not keep iterators or the transaction after it returns.
+//
+// # Reads in flight together
+//
+// On FoundationDB every read the client waits for is a network round trip,
+// and reads issued before the first wait are answered together, in about
+// one. GetAsync and GetRangeAsync issue a read and return its Future at
+// once; Future.Get waits for the answer. A step that needs several
+// independent reads issues them all, then waits:
+//
+//	heads := make([]kv.FutureRange, len(cells))
+//	for i, c := range cells {
+//		heads[i] = kv.GetRangeAsync(tr, c, kv.RangeOptions{Limit: 1})
+//	}
+//	for i, f := range heads {
+//		rows, err := f.Get()
+//		...
+//	}
+//
+// A future's read is the synchronous read (Get, or Collect of GetRange),
+// issued when the function is called:
+//
+//   - It sees the transaction's writes made before the call, and none made
+//     after it, as FoundationDB's read-your-writes does ("read operations
+//     do see the effects of previous write operations on the same
+//     transaction", its API docs): a read takes a snapshot of the
+//     transaction's write map when it is issued
+//     (fdbclient/ReadYourWrites.cpp, readWithConflictRangeRYW, builds its
+//     RYWIterator then, over fdbclient/WriteMap.h's iterator, which
+//     "represents a snapshot (will be unaffected by future writes)").
+//   - Its read conflict is the synchronous read's: serializable through the
+//     transaction, none through Snapshot(); for a range, what the whole
+//     result covered (up to its last key when Limit cut it short, the
+//     whole range otherwise). It is recorded whether or not Get is ever
+//     called, as FoundationDB records a read's conflict range when its
+//     answer arrives (readWithConflictRangeRYW), and its commit first waits
+//     for the reads in flight ("commit will wait for outstanding reads to
+//     return", its API docs; ReadYourWrites.cpp's commit waits for
+//     ryw->reading, to which every read is added).
+//   - A range future's result is the whole read, honouring Limit and
+//     Reverse; Mode sizes its first batch on FoundationDB, whose later
+//     batches are as large as it allows (the bindings' GetSliceWithError).
+//   - Its errors come from Get: those the read would have returned when it
+//     was issued (a key in the system key space, an inverted range,
+//     transaction_too_old, a transaction that had ended), and, as from an
+//     iterator's Next, client_invalid_operation (2000) once the transaction
+//     committed, transaction_cancelled (1025) once it was cancelled, reset
+//     by OnError (a future of an earlier attempt), or its context is done.
+//   - A future never waited for costs its request and nothing more: it
+//     holds no lock, needs no release, and its answer is dropped with it.
+//     A commit waits for the reads still in flight, as FoundationDB's does.
+//
+// On FoundationDB (kv/fdb) reads are issued through the bindings' futures,
+// and nothing waits before Get; a write into the range of a range future
+// whose later batches are not in yet first waits for them, which keeps the
+// result as of the call. The embedded engine answers at the call, by the
+// synchronous read's own path, with as many allocations. GetMany is GetAsync of each key,
+// then a wait for each, where the engine has no path of its own.
 //
 // # Limits
 //
@@ -337,14 +395,19 @@ type getManyer interface {
 }
 
 // GetMany returns the value of each of keys, nil for an absent key, as a
-// Get of each would.
+// Get of each would. It is GetAsync of every key, then a wait for each,
+// unless the transaction has a path of its own for it.
 func GetMany(tr ReadTransaction, keys [][]byte) ([][]byte, error) {
 	if g, ok := tr.(getManyer); ok {
 		return g.GetMany(keys)
 	}
-	vals := make([][]byte, len(keys))
+	fs := make([]FutureValue, len(keys))
 	for i, k := range keys {
-		v, err := tr.Get(k)
+		fs[i] = GetAsync(tr, k)
+	}
+	vals := make([][]byte, len(keys))
+	for i, f := range fs {
+		v, err := f.Get()
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/kv/embedded"
 )
 
 func TestStrinc(t *testing.T) {
@@ -56,4 +58,48 @@ func TestErrorPredicates(t *testing.T) {
 		require.False(t, kv.IsRetryable(err), "%d", c)
 		require.False(t, kv.IsMaybeCommitted(err), "%d", c)
 	}
+}
+
+// plain hides a transaction's optional interfaces: kv's functions take
+// their fallback paths.
+type plain struct{ kv.ReadTransaction }
+
+// TestAsyncFallback: on a transaction that cannot issue reads without
+// waiting, GetAsync and GetRangeAsync read at the call, and GetMany is a
+// GetAsync of each key.
+func TestAsyncFallback(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := embedded.Open("", embedded.Config{})
+	defer db.Close()
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte("a"), []byte("1"))
+		tr.Set([]byte("b"), []byte("2"))
+		return nil
+	}))
+	tr, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	defer tr.Cancel()
+	rt := plain{tr}
+	v := kv.GetAsync(rt, []byte("a"))
+	r := kv.GetRangeAsync(rt, kv.PrefixRange(nil), kv.RangeOptions{Reverse: true})
+	tr.Set([]byte("a"), []byte("later"))
+	got, err := v.Get()
+	require.NoError(t, err)
+	require.Equal(t, "1", string(got), "read at the call")
+	rows, err := r.Get()
+	require.NoError(t, err)
+	require.Equal(t, []kv.KeyValue{{Key: []byte("b"), Value: []byte("2")}, {Key: []byte("a"), Value: []byte("1")}}, rows)
+
+	vals, err := kv.GetMany(rt, [][]byte{[]byte("b"), []byte("a"), []byte("x")})
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{[]byte("2"), []byte("later"), nil}, vals)
+
+	_, err = kv.GetAsync(rt, []byte("\xff")).Get()
+	require.Equal(t, kv.CodeKeyOutsideLegalRange, kv.Code(err))
+	rows, err = kv.GetRangeAsync(rt, kv.Range{Begin: []byte("b"), End: []byte("a")}, kv.RangeOptions{}).Get()
+	require.Equal(t, kv.CodeInvertedRange, kv.Code(err))
+	require.Nil(t, rows)
+	_, err = kv.GetMany(rt, [][]byte{[]byte("a"), []byte("\xff")})
+	require.Equal(t, kv.CodeKeyOutsideLegalRange, kv.Code(err))
 }

@@ -62,10 +62,16 @@ func TestHidesFastPaths(t *testing.T) {
 	type getManyer interface {
 		GetMany([][]byte) ([][]byte, error)
 	}
+	type asyncReader interface {
+		GetAsync([]byte) kv.FutureValue
+		GetRangeAsync(kv.Range, kv.RangeOptions) kv.FutureRange
+	}
 	for _, rt := range []kv.ReadTransaction{tr, tr.Snapshot()} {
 		_, first := rt.(firster)
 		require.False(t, first, "no First fast path on FoundationDB")
 		_, many := rt.(getManyer)
 		require.True(t, many, "GetMany, as the FoundationDB engine's")
+		_, async := rt.(asyncReader)
+		require.True(t, async, "futures, as the FoundationDB engine's")
 	}
 }

@@ -18,6 +18,14 @@
 //     (NativeAPI's commit gets a read version when it has none).
 //   - A Get is 1 read wait; a GetMany is 1 for all its keys (kv/fdb issues
 //     every read before it waits for one).
+//   - A future (kv.GetAsync, kv.GetRangeAsync) is a request sent when it
+//     is issued and waited for at its Get: futures issued together are 1
+//     wait. A range future's first batch is requested when it is issued,
+//     in its streaming mode; its Get requests each later batch as the one
+//     before arrives, in want-all's batches (all the rows left, for a
+//     limit), each a wait. A write into its range waits for those first,
+//     and so does the commit for a serializable one (its read conflict is
+//     its result's). See async.go.
 //   - The read-your-writes cache: a read of keys the attempt already read
 //     (a Get, a GetMany, a range read's span), set, cleared or cleared a
 //     range over costs nothing. Atomic operations (Add, CompareAndClear)
@@ -38,10 +46,10 @@
 // Overlap is exact: each attempt has a logical clock, a request is issued
 // at the current time and answered a latency later (a read, a read latency
 // after the read version), and a wait happens only when the caller blocks
-// on an answer not yet in. Requests in flight together are one wait. Today
-// the kv contract makes every read synchronous but GetMany, and a range
-// read's first batch, which is requested when GetRange is called: iterators
-// opened together overlap.
+// on an answer not yet in. Requests in flight together are one wait: the
+// futures issued before a wait, the keys of a GetMany, and the first
+// batches of range reads, requested when GetRange is called (iterators
+// opened together overlap).
 //
 // What the model leaves out: shard boundaries (a batch crossing one is
 // several requests), location-cache misses, queueing and latency variance
@@ -52,15 +60,16 @@
 //
 // # What it implements
 //
-// Only what the FoundationDB engine implements: kv.Database, and kv.GetMany
-// on transactions and their snapshots. The embedded engine's fast paths are
-// hidden: no kv.CertainCommits (so the executor keeps receipts and never
-// combines statements, as on FoundationDB), no kv.CommitQueuer, and no
-// First (kv.First is a range read of one row). mirror_test.go checks that
-// the method sets are kv/fdb's: when kv/fdb gains a way to issue reads
-// together (futures, a batched range read), mirror it here, with its
-// requests issued at once (attempt.issue) and waited for when the caller
-// takes the answer (attempt.wait), or the model overstates the waits.
+// Only what the FoundationDB engine implements: kv.Database, and kv.GetMany,
+// kv.GetAsync and kv.GetRangeAsync on transactions and their snapshots.
+// The embedded engine's fast paths are hidden: no kv.CertainCommits (so the
+// executor keeps receipts and never combines statements, as on
+// FoundationDB), no kv.CommitQueuer, and no First (kv.First is a range read
+// of one row). mirror_test.go checks that the method sets are kv/fdb's,
+// its futures' included: when kv/fdb gains another way to issue reads
+// together, mirror it here, with its requests issued at once
+// (attempt.issue) and waited for when the caller takes the answer
+// (attempt.wait), or the model overstates the waits.
 //
 // # Why an internal package
 //

@@ -57,23 +57,39 @@ func batchBytes(mode kv.StreamingMode, n int) int {
 
 // iter is a range read on the modeled cluster.
 type iter struct {
-	t          *txn
-	a          *attempt // the attempt that opened it
-	in         kv.Iterator
-	begin, end []byte
-	opts       kv.RangeOptions
-	conflict   *readSpan // nil for a snapshot read
+	t        *txn
+	reader   // its batches; reader.a is the attempt that opened it
+	in       kv.Iterator
+	conflict *readSpan // nil for a snapshot read
 
-	cur  *batch // being consumed
-	pos  int    // the next row of cur
-	next *batch // requested, not yet consumed
-	n    int    // batches requested
-	// cursor is where the next batch starts (forward) or ends (reverse).
-	cursor   []byte
+	cur      *batch // being consumed
+	pos      int    // the next row of cur
+	next     *batch // requested, not yet consumed
 	returned int
 	kv       kv.KeyValue
 	err      error
 	done     bool
+}
+
+// reader is what a range read requested so far, batch by batch.
+type reader struct {
+	a          *attempt
+	rootLen    int
+	begin, end []byte
+	opts       kv.RangeOptions
+	// cursor is where the next batch starts (forward) or ends (reverse).
+	cursor []byte
+	n      int // batches requested
+	rows   int // the rows they hold
+}
+
+func newReader(t *txn, r kv.Range, opts kv.RangeOptions) reader {
+	rd := reader{a: t.a, rootLen: t.db.rootLen, begin: clone(r.Begin), end: clone(r.End), opts: opts}
+	rd.cursor = rd.begin
+	if opts.Reverse {
+		rd.cursor = rd.end
+	}
+	return rd
 }
 
 // batch is one request's answer.
@@ -87,16 +103,10 @@ type batch struct {
 
 func (t *txn) getRange(r kv.Range, opts kv.RangeOptions, snapshot bool) kv.Iterator {
 	it := &iter{
-		t: t, a: t.a,
+		t: t, reader: newReader(t, r, opts),
 		// Serializable or not, the engine reads through its snapshot
 		// view: the conflict range is added at Commit (readSpan).
-		in:    t.in.Snapshot().GetRange(r, opts),
-		begin: clone(r.Begin), end: clone(r.End),
-		opts: opts,
-	}
-	it.cursor = it.begin
-	if opts.Reverse {
-		it.cursor = it.end
+		in: t.in.Snapshot().GetRange(r, opts),
 	}
 	if !snapshot {
 		it.conflict = &readSpan{begin: it.cursor, end: it.cursor}
@@ -106,49 +116,64 @@ func (t *txn) getRange(r kv.Range, opts kv.RangeOptions, snapshot bool) kv.Itera
 	return it
 }
 
+// request requests the iterator's next batch, now.
+func (it *iter) request() *batch {
+	return it.reader.request(batchBytes(it.opts.Mode, it.n+1), it.pull)
+}
+
+// pull is the engine's next row, copied: its iterator may reuse the bytes.
+func (it *iter) pull() (kv.KeyValue, bool, error) {
+	if !it.in.Next() {
+		return kv.KeyValue{}, false, it.in.Err()
+	}
+	e := it.in.KeyValue()
+	return kv.KeyValue{Key: clone(e.Key), Value: clone(e.Value)}, true, nil
+}
+
 func clone(b []byte) []byte { return append([]byte{}, b...) }
 
-// request requests the next batch, now.
-func (it *iter) request() *batch {
-	it.n++
+// request requests the read's next batch now: up to budget bytes of the
+// rows next yields, in the read's order, and to what is left of its row
+// limit. A batch is requested once the one before it is consumed, so the
+// rows requested are the rows read.
+func (rd *reader) request(budget int, next func() (kv.KeyValue, bool, error)) *batch {
+	rd.n++
 	b := &batch{}
-	budget := batchBytes(it.opts.Mode, it.n)
 	rowLimit := 0
-	if it.opts.Limit > 0 {
-		// A batch is requested once the one before it is consumed, so
-		// the rows returned are the rows read.
-		rowLimit = it.opts.Limit - it.returned
+	if rd.opts.Limit > 0 {
+		rowLimit = rd.opts.Limit - rd.rows
 	}
 	exhausted := false
 	for rowLimit == 0 || len(b.rows) < rowLimit {
-		if !it.in.Next() {
-			exhausted, b.err = true, it.in.Err()
+		e, ok, err := next()
+		if !ok {
+			exhausted, b.err = true, err
 			break
 		}
-		e := it.in.KeyValue()
-		b.rows = append(b.rows, kv.KeyValue{Key: clone(e.Key), Value: clone(e.Value)})
-		if budget -= rowBytes + it.t.db.rootLen + len(e.Key) + len(e.Value); budget <= 0 {
+		b.rows = append(b.rows, e)
+		if budget -= rowBytes + rd.rootLen + len(e.Key) + len(e.Value); budget <= 0 {
 			b.more = true
 			break
 		}
 	}
+	rd.rows += len(b.rows)
 	// The span the batch covers, and where the next one starts.
 	var lo, hi []byte
 	switch {
-	case exhausted && it.opts.Reverse:
-		lo, hi = it.begin, it.cursor
+	case exhausted && rd.opts.Reverse:
+		lo, hi = rd.begin, rd.cursor
 	case exhausted:
-		lo, hi = it.cursor, it.end
-	case it.opts.Reverse:
-		lo, hi = b.rows[len(b.rows)-1].Key, it.cursor
-		it.cursor = lo
+		lo, hi = rd.cursor, rd.end
+	case rd.opts.Reverse:
+		lo, hi = b.rows[len(b.rows)-1].Key, rd.cursor
+		rd.cursor = lo
 	default:
-		lo, hi = it.cursor, kv.KeyAfter(b.rows[len(b.rows)-1].Key)
-		it.cursor = hi
+		lo, hi = rd.cursor, kv.KeyAfter(b.rows[len(b.rows)-1].Key)
+		rd.cursor = hi
 	}
-	b.ready, b.sent = it.a.fetch(string(lo), string(hi))
+	b.ready, b.sent = rd.a.fetch(string(lo), string(hi))
 	if b.sent {
-		it.a.c.Batches++
+		rd.a.c.Batches++
 	}
 	return b
 }

@@ -18,14 +18,15 @@ var modelOnly = map[string][]string{"DB": {"Latencies"}}
 
 // TestMirrorsFDBEngine: the model's types have the exported methods of
 // kv/fdb's, no more and no fewer, so that every optional interface a
-// caller asserts (kv.GetMany's, kv.First's, kv.CertainCommits, a way to
-// issue reads together) finds on the model what it finds on FoundationDB.
+// caller asserts (kv.GetMany's, kv.First's, kv.CertainCommits, kv.GetAsync's
+// and kv.GetRangeAsync's) finds on the model what it finds on FoundationDB,
+// futures included.
 // kv/fdb builds only with -tags fdb and libfdb_c, so its source is read.
 func TestMirrorsFDBEngine(t *testing.T) {
 	t.Parallel()
 	fdb := methods(t, filepath.Join("..", "..", "kv", "fdb"), "fdb")
 	ours := methods(t, ".", "")
-	for _, typ := range []string{"DB", "txn", "snapshot", "iter"} {
+	for _, typ := range []string{"DB", "txn", "snapshot", "iter", "valueFuture", "rangeFuture"} {
 		require.NotEmpty(t, fdb[typ], "kv/fdb has no type %s: mirror its new shape here", typ)
 		want := slices.Sorted(slices.Values(append(slices.Clone(fdb[typ]), modelOnly[typ]...)))
 		require.Equal(t, want, ours[typ], "the exported methods of %s: the model must implement what kv/fdb does, and nothing else", typ)

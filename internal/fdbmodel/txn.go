@@ -32,6 +32,9 @@ type txn struct {
 	// read ahead conflict no more than the FoundationDB engine's reads do
 	// (it does the same, see kv/fdb's iter.go).
 	spans []*readSpan
+	// pending are the attempt's range futures that may not be resolved
+	// yet (async.go).
+	pending []*rangeFuture
 }
 
 var _ kv.Transaction = (*txn)(nil)
@@ -42,7 +45,7 @@ type readSpan struct{ begin, end []byte }
 func (t *txn) newAttempt() {
 	t.a = newAttempt(t.db)
 	t.reported = false
-	t.spans = nil
+	t.spans, t.pending = nil, nil
 	if t.db.sleepFn != nil {
 		// The engine takes its read version when the modeled one
 		// arrives, so that timed runs conflict as the cluster would.
@@ -93,13 +96,7 @@ func (t *txn) Snapshot() kv.ReadTransaction { return t.snap }
 func (t *txn) Get(key []byte) ([]byte, error) { return t.get(key, false) }
 
 func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
-	a := t.a
-	ready, sent := a.fetch(string(key), keyAfter(string(key)))
-	if sent {
-		a.c.Gets++
-	}
-	a.wait(ready, sent)
-	return t.view(snapshot).Get(key)
+	return t.getAsync(key, snapshot).Get()
 }
 
 // GetMany is kv.GetMany: the keys the cache does not know are read
@@ -143,28 +140,35 @@ func (t *txn) GetReadVersion() (int64, error) {
 
 // The writes make their keys known (not the atomic operations: reading
 // such a key needs its value from the cluster) and the commit a real one.
+// Each first waits for the range futures in flight over its keys, as
+// kv/fdb's do (settle).
 
 func (t *txn) Set(key, value []byte) {
+	t.settle(key, nil)
 	t.a.write(string(key), keyAfter(string(key)))
 	t.in.Set(key, value)
 }
 
 func (t *txn) Clear(key []byte) {
+	t.settle(key, nil)
 	t.a.write(string(key), keyAfter(string(key)))
 	t.in.Clear(key)
 }
 
 func (t *txn) ClearRange(r kv.Range) {
+	t.settle(r.Begin, r.End)
 	t.a.write(string(r.Begin), string(r.End))
 	t.in.ClearRange(r)
 }
 
 func (t *txn) Add(key []byte, delta int64) {
+	t.settle(key, nil)
 	t.a.write("", "")
 	t.in.Add(key, delta)
 }
 
 func (t *txn) CompareAndClear(key, value []byte) {
+	t.settle(key, nil)
 	t.a.write("", "")
 	t.in.CompareAndClear(key, value)
 }
@@ -194,14 +198,19 @@ func (t *txn) Watch(key []byte) kv.Watch {
 	return t.in.Watch(key)
 }
 
-// Commit waits for the reads in flight, then costs a commit wait if the
-// attempt wrote (and a GRV wait if it read nothing); a read-only commit is
-// free.
+// Commit resolves the serializable range futures not waited for (their
+// conflicts are their results'), waits for the reads in flight, then costs
+// a commit wait if the attempt wrote (and a GRV wait if it read nothing); a
+// read-only commit is free.
 func (t *txn) Commit() error {
 	if t.state != txnActive {
 		return t.in.Commit() // the engine's error
 	}
 	a := t.a
+	if t.check() == nil {
+		// As kv/fdb, which fails at once when the context is done.
+		t.resolvePending()
+	}
 	send := a.beforeCommit()
 	for _, s := range t.spans {
 		if string(s.begin) < string(s.end) {
@@ -230,6 +239,7 @@ func (t *txn) Cancel() {
 	if t.state == txnActive {
 		t.state = txnCancelled
 	}
+	t.pending = nil
 	t.in.Cancel()
 }
 

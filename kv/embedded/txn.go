@@ -52,6 +52,14 @@ type txn struct {
 	snap    snapshot
 	creq    commitReq // the commit on its way through the combiner
 
+	// attempt counts the resets (OnError): a future remembers the attempt
+	// that issued it. vfutures and rfutures are what is left of the
+	// blocks futures are carved from; issued counts the futures so far.
+	attempt  uint64
+	vfutures []valueFuture
+	rfutures []rangeFuture
+	issued   int
+
 	// wblock and bblock are what is left of newWrite's blocks; bblocks
 	// is the bytes of the byte blocks so far.
 	wblock  []write
@@ -78,9 +86,9 @@ func newTxn(s *store, ctx context.Context) *txn {
 	return t
 }
 
-// check returns the error that stops any operation now, and acquires the read
-// version on the first read.
-func (t *txn) check() error {
+// ended returns the error of any operation once the transaction committed
+// or was cancelled, or its context is done.
+func (t *txn) ended() error {
 	switch t.state {
 	case txnCommitted:
 		return kv.Errorf(kv.CodeClientInvalidOperation, "transaction already committed")
@@ -89,6 +97,15 @@ func (t *txn) check() error {
 	}
 	if err := t.ctx.Err(); err != nil {
 		return kv.Join(kv.ErrTransactionCancelled, err)
+	}
+	return nil
+}
+
+// check returns the error that stops any operation now, and acquires the read
+// version on the first read.
+func (t *txn) check() error {
+	if err := t.ended(); err != nil {
+		return err
 	}
 	now := t.s.cfg.Clock()
 	if d := t.s.cfg.TransactionTimeout; d > 0 && now.Sub(t.start) > d {
@@ -516,7 +533,8 @@ func (t *txn) reset() {
 	if t.hasRV {
 		t.s.releaseReadVersion(t)
 	}
-	*t = txn{s: t.s, ctx: t.ctx, start: t.start, readOnly: t.readOnly, retries: t.retries, backoff: t.backoff, queued: t.queued}
+	*t = txn{s: t.s, ctx: t.ctx, start: t.start, readOnly: t.readOnly, retries: t.retries, backoff: t.backoff, queued: t.queued,
+		attempt: t.attempt + 1}
 	t.snap.t = t
 }
 
@@ -565,6 +583,12 @@ func (s *snapshot) GetMany(keys [][]byte) ([][]byte, error) { return s.t.getMany
 
 func (s *snapshot) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	return newRangeIter(s.t, r, opts, true)
+}
+
+func (s *snapshot) GetAsync(key []byte) kv.FutureValue { return s.t.getAsync(key, true) }
+
+func (s *snapshot) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
+	return s.t.getRangeAsync(r, opts, true)
 }
 
 // First is kv.First for a snapshot read.

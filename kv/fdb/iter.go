@@ -39,15 +39,7 @@ type iter struct {
 
 func (t *txn) getRange(r kv.Range, opts kv.RangeOptions, snapshot bool) kv.Iterator {
 	it := &iter{t: t, reverse: opts.Reverse, limit: opts.Limit}
-	if err := t.check(); err != nil {
-		it.err = err
-		return it
-	}
-	if opts.Limit < 0 {
-		it.err = kv.Errorf(kv.CodeRangeLimitsInvalid, "range limit %d is negative; a count, or 0 for no limit", opts.Limit)
-		return it
-	}
-	if err := checkRange(r); err != nil {
+	if err := t.checkRangeRead(r, opts); err != nil {
 		it.err = err
 		return it
 	}
@@ -63,6 +55,18 @@ func (t *txn) getRange(r kv.Range, opts kv.RangeOptions, snapshot bool) kv.Itera
 	rr := t.tr.Snapshot().GetRange(fdb.KeyRange{Begin: fdb.Key(it.begin), End: fdb.Key(it.end)}, rangeOptions(opts))
 	it.ri = rr.Iterator()
 	return it
+}
+
+// checkRangeRead returns the error a range read fails with before it is
+// sent.
+func (t *txn) checkRangeRead(r kv.Range, opts kv.RangeOptions) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if opts.Limit < 0 {
+		return kv.Errorf(kv.CodeRangeLimitsInvalid, "range limit %d is negative; a count, or 0 for no limit", opts.Limit)
+	}
+	return checkRange(r)
 }
 
 func rangeOptions(o kv.RangeOptions) fdb.RangeOptions {

@@ -41,6 +41,11 @@ type txn struct {
 	// spans are the read-conflict ranges of the attempt's serializable
 	// range reads, as far as they were consumed, added at Commit.
 	spans []*span
+	// attempt counts the resets (OnError): a future remembers the attempt
+	// that issued it. pending are the attempt's range futures that may
+	// not be resolved yet (async.go).
+	attempt uint64
+	pending []*rangeFuture
 }
 
 var _ kv.Transaction = (*txn)(nil)
@@ -136,23 +141,7 @@ func (t *txn) writable(errs ...error) bool {
 func (t *txn) Get(key []byte) ([]byte, error) { return t.get(key, false) }
 
 func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	if err := checkReadKey(key); err != nil {
-		return nil, err
-	}
-	var f fdb.FutureByteSlice
-	if snapshot {
-		f = t.tr.Snapshot().Get(t.key(key))
-	} else {
-		f = t.tr.Get(t.key(key))
-	}
-	v, err := f.Get()
-	if err != nil {
-		return nil, t.mapErr(err)
-	}
-	return v, nil
+	return t.getAsync(key, snapshot).Get()
 }
 
 // GetMany is kv.GetMany: every read is issued before the first is waited
@@ -168,19 +157,15 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 			return nil, err
 		}
 	}
-	var rd fdb.ReadTransaction = t.tr
-	if snapshot {
-		rd = t.tr.Snapshot()
-	}
-	fs := make([]fdb.FutureByteSlice, len(keys))
+	fs := make([]*valueFuture, len(keys))
 	for i, key := range keys {
-		fs[i] = rd.Get(t.key(key))
+		fs[i] = t.getAsync(key, snapshot)
 	}
 	vals := make([][]byte, len(keys))
 	for i, f := range fs {
 		v, err := f.Get()
 		if err != nil {
-			return nil, t.mapErr(err)
+			return nil, err
 		}
 		vals[i] = v
 	}
@@ -204,32 +189,40 @@ func (t *txn) GetReadVersion() (int64, error) {
 
 func (t *txn) Snapshot() kv.ReadTransaction { return t.snap }
 
+// The writes first wait for the range futures in flight over their keys
+// (settle): a read's result is as of its call.
+
 func (t *txn) Set(key, value []byte) {
 	if t.writable(t.checkWriteKey(key), checkValue(value)) {
+		t.settle(key, nil)
 		t.tr.Set(t.key(key), value)
 	}
 }
 
 func (t *txn) Clear(key []byte) {
 	if t.writable(t.checkWriteKey(key)) {
+		t.settle(key, nil)
 		t.tr.Clear(t.key(key))
 	}
 }
 
 func (t *txn) ClearRange(r kv.Range) {
 	if t.writable(checkRange(r)) && string(r.Begin) != string(r.End) {
+		t.settle(r.Begin, r.End)
 		t.tr.ClearRange(fdb.KeyRange{Begin: t.key(r.Begin), End: t.key(r.End)})
 	}
 }
 
 func (t *txn) Add(key []byte, delta int64) {
 	if t.writable(t.checkWriteKey(key)) {
+		t.settle(key, nil)
 		t.tr.Add(t.key(key), binary.LittleEndian.AppendUint64(nil, uint64(delta)))
 	}
 }
 
 func (t *txn) CompareAndClear(key, value []byte) {
 	if t.writable(t.checkWriteKey(key), checkValue(value)) {
+		t.settle(key, nil)
 		t.tr.CompareAndClear(t.key(key), value)
 	}
 }
@@ -276,6 +269,7 @@ func (t *txn) Commit() error {
 	if t.werr != nil {
 		return t.werr
 	}
+	t.resolvePending()
 	for _, s := range t.spans {
 		if string(s.begin) < string(s.end) {
 			if err := t.tr.AddReadConflictRange(fdb.KeyRange{Begin: fdb.Key(s.begin), End: fdb.Key(s.end)}); err != nil {
@@ -310,6 +304,7 @@ func (t *txn) Cancel() {
 		t.state = txnCancelled
 		t.tr.Cancel()
 	}
+	t.pending = nil
 }
 
 // OnError hands err to FoundationDB's on_error (its retry rules, backoff,
@@ -326,7 +321,8 @@ func (t *txn) OnError(err error) error {
 	}
 	ferr := t.tr.OnError(fdb.Error{Code: ke.Code}).Get()
 	if ferr == nil {
-		t.werr, t.spans = nil, nil
+		t.werr, t.spans, t.pending = nil, nil, nil
+		t.attempt++
 		return nil
 	}
 	if cerr := t.ctx.Err(); cerr != nil {

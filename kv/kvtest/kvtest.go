@@ -2,7 +2,8 @@
 // limits and reverse reads, snapshot versus serializable reads and their
 // conflicts, read-your-writes, atomic operations under concurrency,
 // FoundationDB's size limits and the 5-second transaction limit, each
-// failing with FoundationDB's error code, and watches.
+// failing with FoundationDB's error code, watches, and reads in flight
+// together (futures).
 //
 //	func TestContract(t *testing.T) {
 //		kvtest.Run(t, func(t *testing.T) kvtest.Instance { ... })
@@ -77,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 		{"WatchEndsWithItsTransaction", testWatchEndsWithItsTransaction},
 		{"WatchLimit", testWatchLimit},
 	}
+	tests = append(tests, asyncTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

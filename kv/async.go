@@ -1,0 +1,78 @@
+package kv
+
+// Reads in flight together: futures, and the functions that issue them. The
+// package doc ("Reads in flight together") states their contract;
+// kvtest's Async tests pin it on every engine.
+
+// Future is a read that was issued and may not be answered yet (GetAsync,
+// GetRangeAsync). Get waits for the answer if it is not in yet and returns
+// it, or the read's error; called again, it returns the same, unless the
+// transaction ended meanwhile. A future belongs to the transaction attempt
+// that issued it, like an iterator: it is not safe for concurrent use, and
+// must not outlive the transaction function.
+type Future[T any] interface {
+	// Get returns the read's result, waiting for it if need be.
+	Get() (T, error)
+}
+
+// FutureValue is a point read's future: the key's value, nil if the key is
+// absent, as Get returns it.
+type FutureValue = Future[[]byte]
+
+// FutureRange is a range read's future: every key-value the read returns,
+// in its order, honouring RangeOptions.Limit and Reverse, as Collect of
+// GetRange returns them.
+type FutureRange = Future[[]KeyValue]
+
+// getAsyncer is implemented by transactions (and their snapshot views)
+// that issue a point read without waiting for it. It must behave exactly as
+// the package doc's "Reads in flight together" says.
+type getAsyncer interface {
+	GetAsync(key []byte) FutureValue
+}
+
+// getRangeAsyncer is getAsyncer for range reads.
+type getRangeAsyncer interface {
+	GetRangeAsync(r Range, opts RangeOptions) FutureRange
+}
+
+// GetAsync issues a read of key's value now and returns its future (see the
+// package doc, "Reads in flight together"). On a transaction that cannot
+// issue reads without waiting, the read is made now, and the future is
+// already answered.
+func GetAsync(tr ReadTransaction, key []byte) FutureValue {
+	if g, ok := tr.(getAsyncer); ok {
+		return g.GetAsync(key)
+	}
+	v, err := tr.Get(key)
+	return answered(v, err)
+}
+
+// GetRangeAsync issues a range read now and returns the future of its whole
+// result (see the package doc, "Reads in flight together"). On a
+// transaction that cannot issue reads without waiting, the read is made
+// now, and the future is already answered.
+func GetRangeAsync(tr ReadTransaction, r Range, opts RangeOptions) FutureRange {
+	if g, ok := tr.(getRangeAsyncer); ok {
+		return g.GetRangeAsync(r, opts)
+	}
+	kvs, err := Collect(tr.GetRange(r, opts))
+	return answered(kvs, err)
+}
+
+// ready is a future answered when it was made.
+type ready[T any] struct {
+	v   T
+	err error
+}
+
+func (r *ready[T]) Get() (T, error) { return r.v, r.err }
+
+// answered returns a future answered with v, or with err and the zero T.
+func answered[T any](v T, err error) Future[T] {
+	if err != nil {
+		var zero T
+		return &ready[T]{v: zero, err: err}
+	}
+	return &ready[T]{v: v}
+}
