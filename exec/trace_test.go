@@ -142,6 +142,18 @@ func (x recRead) GetMany(keys [][]byte) ([][]byte, error) {
 	return kv.GetMany(x.r, keys)
 }
 
+// GetAsync and GetRangeAsync pass the reads on in flight, as the engine
+// below issues them, and record them as get and range.
+func (x recRead) GetAsync(key []byte) kv.FutureValue {
+	x.rec.printf("get %s%s", x.rec.key(key), x.suffix())
+	return kv.GetAsync(x.r, key)
+}
+
+func (x recRead) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
+	x.rec.printf("range %s%s%s", x.rec.span(r), rangeOpts(opts.Limit, opts.Reverse), x.suffix())
+	return kv.GetRangeAsync(x.r, r, opts)
+}
+
 func (x recRead) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	x.rec.printf("range %s%s%s", x.rec.span(r), rangeOpts(opts.Limit, opts.Reverse), x.suffix())
 	return x.r.GetRange(r, opts)

@@ -144,6 +144,15 @@ func (a *Attempt) GetMany(keys [][]byte) ([][]byte, error) {
 	return kv.GetMany(a.Transaction, keys)
 }
 
+// GetAsync and GetRangeAsync keep the engine's reads in flight together
+// (kv.GetAsync, kv.GetRangeAsync). They do not use the remembered reads,
+// which answer First.
+func (a *Attempt) GetAsync(key []byte) kv.FutureValue { return kv.GetAsync(a.Transaction, key) }
+
+func (a *Attempt) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
+	return kv.GetRangeAsync(a.Transaction, r, opts)
+}
+
 // The writes of an Attempt forget the reads they change.
 
 func (a *Attempt) Set(key, value []byte) {
