@@ -38,6 +38,7 @@ const (
 	CodeTransactionCancelled   = 1025 // transaction_cancelled
 	CodeTransactionTimedOut    = 1031 // transaction_timed_out
 	CodeTooManyWatches         = 1032 // too_many_watches
+	CodeAccessedUnreadable     = 1036 // accessed_unreadable
 	CodeProcessBehind          = 1037 // process_behind
 	CodeDatabaseLocked         = 1038 // database_locked
 	CodeClusterVersionChanged  = 1039 // cluster_version_changed
@@ -79,6 +80,10 @@ var (
 	// ErrTooManyWatches is returned by a watch created while the
 	// database holds MaxWatches watches that have not fired.
 	ErrTooManyWatches = &Error{Code: CodeTooManyWatches}
+	// ErrAccessedUnreadable is returned by MetadataVersion in a
+	// transaction that bumped the metadata version: its value is the
+	// commit's versionstamp, unknown until the commit.
+	ErrAccessedUnreadable = &Error{Code: CodeAccessedUnreadable}
 	// ErrOperationCancelled is returned by a watch that was cancelled.
 	ErrOperationCancelled = &Error{Code: CodeOperationCancelled}
 	// ErrProcessBehind is returned when a storage server is too far behind.
@@ -119,6 +124,8 @@ func codeName(code int) string {
 		return "transaction_timed_out"
 	case CodeTooManyWatches:
 		return "too_many_watches: too many watches are waiting to fire"
+	case CodeAccessedUnreadable:
+		return "accessed_unreadable: read a versionstamped value before its commit"
 	case CodeOperationCancelled:
 		return "operation_cancelled"
 	case CodeProcessBehind:

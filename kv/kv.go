@@ -80,6 +80,14 @@
 // synchronous read's own path, with as many allocations. GetMany is GetAsync of each key,
 // then a wait for each, where the engine has no path of its own.
 //
+// # The metadata version
+//
+// MetadataVersion reads a version that every transaction changing a
+// layer's metadata bumps (BumpMetadataVersion), so that a client can cache
+// metadata and check it at no cost: on FoundationDB it is the
+// \xff/metadataVersion key, which comes with the read version. It is
+// optional: an engine without it answers ErrNoMetadataVersion.
+//
 // # Limits
 //
 // Engines enforce FoundationDB's limits with its error codes: keys up to

@@ -2,8 +2,8 @@
 // limits and reverse reads, snapshot versus serializable reads and their
 // conflicts, read-your-writes, atomic operations under concurrency,
 // FoundationDB's size limits and the 5-second transaction limit, each
-// failing with FoundationDB's error code, watches, and reads in flight
-// together (futures).
+// failing with FoundationDB's error code, watches, reads in flight together
+// (futures), and the metadata version.
 //
 //	func TestContract(t *testing.T) {
 //		kvtest.Run(t, func(t *testing.T) kvtest.Instance { ... })
@@ -79,6 +79,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 		{"WatchLimit", testWatchLimit},
 	}
 	tests = append(tests, asyncTests...)
+	tests = append(tests, metadataTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
