@@ -282,6 +282,12 @@ func (s *store) recover(dir string, readOnly bool) (RecoveryStats, error) {
 	s.gcLocked(now, int(^uint(0)>>1))
 	s.tombsLocked(s.nextVer, int(^uint(0)>>1))
 	st.LastVersion = s.nextVer
+	// The log does not record which commits bumped the metadata version:
+	// recovery counts as a bump at the last version, as FoundationDB's
+	// restore bumps it, so no metadata cached before it is taken for
+	// current (and none can be: caches live in the process, and the
+	// store's handles closed with it).
+	s.mdv = s.nextVer
 	return st, nil
 }
 

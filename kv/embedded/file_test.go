@@ -1,6 +1,7 @@
 package embedded_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -356,4 +357,47 @@ func TestFileCrashLeavesReservedSpace(t *testing.T) {
 		require.Equal(t, n, db.Recovery().Records)
 		require.NoError(t, db.Close())
 	}
+}
+
+// TestFileReopenBumpsMetadataVersion: the log does not record the bumps of
+// the metadata version, so reopening counts as one, at the last version:
+// after it the metadata version differs from any read before it, bumped or
+// not (an empty database's stays nil, as a new one's).
+func TestFileReopenBumpsMetadataVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	mdv := func(db kv.Database) []byte {
+		var v []byte
+		require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) (err error) {
+			v, err = kv.MetadataVersion(tr)
+			return err
+		}))
+		return v
+	}
+	db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	require.Nil(t, mdv(db))
+	require.NoError(t, db.Close())
+	db, err = embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	require.Nil(t, mdv(db), "an empty log: nothing happened")
+
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		kv.BumpMetadataVersion(tr)
+		return nil
+	}))
+	bumped := mdv(db)
+	require.NotNil(t, bumped)
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte("k"), []byte("v"))
+		return nil
+	}))
+	require.Equal(t, bumped, mdv(db))
+	require.NoError(t, db.Close())
+
+	db, err = embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	require.Positive(t, bytes.Compare(mdv(db), bumped), "recovery bumped it")
 }

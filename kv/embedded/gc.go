@@ -98,10 +98,14 @@ func (rq *readerQueue) oldest(now time.Time) (uint64, bool) {
 	return rv, found
 }
 
-// acquireReadVersion registers t as a reader at the current version.
+// acquireReadVersion registers t as a reader at the current version, and
+// hands it the metadata version at that version (t.mdv): a commit that
+// bumps it publishes both under activeMu (publishLocked), so the pair read
+// here is always one some version had.
 func (s *store) acquireReadVersion(t *txn, now time.Time) uint64 {
 	s.activeMu.Lock()
 	rv := s.version.Load()
+	t.mdv = s.mdv
 	t.ticket = s.active.add(rv, now)
 	s.activeMu.Unlock()
 	return rv

@@ -229,7 +229,7 @@ func (s *store) installLocked(now time.Time, ver uint64, b *batch) {
 // garbage collection to the caller: it returns the budget the collection
 // should get for it. Callers hold s.mu, and apply versions in order.
 func (s *store) applyAtLocked(ver uint64, b *batch) int {
-	return s.publishLocked(ver, s.stageLocked(ver, b))
+	return s.publishLocked(ver, s.stageLocked(ver, b), b.bump)
 }
 
 // stageLocked installs b at version ver, newer than s.version, and
@@ -245,11 +245,20 @@ func (s *store) stageLocked(ver uint64, b *batch) []rec {
 }
 
 // publishLocked makes ver, staged with the records touched, the version
-// new readers read, and fires the watches of its keys. It returns a
-// collection budget for gcLocked. Callers hold s.mu.
-func (s *store) publishLocked(ver uint64, touched []rec) int {
+// new readers read, and fires the watches of its keys; a commit that
+// bumped the metadata version makes ver its version too, in the same hold
+// of activeMu, under which readers take both (acquireReadVersion). It
+// returns a collection budget for gcLocked. Callers hold s.mu.
+func (s *store) publishLocked(ver uint64, touched []rec, bump bool) int {
 	s.fireWatchesLocked(touched)
-	s.version.Store(ver)
+	if bump {
+		s.activeMu.Lock()
+		s.mdv = ver
+		s.version.Store(ver)
+		s.activeMu.Unlock()
+	} else {
+		s.version.Store(ver)
+	}
 	return 2*len(touched) + 64
 }
 

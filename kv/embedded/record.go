@@ -18,10 +18,14 @@ import (
 type batch struct {
 	clears []kv.Range
 	writes []*write
+	// bump makes the commit the metadata version's last bump
+	// (metadata.go). The log does not record it: recovery counts as a
+	// bump (recover).
+	bump bool
 }
 
 func (t *txn) batch() *batch {
-	b := &batch{clears: t.clears.ranges()}
+	b := &batch{clears: t.clears.ranges(), bump: t.bumped}
 	if t.writes != nil {
 		b.writes = make([]*write, 0, t.writes.Len())
 		t.writes.Scan(func(w *write) bool {

@@ -37,6 +37,10 @@ type txn struct {
 	grvTime time.Time
 	ticket  uint64 // in s.active, while hasRV
 	pinned  bool   // a checkpoint's pinned reader (pinReadVersion)
+	// mdv is the metadata version at rv (see acquireReadVersion), and
+	// bumped is set once the attempt bumped it (metadata.go).
+	mdv    uint64
+	bumped bool
 
 	writes  *btree.BTreeG[*write] // nil until the first write
 	clears  clearSet              // the union of the ClearRange calls

@@ -318,7 +318,7 @@ func (w *wal) commitGroup(group []*pending) bool {
 		if !staged {
 			p.touched = s.stageLocked(p.ver, p.b)
 		}
-		budget += s.publishLocked(p.ver, p.touched)
+		budget += s.publishLocked(p.ver, p.touched, p.b.bump)
 	}
 	s.gcLocked(now, budget)
 	w.live = int64(s.slabs.live)
