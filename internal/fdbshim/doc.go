@@ -11,9 +11,10 @@
 // contract (futures and callbacks, error codes and texts, on_error's retry
 // rules and backoff, transaction timeouts, retry limits, cancellation,
 // used_during_commit, deferred errors, range-read batching and its conflict
-// ranges, the read-your-writes cache of point reads, watches) over a store
-// with FoundationDB's transaction semantics. docs/foundationdb.md lists where
-// it knowingly differs from a real cluster.
+// ranges, the read-your-writes cache of point reads, watches, the metadata
+// version key) over a store with FoundationDB's transaction semantics.
+// docs/foundationdb.md lists where it knowingly differs from a real
+// cluster.
 //
 // # How it is wired
 //

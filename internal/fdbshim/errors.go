@@ -18,6 +18,7 @@ const (
 	errTransactionCancelled      = 1025
 	errTransactionTimedOut       = 1031
 	errTooManyWatches            = 1032
+	errAccessedUnreadable        = 1036
 	errProcessBehind             = 1037
 	errDatabaseLocked            = 1038
 	errCommitProxyMemoryLimit    = 1042

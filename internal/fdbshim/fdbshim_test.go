@@ -87,6 +87,7 @@ func TestErrorTexts(t *testing.T) {
 		1025: "Operation aborted because the transaction was cancelled",
 		1031: "Operation aborted because the transaction timed out",
 		1032: "Too many watches currently set",
+		1036: "Read or wrote an unreadable key",
 		2004: "Key outside legal range",
 		2017: "Operation issued while a commit was outstanding",
 		1234: "UNKNOWN_ERROR",
@@ -567,4 +568,90 @@ func TestOnlyTestsImportIt(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// TestMetadataVersion: \xff/metadataVersion as the real client has it. A
+// transaction reads it without a system-key option (RYW's get lets the key
+// through), as of its read version; only a SET_VERSIONSTAMPED_VALUE of 14
+// zero bytes writes it (RYW's atomicOp and set refuse anything else with
+// client_invalid_operation), storing the commit's 10-byte versionstamp; a
+// read of it after such a bump fails with accessed_unreadable, and so does
+// the commit, which waits for every read (RYW's commit). A serializable read,
+// or an explicit read conflict range on the key (RYW's addReadConflictRange
+// lets it through), conflicts with a later bump; a snapshot read does not.
+func TestMetadataVersion(t *testing.T) {
+	t.Parallel()
+	_, db := cluster(t, fdbshim.Config{})
+	key := fdb.Key(kv.MetadataVersionKey)
+	read := func(r fdb.ReadTransaction) []byte {
+		v, err := r.Get(key).Get()
+		require.NoError(t, err)
+		return v
+	}
+	bump := func() {
+		_, err := db.Transact(func(tr fdb.Transaction) (any, error) {
+			tr.SetVersionstampedValue(key, make([]byte, 14))
+			return nil, nil
+		})
+		require.NoError(t, err)
+	}
+	require.Nil(t, read(newTr(t, db)), "never bumped")
+	old := newTr(t, db)
+	_, err := old.GetReadVersion().Get()
+	require.NoError(t, err)
+	bump()
+	v1 := read(newTr(t, db))
+	require.Len(t, v1, 10)
+	require.Nil(t, read(old), "as of the read version")
+	bump()
+	require.Positive(t, bytes.Compare(read(newTr(t, db)), v1))
+
+	for name, write := range map[string]func(tr fdb.Transaction){
+		"set":                    func(tr fdb.Transaction) { tr.Set(key, make([]byte, 10)) },
+		"add":                    func(tr fdb.Transaction) { tr.Add(key, make([]byte, 8)) },
+		"another versionstamp":   func(tr fdb.Transaction) { tr.SetVersionstampedValue(key, make([]byte, 15)) },
+		"versionstamp elsewhere": func(tr fdb.Transaction) { tr.SetVersionstampedValue(key, append(make([]byte, 13), 1)) },
+	} {
+		tr := newTr(t, db)
+		write(tr)
+		require.Equal(t, 2000, code(tr.Commit().Get()), name)
+	}
+	tr := newTr(t, db)
+	tr.Clear(key)
+	require.Equal(t, 2004, code(tr.Commit().Get()), "a clear is a write of a system key")
+
+	// Unreadable after a bump, and the commit fails with it.
+	tr = newTr(t, db)
+	tr.SetVersionstampedValue(key, make([]byte, 14))
+	_, err = tr.Get(key).Get()
+	require.Equal(t, 1036, code(err))
+	_, err = tr.Snapshot().Get(key).Get()
+	require.Equal(t, 1036, code(err))
+	require.Equal(t, 1036, code(tr.Commit().Get()))
+	require.Equal(t, 1036, code(tr.OnError(fdb.Error{Code: 1036}).Get()), "not retryable")
+
+	// Conflicts.
+	for name, tc := range map[string]struct {
+		read     func(tr fdb.Transaction)
+		conflict bool
+	}{
+		"serializable read": {func(tr fdb.Transaction) { read(tr) }, true},
+		"snapshot read":     {func(tr fdb.Transaction) { read(tr.Snapshot()) }, false},
+		"read conflict": {func(tr fdb.Transaction) {
+			require.NoError(t, tr.AddReadConflictKey(key))
+		}, true},
+	} {
+		tr := newTr(t, db)
+		_, err := tr.Get(fdb.Key("k")).Get()
+		require.NoError(t, err)
+		tc.read(tr)
+		bump()
+		tr.Set(fdb.Key("out"), []byte("1"))
+		err = tr.Commit().Get()
+		if tc.conflict {
+			require.Equal(t, 1020, code(err), name)
+		} else {
+			require.NoError(t, err, name)
+		}
+	}
 }

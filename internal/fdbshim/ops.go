@@ -58,6 +58,10 @@ func writeKeyCode(key []byte) int {
 }
 
 func (t *txn) set(key, value []byte) {
+	if isMetadataVersionKey(key) {
+		t.mutate(errClientInvalidOperation, 0, nil) // RYW's set: bumps only
+		return
+	}
 	code := writeKeyCode(key)
 	if code == 0 && len(value) > valueSizeLimit {
 		code = errValueTooLarge
@@ -107,6 +111,10 @@ func (t *txn) clearRange(begin, end []byte) {
 }
 
 func (t *txn) atomicOp(key, param []byte, op int) {
+	if isMetadataVersionKey(key) {
+		t.bumpMetadataVersion(param, op)
+		return
+	}
 	code := writeKeyCode(key)
 	switch {
 	case code != 0:
@@ -146,6 +154,9 @@ func (t *txn) addConflictRange(begin, end []byte, kind int) int {
 	switch {
 	case kind != conflictRead && kind != conflictWrite:
 		code = errInvalidOption
+	case kind == conflictRead && isMetadataVersionKey(begin) && bytes.Equal(end, kv.KeyAfter(begin)):
+		// The one system key RYW's addReadConflictRange lets through:
+		// it conflicts with the bumps (see metadata.go).
 	case bytes.Compare(begin, maxKey) > 0 || bytes.Compare(end, maxKey) > 0:
 		code = errKeyOutsideLegalRange
 	case kind == conflictWrite && !bytes.Equal(begin, end) && !bytes.Equal(end, kv.KeyAfter(begin)):
@@ -175,6 +186,10 @@ func (t *txn) addConflictRange(begin, end []byte, kind int) int {
 func (t *txn) get(key []byte, snapshot bool) unsafe.Pointer {
 	f := newFuture(kindValue)
 	t.issue(f, func(a *attempt) {
+		if isMetadataVersionKey(key) {
+			a.getMetadataVersion(f, snapshot)
+			return
+		}
 		if bytes.Compare(key, maxKey) >= 0 {
 			a.finish(f, func() { f.fail(errKeyOutsideLegalRange) })
 			return
@@ -484,6 +499,11 @@ func (a *attempt) commitOnEngine(watches []*watch) int {
 	a.t.mu.Lock()
 	wrote := a.wrote || len(watches) > 0
 	a.t.unlock()
+	if a.readErr != 0 {
+		// RYW's commit first waits for the attempt's reads, and fails
+		// with the error of one that failed.
+		return a.readErr
+	}
 	tx, code := a.tx()
 	if code == errTenantNotFound && !wrote {
 		return 0 // a read-only commit asks the cluster nothing

@@ -131,6 +131,11 @@ type attempt struct {
 	etx           kv.Transaction
 	cache         readCache
 	readConflicts []kv.Range // explicit ones and the cache's, for the commit
+	// bumped is set once the attempt bumped the metadata version, and
+	// readErr is the error of a read that fails the commit too
+	// (metadata.go).
+	bumped  bool
+	readErr int
 }
 
 func (t *txn) newAttemptLocked() *attempt {

@@ -415,3 +415,28 @@ func TestTenant(t *testing.T) {
 		return err
 	}))
 }
+
+// TestMetadataVersionOfTheCluster: the metadata version is the cluster's
+// one \xff/metadataVersion, outside the root prefix: a bump under one root
+// changes what every root reads.
+func TestMetadataVersionOfTheCluster(t *testing.T) {
+	t.Parallel()
+	c := shimCluster(t, fdbshim.Config{})
+	a := open(t, fdb.Config{ClusterFile: c.ClusterFile(), Root: []byte("a")})
+	b := open(t, fdb.Config{ClusterFile: c.ClusterFile(), Root: []byte("b")})
+	read := func(db kv.Database) []byte {
+		var v []byte
+		require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) (err error) {
+			v, err = kv.MetadataVersion(tr)
+			return err
+		}))
+		return v
+	}
+	require.Nil(t, read(b))
+	require.NoError(t, a.Transact(bg, func(tr kv.Transaction) error {
+		require.True(t, kv.BumpMetadataVersion(tr))
+		return nil
+	}))
+	require.Len(t, read(b), 10)
+	require.Equal(t, read(a), read(b))
+}

@@ -46,6 +46,9 @@ type txn struct {
 	// not be resolved yet (async.go).
 	attempt uint64
 	pending []*rangeFuture
+	// bumped is set once the attempt bumped the metadata version
+	// (metadata.go).
+	bumped bool
 }
 
 var _ kv.Transaction = (*txn)(nil)
@@ -321,7 +324,7 @@ func (t *txn) OnError(err error) error {
 	}
 	ferr := t.tr.OnError(fdb.Error{Code: ke.Code}).Get()
 	if ferr == nil {
-		t.werr, t.spans, t.pending = nil, nil, nil
+		t.werr, t.spans, t.pending, t.bumped = nil, nil, nil, false
 		t.attempt++
 		return nil
 	}

@@ -88,6 +88,7 @@ static const struct {
 	{ 1031, "Operation aborted because the transaction timed out" },
 	{ 1032, "Too many watches currently set" },
 	{ 1034, "Watches cannot be set if read your writes is disabled" },
+	{ 1036, "Read or wrote an unreadable key" },
 	{ 1037, "Storage process does not have recent mutations" },
 	{ 1038, "Database is locked" },
 	{ 1039, "The protocol version of the cluster has changed" },
