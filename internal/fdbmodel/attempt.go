@@ -32,6 +32,9 @@ type attempt struct {
 	// wrote is set by a mutation or a write conflict: only then does the
 	// commit go to the cluster.
 	wrote bool
+	// bumped is set once the attempt bumped the metadata version, which it
+	// may then not read (metadata.go).
+	bumped bool
 	// used is set by any operation: an attempt that did nothing is not
 	// reported.
 	used bool

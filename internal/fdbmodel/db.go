@@ -46,8 +46,8 @@ type Config struct {
 // DB is a kv.Database on the modeled cluster: the database it wraps holds
 // the data and answers every operation; DB counts the waits, and sleeps
 // them if asked to. It implements kv.Database and, on its transactions,
-// kv.GetMany, kv.GetAsync and kv.GetRangeAsync, as the FoundationDB engine
-// does, and nothing else: no kv.CertainCommits, no kv.CommitQueuer, no fast
+// kv.GetMany, kv.GetAsync, kv.GetRangeAsync, kv.MetadataVersion and
+// kv.BumpMetadataVersion, as the FoundationDB engine does, and nothing else: no kv.CertainCommits, no kv.CommitQueuer, no fast
 // path for kv.First.
 type DB struct {
 	in      kv.Database

@@ -18,6 +18,9 @@
 //     (NativeAPI's commit gets a read version when it has none).
 //   - A Get is 1 read wait; a GetMany is 1 for all its keys (kv/fdb issues
 //     every read before it waits for one).
+//   - The metadata version (kv.MetadataVersion) comes with the read
+//     version: reading it is the GRV wait if no request asked for the read
+//     version yet, and no read. A bump (kv.BumpMetadataVersion) is a write.
 //   - A future (kv.GetAsync, kv.GetRangeAsync) is a request sent when it
 //     is issued and waited for at its Get: futures issued together are 1
 //     wait. A range future's first batch is requested when it is issued,
@@ -61,7 +64,10 @@
 // # What it implements
 //
 // Only what the FoundationDB engine implements: kv.Database, and kv.GetMany,
-// kv.GetAsync and kv.GetRangeAsync on transactions and their snapshots.
+// kv.GetAsync, kv.GetRangeAsync and kv.MetadataVersion on transactions and
+// their snapshots, kv.BumpMetadataVersion on transactions (the wrapped
+// engine keeps the metadata version: wrap one that has it, as the embedded
+// engine).
 // The embedded engine's fast paths are hidden: no kv.CertainCommits (so the
 // executor keeps receipts and never combines statements, as on
 // FoundationDB), no kv.CommitQueuer, and no First (kv.First is a range read

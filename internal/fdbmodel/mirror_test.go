@@ -18,9 +18,9 @@ var modelOnly = map[string][]string{"DB": {"Latencies"}}
 
 // TestMirrorsFDBEngine: the model's types have the exported methods of
 // kv/fdb's, no more and no fewer, so that every optional interface a
-// caller asserts (kv.GetMany's, kv.First's, kv.CertainCommits, kv.GetAsync's
-// and kv.GetRangeAsync's) finds on the model what it finds on FoundationDB,
-// futures included.
+// caller asserts (kv.GetMany's, kv.First's, kv.CertainCommits, kv.GetAsync's,
+// kv.GetRangeAsync's, kv.MetadataVersion's and kv.BumpMetadataVersion's)
+// finds on the model what it finds on FoundationDB, futures included.
 // kv/fdb builds only with -tags fdb and libfdb_c, so its source is read.
 func TestMirrorsFDBEngine(t *testing.T) {
 	t.Parallel()

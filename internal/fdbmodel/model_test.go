@@ -405,3 +405,36 @@ func TestUseAfterEnd(t *testing.T) {
 	require.False(t, it.Next())
 	require.ErrorIs(t, it.Err(), context.Canceled)
 }
+
+// TestMetadataVersionIsTheReadVersion: the metadata version comes with the
+// read version: reading it is the read version's wait, if no read asked for
+// it yet, and no read; a bump is a write, which the commit sends.
+func TestMetadataVersionIsTheReadVersion(t *testing.T) {
+	t.Parallel()
+	db := open(t, fdbmodel.Config{})
+	hundred(t, db, 10)
+	c := transact(t, db, func(tr kv.Transaction) {
+		_, err := kv.MetadataVersion(tr.Snapshot())
+		require.NoError(t, err)
+		_, err = tr.Get(key(1))
+		require.NoError(t, err)
+		_, err = kv.MetadataVersion(tr)
+		require.NoError(t, err)
+	})
+	require.Equal(t, [3]int{1, 1, 0}, waits(c), "the read version, then the Get")
+	require.Equal(t, 1, c.Gets)
+
+	c = transact(t, db, func(tr kv.Transaction) {
+		_, err := tr.Get(key(1))
+		require.NoError(t, err)
+		_, err = kv.MetadataVersion(tr)
+		require.NoError(t, err)
+		require.True(t, kv.BumpMetadataVersion(tr))
+		_, err = kv.MetadataVersion(tr)
+		require.ErrorIs(t, err, kv.ErrAccessedUnreadable)
+	})
+	require.Equal(t, [3]int{1, 1, 1}, waits(c), "after a read, free; a bump commits")
+
+	c = transact(t, db, func(tr kv.Transaction) { kv.BumpMetadataVersion(tr) })
+	require.Equal(t, [3]int{1, 0, 1}, waits(c), "a blind write")
+}
