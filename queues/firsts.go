@@ -153,6 +153,13 @@ func (a *Attempt) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange
 	return kv.GetRangeAsync(a.Transaction, r, opts)
 }
 
+// MetadataVersion and BumpMetadataVersion reach the engine's metadata
+// version (kv.MetadataVersion): a bump lost here would leave every cache
+// checked against it stale.
+func (a *Attempt) MetadataVersion() ([]byte, error) { return kv.MetadataVersion(a.Transaction) }
+
+func (a *Attempt) BumpMetadataVersion() { kv.BumpMetadataVersion(a.Transaction) }
+
 // The writes of an Attempt forget the reads they change.
 
 func (a *Attempt) Set(key, value []byte) {
