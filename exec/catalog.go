@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -146,14 +148,34 @@ func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	return t, nil
 }
 
-// catalog caches decoded schemas by their packed bytes: a statement still
-// reads the catalog key in its transaction, but does not decode it again.
+// catalog reads the tables' schemas, and caches them: by name, with the
+// metadata version they were read at (kv.MetadataVersion), so that a
+// statement reads none while the catalog does not change (see table); and
+// decoded, by their packed bytes, so that a schema read again is not
+// decoded again. Schemas are immutable.
 type catalog struct {
 	root []byte
 	opts queues.Options // of the tables' queues
-	mu   sync.Mutex     // guards byRaw
-	// byRaw maps packed schemas to decoded ones. Schemas are immutable.
+	mu   sync.Mutex     // guards byRaw and byName
+	// byRaw maps packed schemas to decoded ones.
 	byRaw map[string]*Table
+	// byName maps lower-case table names to their schema as of a
+	// metadata version.
+	byName map[string]cachedTable
+}
+
+// cachedTable is a table's schema as the catalog held it at the metadata
+// version mdv: t, or nil if it had no such table.
+type cachedTable struct {
+	mdv []byte
+	t   *Table
+}
+
+// maxCached bounds each of the catalog's caches: past it, one is emptied.
+const maxCached = 1024
+
+func newCatalog(root []byte, opts queues.Options) *catalog {
+	return &catalog{root: root, opts: opts, byRaw: map[string]*Table{}, byName: map[string]cachedTable{}}
 }
 
 func (c *catalog) decode(raw []byte) (*Table, error) {
@@ -168,7 +190,7 @@ func (c *catalog) decode(raw []byte) (*Table, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	if len(c.byRaw) > 1024 {
+	if len(c.byRaw) > maxCached {
 		clear(c.byRaw)
 	}
 	c.byRaw[string(raw)] = t
@@ -176,16 +198,106 @@ func (c *catalog) decode(raw []byte) (*Table, error) {
 	return t, nil
 }
 
-// table reads the schema of name in tr.
-func (c *catalog) table(tr kv.ReadTransaction, name string) (*Table, error) {
-	raw, err := tr.Get(catalogKey(c.root, name))
+// table returns the schema of name as tr sees it, as a Get of its catalog
+// key would, read conflict included; ErrNoTable if there is none.
+//
+// Every transaction that writes the catalog bumps the metadata version
+// (changed), so if the one at tr's read version is the one a cached schema
+// was read at, no transaction changed the catalog in between: the cached
+// schema is what the Get would read. The read conflict the Get would have
+// recorded is added instead, which costs no round trip, so that a DDL
+// committed after tr's read version fails tr's commit as before: no
+// statement runs on a schema that is not the catalog's at its commit, nor
+// writes into a dropped table's keys. The metadata version is read through
+// the snapshot view: a bump for another table, or by another layer on the
+// cluster, conflicts with no statement. The Record Layer caches its
+// stores' headers this way (MetaDataVersionStampStoreStateCache, a
+// snapshot read of the metadata version and a read conflict on the header).
+//
+// The catalog is read when the engine has no metadata version, or when tr
+// bumped it (it changed the catalog itself: what it reads is its own
+// writes, which no other transaction may see from the cache).
+func (c *catalog) table(tr kv.Transaction, name string) (*Table, error) {
+	key := catalogKey(c.root, name)
+	mdv, err := kv.MetadataVersion(tr.Snapshot())
+	cacheable := err == nil
+	switch {
+	case cacheable:
+		if t, ok := c.cached(name, mdv); ok {
+			if err := tr.AddReadConflictKey(key); err != nil {
+				return nil, err
+			}
+			return exists(t, name)
+		}
+	case errors.Is(err, kv.ErrNoMetadataVersion), errors.Is(err, kv.ErrAccessedUnreadable):
+	default:
+		return nil, err
+	}
+	raw, err := tr.Get(key)
 	if err != nil {
 		return nil, err
 	}
-	if raw == nil {
+	var t *Table
+	if raw != nil {
+		if t, err = c.decode(raw); err != nil {
+			return nil, err
+		}
+	}
+	if cacheable {
+		c.remember(name, mdv, t)
+	}
+	return exists(t, name)
+}
+
+// exists returns t, or ErrNoTable if t is nil.
+func exists(t *Table, name string) (*Table, error) {
+	if t == nil {
 		return nil, fmt.Errorf("%w: %s", ErrNoTable, name)
 	}
-	return c.decode(raw)
+	return t, nil
+}
+
+// cached returns the cached schema of name (nil for none) if it was read at
+// the metadata version mdv.
+func (c *catalog) cached(name string, mdv []byte) (*Table, bool) {
+	c.mu.Lock()
+	e, ok := c.byName[strings.ToLower(name)]
+	c.mu.Unlock()
+	if !ok || !bytes.Equal(e.mdv, mdv) {
+		return nil, false
+	}
+	return e.t, true
+}
+
+// remember caches t (nil: no such table) as the schema of name at the
+// metadata version mdv, unless the cache holds one read at a later
+// version (a transaction with an older read version read it).
+func (c *catalog) remember(name string, mdv []byte, t *Table) {
+	name = strings.ToLower(name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byName[name]; ok && bytes.Compare(e.mdv, mdv) > 0 {
+		return
+	}
+	if len(c.byName) > maxCached {
+		clear(c.byName)
+	}
+	c.byName[name] = cachedTable{mdv: mdv, t: t}
+}
+
+// changed makes tr's commit bump the metadata version: every transaction
+// that writes the catalog calls it, before it writes it (see table). A
+// transaction that cannot bump it on an engine that has one (a wrapper
+// that does not pass BumpMetadataVersion on) must not write the catalog:
+// the schemas cached everywhere would go stale unseen.
+func (c *catalog) changed(tr kv.Transaction) error {
+	if kv.BumpMetadataVersion(tr) {
+		return nil
+	}
+	if _, err := kv.MetadataVersion(tr.Snapshot()); errors.Is(err, kv.ErrNoMetadataVersion) {
+		return nil // no metadata version: nothing is cached
+	}
+	return fmt.Errorf("%w: the transaction (%T) cannot bump the metadata version that cached schemas are checked against", ErrCatalog, tr)
 }
 
 // Tables lists the tables in tr, by name.

@@ -129,6 +129,9 @@ func (e *Executor) addTable(tr kv.Transaction, t *Table) error {
 		names[i] = t.Columns[r].Name
 	}
 	t.Queue = queues.New(tableKey(e.cat.root, t.ID), t.Kind(), names...).WithOptions(e.opts)
+	if err := e.cat.changed(tr); err != nil {
+		return err
+	}
 	tr.Set(catalogKey(e.cat.root, t.Name), t.encode())
 	return nil
 }
@@ -139,6 +142,9 @@ func (e *Executor) dropTable(tr kv.Transaction, st *parser.DropTable) (*Result, 
 		return &Result{}, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := e.cat.changed(tr); err != nil {
 		return nil, err
 	}
 	t.Queue.Clear(tr)

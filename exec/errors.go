@@ -26,7 +26,10 @@ var (
 	// column that is not an integer, a bad INDEX or DEFAULT.
 	ErrSchema = errors.New("fdbqueue: invalid table definition")
 	// ErrCatalog is returned when a stored schema (or DDL token) cannot be
-	// read: written by another version, or damaged.
+	// read: written by another version, or damaged; and when a DDL would
+	// change the catalog in a transaction that cannot bump the engine's
+	// metadata version, which every executor's cached schemas are checked
+	// against (a kv wrapper that does not pass kv.BumpMetadataVersion on).
 	ErrCatalog = errors.New("fdbqueue: catalog corrupt")
 )
 

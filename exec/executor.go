@@ -79,7 +79,7 @@ const maxSpread = 64
 func New(db kv.Database, root []byte, opts ...Option) *Executor {
 	e := &Executor{
 		db:       db,
-		cat:      &catalog{root: bytes.Clone(root)},
+		cat:      newCatalog(bytes.Clone(root), queues.Options{}),
 		claims:   queues.NewClaims(),
 		newID:    queues.NewID,
 		newToken: queues.NewID,
@@ -97,7 +97,7 @@ func New(db kv.Database, root []byte, opts ...Option) *Executor {
 func (e *Executor) setOptions(opts queues.Options) {
 	e.opts = opts
 	root := e.cat.root
-	e.cat = &catalog{root: root, opts: opts, byRaw: map[string]*Table{}}
+	e.cat = newCatalog(root, opts)
 	e.ddl = queues.NewReceipts(rootKey(root, tagDDLReceipts), opts,
 		kv.PrefixRange(rootKey(root, tagDDL)), kv.PrefixRange(rootKey(root, tagDDLExpiry)))
 }

@@ -177,6 +177,13 @@ func rangeOpts(limit int, reverse bool) string {
 	return s
 }
 
+// MetadataVersion passes the read of the metadata version on (on
+// FoundationDB it comes with the read version: no round trip of its own).
+func (x recRead) MetadataVersion() ([]byte, error) {
+	x.rec.printf("metadata-version%s", x.suffix())
+	return kv.MetadataVersion(x.r)
+}
+
 func (x recRead) GetReadVersion() (int64, error) { return x.r.GetReadVersion() }
 func (x recRead) Context() context.Context       { return x.r.Context() }
 func (x recRead) Snapshot() kv.ReadTransaction {
@@ -227,6 +234,11 @@ func (x recTx) AddReadConflictRange(r kv.Range) error {
 func (x recTx) AddWriteConflictKey(key []byte) error {
 	x.rec.printf("write-conflict %s", x.rec.key(key))
 	return x.tr.AddWriteConflictKey(key)
+}
+
+func (x recTx) BumpMetadataVersion() {
+	x.rec.printf("bump metadata-version")
+	kv.BumpMetadataVersion(x.tr)
 }
 
 func (x recTx) Watch(key []byte) kv.Watch {
