@@ -115,13 +115,13 @@ type store struct {
 	log *wal
 
 	// activeMu guards active: the read versions in use, which bound what
-	// the garbage collector may prune; and mdv, the version of the last
-	// commit that bumped the metadata version (0: none since the store
+	// the garbage collector may prune; and mdv, the metadata version: the
+	// stamp of the last commit that bumped it (nil: none since the store
 	// was opened or recovered), written with version by that commit's
 	// publishLocked. Lock order: mu before activeMu.
 	activeMu sync.Mutex
 	active   readerQueue
-	mdv      uint64
+	mdv      []byte
 
 	// registry bookkeeping, guarded by registry.mu.
 	name string

@@ -287,7 +287,7 @@ func (s *store) recover(dir string, readOnly bool) (RecoveryStats, error) {
 	// restore bumps it, so no metadata cached before it is taken for
 	// current (and none can be: caches live in the process, and the
 	// store's handles closed with it).
-	s.mdv = s.nextVer
+	s.mdv = stamp(s.nextVer)
 	return st, nil
 }
 

@@ -30,7 +30,8 @@ func stamp(v uint64) []byte {
 }
 
 // MetadataVersion is kv.MetadataVersion: the version came with the read
-// version (acquireReadVersion), so reading it costs nothing.
+// version (acquireReadVersion), so reading it costs nothing, not even an
+// allocation (the caller must not modify what a read returns).
 func (t *txn) MetadataVersion() ([]byte, error) { return t.metadataVersion(false) }
 
 // MetadataVersion is kv.MetadataVersion through the snapshot view: no read
@@ -47,7 +48,7 @@ func (t *txn) metadataVersion(snapshot bool) ([]byte, error) {
 	if !snapshot {
 		t.addRead(span{begin: mdvKey})
 	}
-	return stamp(t.mdv), nil
+	return t.mdv, nil
 }
 
 // BumpMetadataVersion is kv.BumpMetadataVersion: a write of mdvKey, which

@@ -253,7 +253,7 @@ func (s *store) publishLocked(ver uint64, touched []rec, bump bool) int {
 	s.fireWatchesLocked(touched)
 	if bump {
 		s.activeMu.Lock()
-		s.mdv = ver
+		s.mdv = stamp(ver)
 		s.version.Store(ver)
 		s.activeMu.Unlock()
 	} else {

@@ -37,9 +37,10 @@ type txn struct {
 	grvTime time.Time
 	ticket  uint64 // in s.active, while hasRV
 	pinned  bool   // a checkpoint's pinned reader (pinReadVersion)
-	// mdv is the metadata version at rv (see acquireReadVersion), and
-	// bumped is set once the attempt bumped it (metadata.go).
-	mdv    uint64
+	// mdv is the metadata version at rv (see acquireReadVersion), shared
+	// with the store and every reader (never modified), and bumped is set
+	// once the attempt bumped it (metadata.go).
+	mdv    []byte
 	bumped bool
 
 	writes  *btree.BTreeG[*write] // nil until the first write
