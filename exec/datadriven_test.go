@@ -45,6 +45,10 @@ import (
 //	            SELECT, DELETE or UPDATE, without running it; spread=N
 //	            plans it as an attempt after conflicts would (see Auto).
 //
+// exec, trace and waits take the argument second: the statements run on a
+// second executor on the same database (Executor.Second), as another
+// client, with a catalog cache of its own.
+//
 // A statement that took several attempts says so ("attempts=2") after its
 // waits, which are then the sum of its attempts'. In a statement, $name
 // stands for the value of column name in the first row of the last query
@@ -58,6 +62,13 @@ func TestDataDriven(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			h.on = h.e
+			if d.HasArg("second") {
+				if h.second == nil {
+					h.second = h.e.Second()
+				}
+				h.on = h.second
+			}
 			switch d.Cmd {
 			case "exec":
 				return eachLine(d.Input, func(line string) string { return h.exec(t, line) })
@@ -96,8 +107,11 @@ func eachLine(input string, run func(line string) string) string {
 }
 
 type harness struct {
-	e   *exec.Executor
-	rec *recorder
+	e *exec.Executor
+	// second is the second executor (Executor.Second), made when a
+	// command first asks for it; on is the one the command runs on.
+	second, on *exec.Executor
+	rec        *recorder
 	// cost is what the last statement run cost on the modeled cluster.
 	cost fdbmodel.Counts
 	// last is the first row of the last query that returned rows, by
@@ -210,7 +224,7 @@ func (h *harness) run(t *testing.T, sql string) (*exec.Result, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("parse error: %v\n", err)
 	}
-	res, err := h.e.Auto(fdbmodel.WithCollector(bg, &col), p, exec.Args{})
+	res, err := h.on.Auto(fdbmodel.WithCollector(bg, &col), p, exec.Args{})
 	if err != nil {
 		return nil, fmt.Sprintf("error: %v\n", err)
 	}

@@ -26,6 +26,21 @@ func (e *Executor) Deterministic(at time.Time) {
 	e.setOptions(opts)
 }
 
+// Second returns another executor on e's database and root, as another
+// client would have: a catalog cache of its own. It is deterministic as e
+// (which Deterministic must have made so), numbering its rows from
+// 1,000,001 and its tokens from 5001, on e's clock.
+func (e *Executor) Second() *Executor {
+	s := New(e.db, e.cat.root)
+	var ids, tokens atomic.Int64
+	ids.Store(1_000_000)
+	tokens.Store(5000)
+	s.newID = func() int64 { return ids.Add(1) }
+	s.newToken = func() int64 { return tokens.Add(1) }
+	s.setOptions(e.opts)
+	return s
+}
+
 // Advance moves the clock Deterministic stopped by d.
 func (e *Executor) Advance(d time.Duration) { e.advanced.Add(int64(d)) }
 
