@@ -13,10 +13,14 @@
 //	root ("ddl", token)                 -> "": a CREATE or DROP TABLE was applied (see ddlDone)
 //	root ("ddl-expiry", expiry, token)  -> "": when that token may go (unix nanoseconds)
 //
-// Every statement reads its table's catalog key inside its own
-// transaction, so a concurrent DROP TABLE conflicts with it instead of
-// racing it. Each CREATE TABLE takes a fresh table id, so a table dropped and
-// created again never sees the old rows.
+// Every statement takes its table's schema inside its own transaction,
+// with the catalog key's read conflict, so a concurrent DROP TABLE
+// conflicts with it instead of racing it: read, or from the executor's
+// cache when the engine's metadata version (kv.MetadataVersion), which
+// every CREATE and DROP TABLE bumps, is the one it was cached at, which
+// costs no round trip on FoundationDB (catalog.table). Each CREATE TABLE
+// takes a fresh table id, so a table dropped and created again never sees
+// the old rows.
 //
 // # Rows
 //
