@@ -441,3 +441,55 @@ func (x *guardTx) OnError(err error) error {
 	x.ddl = false
 	return nil
 }
+
+// TestCatalogWithoutMetadataVersion: on an engine without a metadata
+// version every statement reads its table's schema, as before the cache,
+// and sees another executor's DDL at once.
+func TestCatalogWithoutMetadataVersion(t *testing.T) {
+	t.Parallel()
+	db := plainDB{embedded.Open("", embedded.Config{})}
+	t.Cleanup(func() { _ = db.Close() })
+	tr, err := db.CreateTransaction(bg)
+	require.NoError(t, err)
+	_, err = kv.MetadataVersion(tr.Snapshot())
+	require.ErrorIs(t, err, kv.ErrNoMetadataVersion)
+	tr.Cancel()
+
+	a, b := exec.New(db, []byte("p")), exec.New(db, []byte("p"))
+	mustRun(t, a, "CREATE TABLE q (a INT)")
+	mustRun(t, b, "INSERT INTO q (a) VALUES (1)")
+	mustRun(t, a, "DROP TABLE q")
+	mustRun(t, a, "CREATE TABLE q (b TEXT)")
+	_, err = run(t, b, "INSERT INTO q (a) VALUES (2)")
+	require.ErrorIs(t, err, exec.ErrUnknownColumn)
+	mustRun(t, b, "INSERT INTO q (b) VALUES ('x')")
+	require.Equal(t, [][]any{{"x"}}, mustRun(t, a, "SELECT b FROM q").Rows)
+}
+
+// plainDB is an engine without the optional interfaces: its transactions
+// and their snapshot views have kv's methods only.
+type plainDB struct{ kv.Database }
+
+func (d plainDB) Transact(ctx context.Context, fn func(kv.Transaction) error) error {
+	return kv.Transact(ctx, d, fn)
+}
+
+func (d plainDB) ReadTransact(ctx context.Context, fn func(kv.ReadTransaction) error) error {
+	return kv.ReadTransact(ctx, d, fn)
+}
+
+func (d plainDB) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
+	tr, err := d.Database.CreateTransaction(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return plainTx{tr}, nil
+}
+
+type plainTx struct{ kv.Transaction }
+
+func (x plainTx) Snapshot() kv.ReadTransaction { return plainRead{x.Transaction.Snapshot()} }
+
+type plainRead struct{ kv.ReadTransaction }
+
+func (x plainRead) Snapshot() kv.ReadTransaction { return x }
