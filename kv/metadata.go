@@ -14,12 +14,11 @@ import "errors"
 // metadataVersion), and NativeAPI's Transaction::get answers a read of the
 // key from it, so reading it costs no request to a storage server, only
 // the wait for the read version, which a transaction's first read pays
-// anyway. It is written only
-// by a SET_VERSIONSTAMPED_VALUE of 14 zero bytes, which stores the
-// committing transaction's 10-byte versionstamp (ReadYourWrites.cpp's
-// atomicOp refuses anything else with client_invalid_operation), and
-// needs no system-key option to read or write. All of a cluster's tenants
-// share the one key.
+// anyway. It is written only by a SET_VERSIONSTAMPED_VALUE of 14 zero
+// bytes, which stores the committing transaction's 10-byte versionstamp
+// (ReadYourWrites.cpp's atomicOp refuses anything else with
+// client_invalid_operation), and needs no system-key option to read or
+// write. All of a cluster's tenants share the one key.
 
 // MetadataVersionKey is FoundationDB's metadata version key. It is not a
 // key of the kv contract: the engines read and bump it through
