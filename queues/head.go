@@ -10,15 +10,15 @@ import (
 // read in the same round trip as promote's read of the due index.
 //
 // The two reads do not depend on each other unless something is due, which
-// is rare. findN issues promote's read first (promotion), reads the head
-// through a snapshot, and only then waits for promote: on FoundationDB both
-// are answered together. When promote moved nothing, the head it read
-// stands, and confirm adds the read conflicts that the same reads, made
-// through the pick (serializably, or through its conflictReader), would
-// have added: those of a head read after promote. When promote moved
-// items, one of them may now come first: the head is read again, through
-// the pick, after the moves, and the first reads, snapshot reads, leave
-// nothing behind.
+// is rare. A pop or lease issues promote's read first (promotion); findN
+// reads the head through a snapshot (popHead), and only then waits for
+// promote: on FoundationDB both are answered together. When promote moved
+// nothing, the head it read stands, and confirm adds the read conflicts
+// that the same reads, made through the pick (serializably, or through its
+// conflictReader), would have added: those of a head read after promote.
+// When promote moved items, one of them may now come first: the head is
+// read again, through the pick, after the moves, and the first reads,
+// snapshot reads, leave nothing behind.
 //
 // The explicit conflicts are the serializable reads' exactly on the
 // embedded engine. On FoundationDB a serializable read adds no conflict

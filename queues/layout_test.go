@@ -180,5 +180,7 @@ func TestPrefixRange(t *testing.T) {
 				require.Equal(t, want, got, "prefix %x, tag %d, %v", prefix, tag, vs)
 			}
 		}
+		// A lease reads the due index (tag 12) up to where tag 13 begins.
+		require.Equal(t, kv.PrefixRange(q.KeyOf(12)).End, q.KeyOf(13))
 	}
 }

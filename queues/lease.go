@@ -95,7 +95,9 @@ func (q *Queue) promotion(tr kv.Transaction, earliest bool) promotion {
 	// (the iterator mode's first holds about 55).
 	pr.due = kv.GetRangeAsync(snap, kv.Range{Begin: q.sub[tagDue], End: cut}, kv.RangeOptions{Limit: promoteBatch + 1, Mode: kv.StreamingModeWantAll})
 	if earliest {
-		pr.later = kv.GetRangeAsync(snap, kv.Range{Begin: cut, End: kv.PrefixRange(q.sub[tagDue]).End}, kv.RangeOptions{Limit: 1})
+		// P (12)'s keys end where P (13)'s begin (kv.PrefixRange(P (12)).End
+		// is P (13): the tuple integers 12 and 13 are 0x15 0x0c and 0x0d).
+		pr.later = kv.GetRangeAsync(snap, kv.Range{Begin: cut, End: q.sub[tagHidden]}, kv.RangeOptions{Limit: 1})
 	}
 	return pr
 }
