@@ -160,11 +160,13 @@ func (s *stmtCtx) armWait(rows []row, p plan) error {
 	if _, none := p.(limitZero); none {
 		return nil // LIMIT 0 wants no row: nothing to wait for
 	}
+	// The due time's read and the signal's, in flight together.
+	next := s.t.Queue.ReadNextDue(s.tr)
 	watch, err := s.t.Queue.WatchSignal(s.tr)
 	if err != nil {
 		return err
 	}
-	due, ok, err := s.t.Queue.NextDue(s.tr)
+	due, ok, err := next.Get()
 	if err != nil {
 		watch.Cancel()
 		return err

@@ -122,6 +122,16 @@ func waitsWorkloads(sc waitsScale) []waitsWorkload {
 		}},
 		{"fifo-pop", fifoPop(1)},
 		{"fifo-pop-100", fifoPop(100)},
+		{"fifo-lease", func(ws *waitsWorld) func() fdbmodel.Counts {
+			ws.exec("CREATE TABLE t (payload BLOB)")
+			ws.insertFIFO(sc.fifo)
+			return func() fdbmodel.Counts {
+				c, res := ws.query("SELECT id, _lease, payload FROM t LIMIT 1 FOR LEASE 30")
+				ws.ack("t", res)
+				ws.insertFIFO(1)
+				return c
+			}
+		}},
 		{"priority-desc-pop", func(ws *waitsWorld) func() fdbmodel.Counts {
 			ws.exec("CREATE TABLE pq (priority INT NOT NULL, payload BLOB)")
 			ws.insertPriority(sc.priority)
@@ -157,7 +167,7 @@ func waitsWorkloads(sc waitsScale) []waitsWorkload {
 			tasks(ws)
 			return func() fdbmodel.Counts {
 				c, res := ws.query(fitPopSQL("tasks", 1, true), ws.limits()...)
-				ws.ack(res)
+				ws.ack("tasks", res)
 				return c
 			}
 		}},
@@ -166,7 +176,7 @@ func waitsWorkloads(sc waitsScale) []waitsWorkload {
 			return func() fdbmodel.Counts {
 				for {
 					if _, res := ws.query(fitPopSQL("tasks", 1, true), ws.limits()...); len(res.Rows) > 0 {
-						return ws.ack(res)
+						return ws.ack("tasks", res)
 					}
 				}
 			}
@@ -263,12 +273,13 @@ func (ws *waitsWorld) insert(table, cols string, n int, row func() []any) fdbmod
 	return total
 }
 
-// ack acks the row a lease returned, if any, and returns what it cost.
-func (ws *waitsWorld) ack(res *exec.Result) fdbmodel.Counts {
+// ack acks the row a lease of table returned, if any, and returns what it
+// cost.
+func (ws *waitsWorld) ack(table string, res *exec.Result) fdbmodel.Counts {
 	if len(res.Rows) == 0 {
 		return fdbmodel.Counts{}
 	}
-	c, acked := ws.query("DELETE FROM tasks WHERE id = ? AND _lease = ?", res.Rows[0][0], res.Rows[0][1])
+	c, acked := ws.query("DELETE FROM "+table+" WHERE id = ? AND _lease = ?", res.Rows[0][0], res.Rows[0][1])
 	require.EqualValues(ws.tb, 1, acked.RowsAffected)
 	return c
 }

@@ -166,6 +166,23 @@ func (q *Queue) appendKey(dst []byte, tag int, vs ...int64) []byte {
 	return appendInts(append(dst, q.sub[tag]...), vs...)
 }
 
+// prefixRange returns the range of every key under P (tag, vs...), as
+// kv.PrefixRange of q.key(tag, vs...) does, with both bounds in one
+// allocation: a pop or a push reads a few such ranges.
+func (q *Queue) prefixRange(tag int, vs ...int64) kv.Range {
+	b := q.appendKey(make([]byte, 0, 2*(len(q.sub[tag])+maxIntLen*len(vs))), tag, vs...)
+	n := len(b)
+	b = append(b, b...) // within the capacity: End shares Begin's array
+	// kv.Strinc of the copy, in place: a tuple's first byte is a type
+	// code, never 0xff, so some byte is left to increment.
+	end := b[n:]
+	for end[len(end)-1] == 0xff {
+		end = end[:len(end)-1]
+	}
+	end[len(end)-1]++
+	return kv.Range{Begin: b[:n:n], End: end}
+}
+
 // extending returns the range of the keys that extend prefix by tuple
 // elements.
 func extending(prefix []byte) kv.Range {

@@ -3,6 +3,7 @@ package queues_test
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -163,4 +164,23 @@ func TestReceiptsFromEarlierVersions(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// TestPrefixRange: the ranges a pop or push reads under a key (built in
+// one allocation) are kv.PrefixRange's, also where a packed integer ends
+// in 0xff bytes.
+func TestPrefixRange(t *testing.T) {
+	t.Parallel()
+	for _, prefix := range [][]byte{tuple.Tuple{"q"}.Pack(), {0xfe}, tuple.Tuple{int64(255)}.Pack()} {
+		q := queues.New(prefix, queues.Priority)
+		for tag := range 15 {
+			for _, vs := range [][]int64{nil, {0}, {1}, {-1}, {255}, {65535}, {math.MaxInt64}, {math.MinInt64}, {255, 255}} {
+				want := kv.PrefixRange(q.KeyOf(tag, vs...))
+				got := q.PrefixRangeOf(tag, vs...)
+				require.Equal(t, want, got, "prefix %x, tag %d, %v", prefix, tag, vs)
+			}
+		}
+		// A lease reads the due index (tag 12) up to where tag 13 begins.
+		require.Equal(t, kv.PrefixRange(q.KeyOf(12)).End, q.KeyOf(13))
+	}
 }

@@ -39,14 +39,6 @@ import (
 // item after a due one it should have come after.
 const promoteBatch = 64
 
-// promote moves the items due by now back to the visible queue, at their
-// original place, up to promoteBatch of them, and returns the earliest due
-// time still in the due index after them (0: none).
-//
-// The due index is read with a snapshot read, so pops do not conflict with
-// leases; each due item is read serializably before it moves, so two pops
-// promoting the same item, or a promotion and an ack or extend of it,
-// conflict and one retries.
 // Promote moves items whose lease or delay has ended back to their place
 // in the visible indexes (up to promoteBatch of them), as every pop and
 // lease does first. Call it before ScanVisible in a transaction that takes
@@ -56,38 +48,125 @@ func (q *Queue) Promote(tr kv.Transaction) error {
 	return err
 }
 
-func (q *Queue) promote(tr kv.Transaction) (int64, error) {
-	now := q.opts.now().UnixNano()
-	it := tr.Snapshot().GetRange(kv.PrefixRange(q.sub[tagDue]), kv.RangeOptions{Limit: promoteBatch + 1})
-	var due []pos
-	earliest := int64(0)
-	for it.Next() {
-		p, err := q.decodeDueKey(it.KeyValue().Key)
+// promote moves the items due by now back to the visible queue, at their
+// original place, up to promoteBatch of them, and reports whether it moved
+// any: reads made before it may then be stale.
+func (q *Queue) promote(tr kv.Transaction) (bool, error) {
+	pr := q.promotion(tr, false)
+	return pr.finish(tr)
+}
+
+// promotion is promote in two steps: its reads of the due index, issued
+// first, then the moves. A pop or lease issues them, then its own first
+// read, and only then waits: both are answered together, in one round trip
+// on FoundationDB. In the common case nothing is due, and the pop's read
+// stands; otherwise the pop reads again after the moves (see findN).
+//
+// The due index is read with snapshot reads, so pops do not conflict with
+// leases; each due item is read serializably before it moves, so two pops
+// promoting the same item, or a promotion and an ack or extend of it,
+// conflict and one retries.
+type promotion struct {
+	q   *Queue
+	now int64 // the clock when it was issued, unix nanoseconds
+	// due are the first promoteBatch+1 keys due by now: a read of the
+	// index up to now, empty in the common case, whatever the index holds
+	// beyond (leased items, due later).
+	due kv.FutureRange
+	// later is the first key due after now, for a caller that needs the
+	// earliest due time left (Lease); nil otherwise.
+	later kv.FutureRange
+
+	// Once finished: whether it moved any item, the earliest due time left
+	// in the index after the moves (0: none; with later), and the error.
+	finished bool
+	moved    bool
+	earliest int64
+	err      error
+}
+
+// promotion issues promote's reads of the due index; earliest asks for the
+// first key due later too (promotion.earliest).
+func (q *Queue) promotion(tr kv.Transaction, earliest bool) promotion {
+	pr := promotion{q: q, now: q.opts.now().UnixNano()}
+	snap := tr.Snapshot()
+	cut := q.key(tagDue, pr.now+1) // past every key due by now
+	// Want-all: a mass expiry's promoteBatch+1 keys come in one batch
+	// (the iterator mode's first holds about 55).
+	pr.due = kv.GetRangeAsync(snap, kv.Range{Begin: q.sub[tagDue], End: cut}, kv.RangeOptions{Limit: promoteBatch + 1, Mode: kv.StreamingModeWantAll})
+	if earliest {
+		// P (12)'s keys end where P (13)'s begin (kv.PrefixRange(P (12)).End
+		// is P (13): the tuple integers 12 and 13 are 0x15 0x0c and 0x0d).
+		pr.later = kv.GetRangeAsync(snap, kv.Range{Begin: cut, End: q.sub[tagHidden]}, kv.RangeOptions{Limit: 1})
+	}
+	return pr
+}
+
+// finish moves the items the promotion found due back to the visible
+// queue, up to promoteBatch of them, reading them with one kv.GetMany, and
+// reports whether it moved any. Called again, it returns the same.
+func (pr *promotion) finish(tr kv.Transaction) (bool, error) {
+	if !pr.finished {
+		pr.finished = true
+		pr.moved, pr.earliest, pr.err = pr.run(tr)
+	}
+	return pr.moved, pr.err
+}
+
+func (pr *promotion) run(tr kv.Transaction) (moved bool, earliest int64, err error) {
+	q := pr.q
+	rows, err := pr.due.Get()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(rows) > promoteBatch {
+		p, err := q.decodeDueKey(rows[promoteBatch].Key)
 		if err != nil {
-			return 0, err
+			return false, 0, err
 		}
-		if p.due > now || len(due) == promoteBatch {
+		earliest, rows = p.due, rows[:promoteBatch]
+	} else if pr.later != nil {
+		later, err := pr.later.Get()
+		if err != nil {
+			return false, 0, err
+		}
+		if len(later) == 1 {
+			p, err := q.decodeDueKey(later[0].Key)
+			if err != nil {
+				return false, 0, err
+			}
 			earliest = p.due
-			break
 		}
-		due = append(due, p)
 	}
-	if err := it.Err(); err != nil {
-		return 0, err
+	if len(rows) == 0 {
+		return false, earliest, nil
 	}
-	for _, p := range due {
-		item, ok, err := q.getAt(tr, p)
-		if err != nil {
-			return 0, err
+	due := make([]pos, len(rows))
+	keys := make([][]byte, len(rows))
+	for i, e := range rows {
+		if due[i], err = q.decodeDueKey(e.Key); err != nil {
+			return false, 0, err
 		}
-		if !ok {
+		keys[i] = q.itemKey(due[i])
+	}
+	vals, err := kv.GetMany(tr, keys)
+	if err != nil {
+		return false, 0, err
+	}
+	for i, p := range due {
+		if vals[i] == nil {
 			continue
 		}
-		if _, err := q.rewrite(tr, p, item, now); err != nil {
-			return 0, err
+		item, _, err := q.decodeItemUnder(tagHidden, keys[i], vals[i])
+		if err != nil {
+			return false, 0, err
 		}
+		if _, err := q.rewrite(tr, p, item, pr.now); err != nil {
+			return false, 0, err
+		}
+		moved = true
 	}
-	return earliest, nil
+	return moved, earliest, nil
 }
 
 // decodeDueKey returns the position of a due index key.
@@ -149,12 +228,7 @@ func (q *Queue) rewrite(tr kv.Transaction, old pos, it Item, now int64) (pos, er
 // earliestDue returns the earliest due time in the due index (0: none),
 // with a snapshot read.
 func (q *Queue) earliestDue(tr kv.ReadTransaction) (int64, error) {
-	e, ok, err := kv.First(tr.Snapshot(), kv.PrefixRange(q.sub[tagDue]), false)
-	if err != nil || !ok {
-		return 0, err
-	}
-	p, err := q.decodeDueKey(e.Key)
-	return p.due, err
+	return q.ReadNextDue(tr).earliest()
 }
 
 // NextDue returns when the earliest invisible item becomes due, and
@@ -166,8 +240,37 @@ func (q *Queue) earliestDue(tr kv.ReadTransaction) (int64, error) {
 // hide a sooner one from the test: the waiter then wakes at the time it
 // read, and looks again).
 func (q *Queue) NextDue(tr kv.ReadTransaction) (time.Time, bool, error) {
-	due, err := q.earliestDue(tr)
+	return q.ReadNextDue(tr).Get()
+}
+
+// ReadNextDue issues NextDue's read, and returns it in flight: a caller
+// that reads something else before it calls Get (WatchSignal) waits once
+// for both (one round trip on FoundationDB).
+func (q *Queue) ReadNextDue(tr kv.ReadTransaction) DueRead {
+	return DueRead{q: q, head: kv.GetRangeAsync(tr.Snapshot(), kv.PrefixRange(q.sub[tagDue]), kv.RangeOptions{Limit: 1})}
+}
+
+// DueRead is NextDue's read, in flight (ReadNextDue). Like a
+// kv.Future, it belongs to the transaction attempt that issued it.
+type DueRead struct {
+	q    *Queue
+	head kv.FutureRange
+}
+
+// Get waits for the read, and returns what NextDue returns.
+func (d DueRead) Get() (time.Time, bool, error) {
+	due, err := d.earliest()
 	return fromNanos(due), due != 0, err
+}
+
+// earliest returns the earliest due time (0: none).
+func (d DueRead) earliest() (int64, error) {
+	rows, err := d.head.Get()
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	p, err := d.q.decodeDueKey(rows[0].Key)
+	return p.due, err
 }
 
 // wakeIfSooner bumps the push signal when an item became due at due
@@ -226,10 +329,10 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 	if req.N <= 0 {
 		return nil, nil
 	}
-	earliest, err := q.promote(tr)
-	if err != nil {
-		return nil, err
-	}
+	// The promotion finishes in the first find, after that find's first
+	// read was issued (see promotion). It reads the clock first: what it
+	// finds due is visible now.
+	pr := q.promotion(tr, true)
 	now := q.opts.now()
 	until := now.Add(req.For)
 	if err := checkEnd("a lease", req.For, until); err != nil {
@@ -239,10 +342,14 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 	for len(out) < req.N {
 		var items []Item
 		var poss []pos
+		var err error
 		if req.IDs != nil {
+			if _, err := pr.finish(tr); err != nil {
+				return nil, err
+			}
 			items, poss, err = q.findIDs(tr, req.IDs, now.UnixNano())
 		} else {
-			items, poss, err = q.find(tr, req.Order, req.Limits, req.N-len(out))
+			items, poss, err = q.find(tr, req.Order, req.Limits, req.N-len(out), &pr)
 		}
 		if err != nil {
 			return nil, err
@@ -272,18 +379,21 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 		}
 	}
 	if len(out) > 0 {
-		q.wakeIfSooner(tr, until.UnixNano(), earliest)
+		q.wakeIfSooner(tr, until.UnixNano(), pr.earliest)
 	}
 	return out, nil
 }
 
 // find returns up to n visible items in order, as PopN (limits nil) or
-// PopFitN would, without removing them.
-func (q *Queue) find(tr kv.Transaction, order Order, limits []int64, n int) ([]Item, []pos, error) {
+// PopFitN would, without removing them, finishing pr first where it reads.
+func (q *Queue) find(tr kv.Transaction, order Order, limits []int64, n int, pr *promotion) ([]Item, []pos, error) {
 	if limits != nil {
+		if _, err := pr.finish(tr); err != nil {
+			return nil, nil, err
+		}
 		return q.findFitN(tr, leasing, order, limits, n)
 	}
-	return q.findN(tr, leasing, order, n)
+	return q.findN(tr, leasing, order, n, pr)
 }
 
 // findIDs returns the items with ids that are queued and visible at now

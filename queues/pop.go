@@ -76,10 +76,8 @@ func (q *Queue) PopN(tr kv.Transaction, order Order, n int) ([]Item, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	if _, err := q.promote(tr); err != nil {
-		return nil, err
-	}
-	items, poss, err := q.findN(tr, removing, order, n)
+	pr := q.promotion(tr, false)
+	items, poss, err := q.findN(tr, removing, order, n, &pr)
 	if err != nil {
 		return nil, err
 	}
@@ -92,8 +90,10 @@ func (q *Queue) PopN(tr kv.Transaction, order Order, n int) ([]Item, error) {
 }
 
 // findN returns the first n visible items in order, with their positions,
-// passing over those other attempts claimed, and claims them.
-func (q *Queue) findN(tr kv.Transaction, mode pickMode, order Order, n int) ([]Item, []pos, error) {
+// passing over those other attempts claimed, and claims them. It finishes
+// pr (promote), whose reads were issued, before it reads the queue, or,
+// for one item, after it read the head (see head.go).
+func (q *Queue) findN(tr kv.Transaction, mode pickMode, order Order, n int, pr *promotion) ([]Item, []pos, error) {
 	pk := q.newPick(tr, mode)
 	var items []Item
 	var poss []pos
@@ -109,22 +109,24 @@ func (q *Queue) findN(tr kv.Transaction, mode pickMode, order Order, n int) ([]I
 	}
 	if n == 1 {
 		// The head, in one read: it is not claimed in the common case.
-		e, ok, err := q.first(pk.rd, order)
+		h, err := q.popHead(pk, order, pr)
 		if err != nil {
 			return nil, nil, err
 		}
-		if ok {
-			p, err := q.decodeItemKey(e.Key)
+		if h.ok {
+			p, err := q.decodeItemKey(h.e.Key)
 			if err != nil {
 				return nil, nil, err
 			}
-			if _, err := take(e, p); err != nil {
+			if _, err := take(h.e, p); err != nil {
 				return nil, nil, err
 			}
 		}
-		if !ok || len(items) == 1 {
+		if !h.ok || len(items) == 1 {
 			return items, poss, pk.done()
 		}
+	} else if _, err := pr.finish(tr); err != nil {
+		return nil, nil, err
 	}
 	if _, err := q.scan(pk.rd, order, take); err != nil {
 		return nil, nil, err

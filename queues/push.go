@@ -39,29 +39,19 @@ func (q *Queue) Push(tr kv.Transaction, it Item) error {
 // Push and PushAll wake the consumers waiting on the queue (see
 // WatchSignal) when their transaction commits.
 func (q *Queue) PushAll(tr kv.Transaction, token Token, items []Item) (bool, error) {
-	// The seq of each priority is read once: a push reads its own writes,
-	// so it would find the previous item's seq and take one more anyway.
-	next := map[int64]int64{}
-	return q.pushAll(tr, token, items, func(it Item) (int64, error) {
-		prio := int64(0)
-		if q.kind == Priority {
-			prio = it.Priority
-		}
-		seq, ok := next[prio]
-		if !ok {
-			var err error
-			if seq, err = q.nextSeq(tr, prio); err != nil {
-				return 0, err
-			}
-		}
-		next[prio] = seq + 1
-		return seq, nil
-	})
+	return q.pushAll(tr, token, items, true)
 }
 
-// pushAll adds items as one operation, each at the seq seqOf gives it:
-// PushAll's and PutBack's body (see PushAll for token).
-func (q *Queue) pushAll(tr kv.Transaction, token Token, items []Item, seqOf func(Item) (int64, error)) (bool, error) {
+// pushAll adds items as one operation: PushAll's and PutBack's body (see
+// PushAll for token). With next, each item takes the next seq of its
+// priority (nextSeqs); without, its own (PutBack).
+//
+// Its reads are independent of each other, and issued together: the
+// receipt (only on an attempt after one that may have been applied), the
+// seqs of every priority (nextSeqs), the id and directory checks
+// (checkNew). On FoundationDB that is one round trip, for one row or a
+// hundred of any number of priorities.
+func (q *Queue) pushAll(tr kv.Transaction, token Token, items []Item, next bool) (bool, error) {
 	for _, it := range items {
 		if err := q.checkItem(it); err != nil {
 			return false, err
@@ -70,15 +60,21 @@ func (q *Queue) pushAll(tr kv.Transaction, token Token, items []Item, seqOf func
 	if done, err := q.receipts.Has(tr, token); err != nil || done {
 		return false, err
 	}
+	var seqs *nextSeqs
+	if next {
+		seqs = q.readSeqs(tr, items) // in flight during checkNew's wait
+	}
 	dirs, err := q.checkNew(tr, items)
 	if err != nil {
 		return false, err
 	}
 	sc := &scratch{}
 	for _, it := range items {
-		seq, err := seqOf(it)
-		if err != nil {
-			return false, err
+		seq := it.Seq
+		if seqs != nil {
+			if seq, err = seqs.next(q.prioOf(it)); err != nil {
+				return false, err
+			}
 		}
 		if err := q.pushChecked(tr, it, seq, dirs, sc); err != nil {
 			return false, err
@@ -107,11 +103,7 @@ func (q *Queue) checkItem(it Item) error {
 // push adds it without a push marker: visible, or invisible until
 // it.VisibleAt when that is in the future (a delayed item).
 func (q *Queue) push(tr kv.Transaction, it Item) error {
-	prio := int64(0)
-	if q.kind == Priority {
-		prio = it.Priority
-	}
-	seq, err := q.nextSeq(tr, prio)
+	seq, err := q.nextSeq(tr, q.prioOf(it))
 	if err != nil {
 		return err
 	}
@@ -122,17 +114,33 @@ func (q *Queue) push(tr kv.Transaction, it Item) error {
 	return nil
 }
 
+// prioOf is the priority it is pushed under: its own in a priority queue,
+// 0 in a FIFO one.
+func (q *Queue) prioOf(it Item) int64 {
+	if q.kind == Priority {
+		return it.Priority
+	}
+	return 0
+}
+
 // checkNew reads, in one kv.GetMany, the id keys of items, which must be
 // absent (ErrDuplicateID), and the directory keys of the cells and shapes
 // the visible ones go into, and writes those that are absent. It returns
 // the directory keys it made sure of (see ensureDir). Two items with one
 // id are ErrDuplicateID too, as the second would find the first's key.
 // A run of minIDRun or more consecutive ids is read as one range instead
-// (checkIDRun): one search of the tree and one read conflict range, not
+// (idRun): one search of the tree and one read conflict range, not
 // one of each a row. Measured, memory:, 100-row INSERTs, 5 runs
 // interleaved: 1 client 165k -> 168k rows/s, 8 clients 172k -> 196k
 // (their commits check fewer read ranges), 3,360 -> 3,109 bytes
 // allocated a row.
+//
+// The runs' reads and the GetMany are issued together (one round trip on
+// FoundationDB, with the seqs' reads a push issued before). They are made
+// through the snapshot, and their read conflicts added once the checks
+// are done, as the same reads made one after the other, serializably,
+// would have added them: a run that holds a queued id ends the checks
+// there.
 func (q *Queue) checkNew(tr kv.Transaction, items []Item) (dirSet, error) {
 	ids := make([]int64, len(items))
 	for i, it := range items {
@@ -147,6 +155,8 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item) (dirSet, error) {
 	// Runs of consecutive ids (NewID hands them out in blocks) are read
 	// as one range each, which must be empty; lone ids with the
 	// directory keys below, in one GetMany.
+	snap := tr.Snapshot()
+	var runs []idRun
 	keys := make([][]byte, 0, 3*len(items))
 	for i := 0; i < len(ids); {
 		j := i + 1
@@ -157,8 +167,8 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item) (dirSet, error) {
 			for _, id := range ids[i:j] {
 				keys = append(keys, q.idKey(id))
 			}
-		} else if err := q.checkIDRun(tr, ids[i], ids[j-1]); err != nil {
-			return nil, err
+		} else {
+			runs = append(runs, q.readIDRun(snap, ids[i], ids[j-1]))
 		}
 		i = j
 	}
@@ -183,9 +193,19 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item) (dirSet, error) {
 			dir(tagShapeDir, it.Resources)
 		}
 	}
-	vals, err := kv.GetMany(tr, keys)
+	vals, err := kv.GetMany(snap, keys)
 	if err != nil {
 		return nil, err
+	}
+	for _, run := range runs {
+		if err := run.check(tr); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range keys {
+		if err := tr.AddReadConflictKey(k); err != nil {
+			return nil, err
+		}
 	}
 	for i, k := range keys[:lone] {
 		if vals[i] != nil {
@@ -203,16 +223,38 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item) (dirSet, error) {
 // minIDRun is the fewest consecutive ids checkNew reads as a range.
 const minIDRun = 4
 
-// checkIDRun fails with ErrDuplicateID if an item with an id in [first,
-// last] is queued, reading the id index's range of them.
-func (q *Queue) checkIDRun(tr kv.Transaction, first, last int64) error {
+// idRun is a read of the id index's range of a run of ids, through a
+// snapshot, in flight: the run is new if the range is empty.
+type idRun struct {
+	q    *Queue
+	r    kv.Range
+	head kv.FutureRange
+}
+
+// readIDRun issues the read of the id index's range of the ids in [first,
+// last].
+func (q *Queue) readIDRun(snap kv.ReadTransaction, first, last int64) idRun {
 	r := kv.Range{Begin: q.idKey(first), End: kv.KeyAfter(q.idKey(last))}
-	e, ok, err := kv.First(tr, r, false)
-	switch {
-	case err != nil:
+	return idRun{q: q, r: r, head: kv.GetRangeAsync(snap, r, kv.RangeOptions{Limit: 1})}
+}
+
+// check adds the read conflict the read would have added made through tr
+// (the range up to the first id found, all of it when none), and fails
+// with ErrDuplicateID if it found a queued id.
+func (run idRun) check(tr kv.Transaction) error {
+	rows, err := run.head.Get()
+	if err != nil {
 		return err
-	case ok:
-		return q.duplicateID(e.Key)
+	}
+	var e kv.KeyValue
+	if len(rows) == 1 {
+		e = rows[0]
+	}
+	if err := tr.AddReadConflictRange(covered(run.r, false, e, len(rows) == 1)); err != nil {
+		return err
+	}
+	if len(rows) == 1 {
+		return run.q.duplicateID(e.Key)
 	}
 	return nil
 }
@@ -261,25 +303,110 @@ func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs dirSet, 
 // comes back before later pushes), read with snapshot reads, so pushes never
 // conflict with each other over it.
 func (q *Queue) nextSeq(tr kv.Transaction, prio int64) (int64, error) {
-	seq := int64(1)
-	for _, tag := range []int{tagItems, tagHidden} {
-		tail := kv.PrefixRange(q.sub[tag])
-		if q.kind == Priority {
-			tail = kv.PrefixRange(q.key(tag, prio))
+	return q.readSeqs(tr, []Item{{Priority: prio}}).next(prio)
+}
+
+// nextSeqs are the seqs a push of several items takes (nextSeq), each
+// priority's read once, with its two reads (the last visible item and the
+// last invisible one) and those of every other priority issued together:
+// one round trip on FoundationDB however many priorities there are. A push
+// reads its own writes, so reading again would only find the previous
+// item's seq and take one more: next counts on from the first read.
+type nextSeqs struct {
+	q     *Queue
+	tails []seqTail
+	at    map[int64]int // index in tails by priority, past a few priorities
+}
+
+// seqTail is one priority's reads, and then its next seq.
+type seqTail struct {
+	prio          int64
+	items, hidden kv.FutureRange
+	seq           int64 // 0: not yet read
+}
+
+// fewPriorities is how many priorities nextSeqs looks up by a scan of its
+// tails, not a map.
+const fewPriorities = 8
+
+// readSeqs issues the reads of the seqs of items' priorities.
+func (q *Queue) readSeqs(tr kv.Transaction, items []Item) *nextSeqs {
+	s := &nextSeqs{q: q}
+	snap := tr.Snapshot()
+	for _, it := range items {
+		prio := q.prioOf(it)
+		if s.find(prio) >= 0 {
+			continue
 		}
-		last, ok, err := kv.First(tr.Snapshot(), tail, true)
+		s.tails = append(s.tails, seqTail{prio: prio, items: q.readTail(snap, tagItems, prio), hidden: q.readTail(snap, tagHidden, prio)})
+		switch n := len(s.tails); {
+		case s.at != nil:
+			s.at[prio] = n - 1
+		case n > fewPriorities:
+			s.at = make(map[int64]int, len(items))
+			for i, t := range s.tails {
+				s.at[t.prio] = i
+			}
+		}
+	}
+	return s
+}
+
+// readTail issues the read of the last item of priority prio under tag
+// (tagItems or tagHidden).
+func (q *Queue) readTail(snap kv.ReadTransaction, tag int, prio int64) kv.FutureRange {
+	tail := q.prefixRange(tag)
+	if q.kind == Priority {
+		tail = q.prefixRange(tag, prio)
+	}
+	return kv.GetRangeAsync(snap, tail, kv.RangeOptions{Limit: 1, Reverse: true})
+}
+
+// find returns the index of prio's tail, or -1.
+func (s *nextSeqs) find(prio int64) int {
+	if s.at != nil {
+		if i, ok := s.at[prio]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range s.tails {
+		if s.tails[i].prio == prio {
+			return i
+		}
+	}
+	return -1
+}
+
+// next returns the next seq of prio, one of the priorities readSeqs was
+// given, and takes it.
+func (s *nextSeqs) next(prio int64) (int64, error) {
+	t := &s.tails[s.find(prio)]
+	if t.seq == 0 {
+		seq, err := s.q.afterTail(t.items, tagItems, 1)
 		if err != nil {
 			return 0, err
 		}
-		if ok {
-			lp, err := q.decodeKeyUnder(tag, last.Key)
-			if err != nil {
-				return 0, err
-			}
-			seq = max(seq, lp.seq+1)
+		if t.seq, err = s.q.afterTail(t.hidden, tagHidden, seq); err != nil {
+			return 0, err
 		}
 	}
-	return seq, nil
+	t.seq++
+	return t.seq - 1, nil
+}
+
+// afterTail returns the seq after the last item f found under tag, or seq
+// if that is more.
+func (q *Queue) afterTail(f kv.FutureRange, tag int, seq int64) (int64, error) {
+	last, err := f.Get()
+	if err != nil || len(last) == 0 {
+		return seq, err
+	}
+	lp, err := q.decodeKeyUnder(tag, last[0].Key)
+	if err != nil {
+		return 0, err
+	}
+	return max(seq, lp.seq+1), nil
 }
 
 // insert writes an item and its id index entry, through sc if not nil.

@@ -23,7 +23,7 @@ import "github.com/fdbqueue/fdbqueue/kv"
 // (without a token). Put-back items count, and wake waiting consumers, as
 // pushes do.
 func (q *Queue) PutBack(tr kv.Transaction, token Token, items []Item) (bool, error) {
-	return q.pushAll(tr, token, items, func(it Item) (int64, error) { return it.Seq, nil })
+	return q.pushAll(tr, token, items, false)
 }
 
 // SettlePop settles the pop operation token, whose last commit

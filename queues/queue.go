@@ -103,13 +103,14 @@ type Queue struct {
 	marks     markers   // push markers: tags 7 and 8
 	receipts  Receipts  // pop, count and push receipts: tag 14
 	hints     *fitHints // shared by the copies WithOptions makes
+	top       *topHint  // the same (see head.go)
 }
 
 // New returns the queue stored under prefix (a packed tuple, so that the keys
 // stay readable by FoundationDB's tuple layer). resources names the
 // resources tasks declare; PopFit takes limits in the same order.
 func New(prefix []byte, kind Kind, resources ...string) *Queue {
-	q := &Queue{prefix: bytes.Clone(prefix), kind: kind, resources: append([]string(nil), resources...), hints: &fitHints{}}
+	q := &Queue{prefix: bytes.Clone(prefix), kind: kind, resources: append([]string(nil), resources...), hints: &fitHints{}, top: &topHint{}}
 	for tag := range q.sub {
 		q.sub[tag] = tuple.AppendInt(bytes.Clone(prefix), int64(tag))
 	}

@@ -14,12 +14,22 @@ import (
 // Every pop stays exactly-once: the chosen item is read serializably, so two
 // pops that choose it conflict. Use it when exact pops keep conflicting.
 func (q *Queue) PopSpread(tr kv.Transaction, order Order, k int) (Item, bool, error) {
-	if _, err := q.promote(tr); err != nil {
+	// The head, read in the round trip of promote's read, and again if
+	// promote moved items (see head.go).
+	pr := q.promotion(tr, false)
+	head, ok, err := q.first(tr.Snapshot(), order)
+	if err != nil {
 		return Item{}, false, err
 	}
-	head, ok, err := q.first(tr.Snapshot(), order)
-	if err != nil || !ok {
+	if moved, err := pr.finish(tr); err != nil {
 		return Item{}, false, err
+	} else if moved {
+		if head, ok, err = q.first(tr.Snapshot(), order); err != nil {
+			return Item{}, false, err
+		}
+	}
+	if !ok {
+		return Item{}, false, nil
 	}
 	hp, err := q.decodeItemKey(head.Key)
 	if err != nil {
