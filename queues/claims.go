@@ -339,7 +339,7 @@ func (pk *pick) dirs() kv.ReadTransaction {
 // when what it reads next decides its choice alone.
 func (pk *pick) forget() {
 	if pk.cr != nil {
-		pk.cr.done, pk.cr.its, pk.cr.seen = pk.cr.done[:0], pk.cr.its[:0], pk.cr.seen[:0]
+		pk.cr.forget()
 	}
 }
 
@@ -350,7 +350,11 @@ func (pk *pick) done() error {
 	if pk.cr == nil {
 		return nil
 	}
-	rs, seen := pk.cr.ranges(), pk.cr.seen
+	rs, err := pk.cr.ranges()
+	if err != nil {
+		return err
+	}
+	seen := pk.cr.seen
 	slices.SortFunc(rs, func(x, y kv.Range) int { return bytes.Compare(x.Begin, y.Begin) })
 	merged := rs[:0]
 	for _, r := range rs {
