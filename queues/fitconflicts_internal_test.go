@@ -220,6 +220,7 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
 			sum := sha256.Sum256([]byte(took))
 			took = fmt.Sprintf("%v ... %d in all, %x", ids[:4], len(ids), sum[:4])
 		}
+		slices.Sort(log.cleared) // the order of the clears makes no difference
 		cleared := sha256.Sum256([]byte(strings.Join(log.cleared, " ")))
 		fmt.Fprintf(out, "%v seed %d step %d: %s %s %v n=%d %s: took %s cleared %d %x conflicts %d %x\n",
 			kind, seed, step, op, []string{"min", "max"}[order], limits, n, mode, took, len(log.cleared), cleared[:4], len(conflicts), digest(conflicts))
