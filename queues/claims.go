@@ -109,7 +109,8 @@ type Attempt struct {
 	firstBuf []byte
 	// firstLo and firstHi bound the ranges in firsts.
 	firstLo, firstHi []byte
-	picks            int // the pops and leases it made
+	picks            int    // the pops and leases it made
+	writes           uint64 // the writes it made
 }
 
 // Begin starts an attempt of tr: its pops claim rows in c.
