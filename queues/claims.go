@@ -257,6 +257,7 @@ type pick struct {
 	// took are the keys of the rows the pick takes (with a): their item
 	// key, and their fit index entries.
 	took [][]byte
+	snap kv.ReadTransaction // rd's snapshot, once asked for
 }
 
 // What a pick does with the rows it chooses.
@@ -325,6 +326,15 @@ func (pk *pick) claimed(p pos) bool {
 	return pk.a != nil && pk.a.claimed(pk.q.itemKey(p))
 }
 
+// snapshot returns the snapshot view of the pick's transaction, for the
+// reads a search makes ahead of the reads that use them (known.go).
+func (pk *pick) snapshot() kv.ReadTransaction {
+	if pk.snap == nil {
+		pk.snap = pk.rd.Snapshot()
+	}
+	return pk.snap
+}
+
 // dirs returns the reads of the fit index's directories: serializable
 // ones, with no holes, as a directory key changes only when its cell or
 // shape empties, rarely (the holes are for rows, which other pops take).
@@ -355,18 +365,7 @@ func (pk *pick) done() error {
 	if err != nil {
 		return err
 	}
-	seen := pk.cr.seen
-	slices.SortFunc(rs, func(x, y kv.Range) int { return bytes.Compare(x.Begin, y.Begin) })
-	merged := rs[:0]
-	for _, r := range rs {
-		if n := len(merged); n > 0 && bytes.Compare(r.Begin, merged[n-1].End) <= 0 {
-			if bytes.Compare(r.End, merged[n-1].End) > 0 {
-				merged[n-1].End = r.End
-			}
-			continue
-		}
-		merged = append(merged, r)
-	}
+	seen, merged := pk.cr.seen, mergeRanges(rs)
 	slices.SortFunc(seen, bytes.Compare)
 	seen = slices.CompactFunc(seen, bytes.Equal)
 	for _, r := range merged {

@@ -50,3 +50,45 @@ func skipScanDim(tr kv.ReadTransaction, base []byte, dim int, mins, maxs, cur []
 		from = extending(next).End
 	}
 }
+
+// dirAhead is a directory read in one round ahead of the skip-scan that
+// lists what it holds within mins..maxs (skipScan): one range read, through
+// the snapshot, of every key whose first coordinate is within
+// mins[0]..maxs[0], the range of the skip-scan's first read. The
+// skip-scan's reads are then answered from it, and the pick records what
+// they covered as directory reads (pick.record): the conflicts are the
+// skip-scan's, not the whole range's.
+type dirAhead struct {
+	base       []byte
+	mins, maxs []int64
+	r          kv.Range
+	f          kv.FutureRange // nil: no coordinate fits
+}
+
+// readDirAhead issues the read of the directory under base for a
+// skip-scan within mins..maxs, through snap.
+func readDirAhead(snap kv.ReadTransaction, base []byte, mins, maxs []int64) *dirAhead {
+	d := &dirAhead{base: base, mins: mins, maxs: maxs}
+	if mins[0] <= maxs[0] {
+		d.r = kv.Range{Begin: tuple.AppendInt(bytes.Clone(base), mins[0]), End: extending(tuple.AppendInt(bytes.Clone(base), maxs[0])).End}
+		d.f = kv.GetRangeAsync(snap, d.r, kv.RangeOptions{Mode: kv.StreamingModeWantAll})
+	}
+	return d
+}
+
+// scan waits for the read and runs the skip-scan over it for pk, calling
+// fn as skipScan does; fn must not read.
+func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
+	if d.f == nil {
+		return nil
+	}
+	rows, err := d.f.Get()
+	if err != nil {
+		return err
+	}
+	x := &knownReader{rd: pk.dirs(), ks: []known{{r: d.r, rows: rows, upTo: d.r.End}}}
+	if err := skipScan(x, d.base, d.mins, d.maxs, fn); err != nil {
+		return err
+	}
+	return pk.record(x, true)
+}
