@@ -126,7 +126,14 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 	// these limits says.
 	var hint [8 * maxIntLen]byte
 	key := appendInts(append(hint[:0], byte(order)), limits...)
-	items, poss, complete, err := q.scanFits(pk, order, limits, 1, q.hints.budget(key))
+	budget := q.hints.budget(key)
+	var dir *dirAhead
+	if budget == sedimentBudget {
+		// Step 1 found nothing last time: the index's first read goes
+		// with step 1's, in the same round.
+		dir = q.readCellDir(pk, limits)
+	}
+	items, poss, complete, err := q.scanFits(pk, order, limits, 1, budget)
 	if err == nil {
 		q.hints.record(key, len(items) == 0 && !complete)
 	}
@@ -141,7 +148,7 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 	// Step 2: the index, which alone decides the answer: what step 1 read
 	// needs no read conflicts.
 	pk.forget()
-	best, ok, err := q.bestFromIndex(pk, order, limits)
+	best, ok, err := q.bestFromIndex(pk, order, limits, dir)
 	if err != nil || !ok {
 		if err == nil {
 			err = pk.done()

@@ -3,19 +3,38 @@ package queues
 import (
 	"bytes"
 	"math"
-	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
-// straddleBudget is how many entries of a cell straddling a limit a fit pop
-// reads in queue order before it resolves the cell through its exact shapes.
-const straddleBudget = 64
-
 // bestFromIndex finds the best fitting task through the cell and shape
-// directories, in two stages: wholeCells offers the heads of the cells
-// wholly inside the limits, then straddlingCell resolves each cell that
-// straddles a limit.
+// directories. It reads them in rounds, each of reads issued together and
+// then waited for (on FoundationDB a round is one round trip, however many
+// reads it holds):
+//
+//  1. the cell directory, for the cells whose lower corner fits: one range
+//     read (dir, when the caller issued it already, with step 1), from
+//     which the skip-scan of the directory picks the cells;
+//  2. the head of every cell wholly inside the limits, and the first
+//     straddleAhead entries of every cell that straddles a limit (in Max
+//     order of a priority queue: the last entry of each, which gives its
+//     highest priority);
+//  3. in Max order, the head of that priority, for the cells that can
+//     still win, and the first entries of the straddling cells' highest
+//     priority;
+//
+// then, only where a search needs them: more entries of the straddling
+// cells whose first entries did not settle them (one round for all),
+// the shapes of a straddling cell past its budget (their directory, then
+// their heads), and a scan of a cell whose head another attempt claimed.
+//
+// The rows it reads and the read conflicts it adds are exactly those of
+// reading one after another: wholeCells offers the heads of the cells
+// wholly inside the limits, in directory order, then straddlingCell
+// resolves each cell that straddles a limit. What a round reads ahead
+// (the directory whole, the first entries of a straddling cell) it reads
+// through the snapshot, and the pick records what the reads that use it
+// covered (known.go).
 //
 // A listed cell or shape that turns out empty has its directory key cleared
 // when the search runs in a pop; the read that found it empty is in the
@@ -24,33 +43,41 @@ const straddleBudget = 64
 //
 // The best entry it returns is not claimed by another attempt (when it
 // looked); the caller claims it.
-func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64) (pos, bool, error) {
-	s := &indexSearch{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, res: make([]int64, len(limits))}
-	straddling, err := s.wholeCells()
-	if err != nil {
-		return pos{}, false, err
+func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64, dir *dirAhead) (pos, bool, error) {
+	s := &indexSearch{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, res: make([]int64, len(limits)),
+		maxFirst: order == Max && q.kind == Priority}
+	if dir == nil {
+		dir = q.readCellDir(pk, limits)
 	}
-	for _, cell := range straddling {
-		if err := s.straddlingCell(cell); err != nil {
-			return pos{}, false, err
-		}
+	if err := s.cells(dir); err != nil {
+		return pos{}, false, err
 	}
 	return s.best, s.found, nil
 }
 
+// readCellDir issues the read of the cell directory for a search with
+// limits (round 1).
+func (q *Queue) readCellDir(pk *pick, limits []int64) *dirAhead {
+	noMin := make([]int64, len(limits))
+	for i := range noMin {
+		noMin[i] = math.MinInt64
+	}
+	return readDirAhead(pk.snapshot(), q.sub[tagCellDir], noMin, limits)
+}
+
 // indexSearch is one search of the fit index for the best fitting entry.
 type indexSearch struct {
-	q      *Queue
-	pk     *pick
-	tr     kv.ReadTransaction // pk.rd
-	order  Order
-	limits []int64
+	q        *Queue
+	pk       *pick
+	tr       kv.ReadTransaction // pk.rd
+	order    Order
+	limits   []int64
+	maxFirst bool // Max order of a priority queue: heads take two reads
 
 	best  pos  // the best fitting entry offered so far,
 	found bool // if any
 
 	res []int64 // scratch: an entry's resources
-	buf []byte  // scratch: a cell's or shape's prefix
 }
 
 // offer makes p the best entry if it is better.
@@ -60,112 +87,209 @@ func (s *indexSearch) offer(p pos) {
 	}
 }
 
-// wholeCells is the first stage: it skip-scans the cell directory for the
-// cells whose lower corner fits, offers the head of each cell wholly inside
-// the limits, and returns the cells that straddle a limit.
-func (s *indexSearch) wholeCells() ([][]int64, error) {
-	noMin := make([]int64, len(s.limits))
-	for i := range noMin {
-		noMin[i] = math.MinInt64
-	}
-	var straddling [][]int64
-	err := skipScan(s.pk.dirs(), s.q.sub[tagCellDir], noMin, s.limits, func(cell []int64) error {
+// cells searches the cells that dir lists: it offers the heads of those
+// wholly inside the limits (wholeCells), then resolves those that straddle
+// a limit (straddlingCell).
+func (s *indexSearch) cells(dir *dirAhead) error {
+	var whole, straddling []int64 // their coordinates, one after another
+	if err := dir.scan(s.pk, func(cell []int64) error {
 		if straddles(cell, s.limits) {
-			straddling = append(straddling, slices.Clone(cell))
-			return nil
+			straddling = append(straddling, cell...)
+		} else {
+			whole = append(whole, cell...)
 		}
-		return s.offerHead(tagCells, tagCellDir, cell)
-	})
-	return straddling, err
-}
-
-// straddles reports whether some of the cell's values exceed a limit.
-func straddles(cell, limits []int64) bool {
-	for i, c := range cell {
-		if cellHigh(c) > limits[i] {
-			return true
-		}
-	}
-	return false
-}
-
-// straddlingCell is the second stage, for one cell that straddles a limit:
-// it reads the cell in queue order, only as long as an entry can still beat
-// the best found and at most straddleBudget entries, and offers the first
-// entry that fits. Past the budget it offers the heads of the cell's
-// fitting shapes instead.
-func (s *indexSearch) straddlingCell(cell []int64) error {
-	n := 0
-	stopped, err := s.q.scanEntries(s.tr, s.q.key(tagCells, cell...), s.order, func(e kv.KeyValue, p pos) (bool, error) {
-		if s.found && !better(p, s.best, s.order) {
-			return false, nil // nothing further in this cell can win
-		}
-		if n++; n > straddleBudget {
-			return false, nil
-		}
-		if err := decodeInts(e.Value, s.res); err != nil {
-			return false, err
-		}
-		if !fits(s.res, s.limits) {
-			return true, nil
-		}
-		if s.pk.claimed(p) {
-			return true, nil
-		}
-		s.offer(p)
-		return false, nil
-	})
-	switch {
-	case err != nil:
+		return nil
+	}); err != nil {
 		return err
-	case !stopped && n == 0:
-		s.clearDir(tagCellDir, cell) // listed, but empty
-		return nil
-	case !stopped || n <= straddleBudget:
-		return nil
 	}
-	// Over budget: the cell's fitting shapes, exactly.
-	lo, hi := make([]int64, len(cell)), make([]int64, len(cell))
-	for i, c := range cell {
-		lo[i], hi[i] = c, min(cellHigh(c), s.limits[i])
-	}
-	return skipScan(s.pk.dirs(), s.q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
-		return s.offerHead(tagShapes, tagShapeDir, shape)
-	})
-}
-
-// offerHead offers the head of a cell or shape (coords, with entries under
-// tag, listed under dirTag), or clears its directory key if it is empty.
-func (s *indexSearch) offerHead(tag, dirTag int, coords []int64) error {
-	var cutoff *pos
-	if s.found {
-		cutoff = &s.best
-	}
-	s.buf = appendInts(append(s.buf[:0], s.q.sub[tag]...), coords...)
-	p, ok, err := s.q.head(s.tr, s.buf, s.order, cutoff)
-	switch {
-	case err != nil:
+	heads := s.readHeads(tagCells, whole)
+	strs := s.readStraddling(straddling)
+	if err := s.waitHeads(heads); err != nil {
 		return err
-	case !ok:
-		s.clearDir(dirTag, coords)
-		return nil
-	case cutoff != nil && !better(p, *cutoff, s.order):
-		return nil // it cannot win, claimed or not
-	case s.pk.claimed(p):
-		if p, ok, err = s.unclaimedHead(cutoff); err != nil || !ok {
+	}
+	if s.maxFirst {
+		prio, found, err := s.readLevels(heads)
+		if err != nil {
+			return err
+		}
+		if err := s.readStraddlingLevels(strs, prio, found); err != nil {
 			return err
 		}
 	}
-	s.offer(p)
+	if err := s.wholeCells(heads, tagCellDir); err != nil {
+		return err
+	}
+	if err := s.readMoreStraddling(strs); err != nil {
+		return err
+	}
+	for i := range strs {
+		if err := s.straddlingCell(&strs[i]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// unclaimedHead returns the best entry of the cell or shape under s.buf
+// headRead is the reads of the head of a cell or shape in a search's
+// rounds.
+type headRead struct {
+	coords []int64
+	r      kv.Range // its entries' range: extending its prefix, r.Begin
+	top    oneRow   // its first entry, or in Max order its last
+	// level is, in Max order, the first entry of top's priority, if it was
+	// read (leveled).
+	level   oneRow
+	leveled bool
+}
+
+// readHeads issues the first read of the head of every cell or shape under
+// tag with the coordinates in flat, one after another (round 2).
+func (s *indexSearch) readHeads(tag int, flat []int64) []headRead {
+	d := len(s.limits)
+	hs := make([]headRead, len(flat)/d)
+	for i := range hs {
+		h := &hs[i]
+		h.coords = flat[i*d : (i+1)*d : (i+1)*d]
+		h.r = s.q.entriesRange(tag, h.coords)
+		issueFirst(s.tr, h.r, s.maxFirst, &h.top)
+	}
+	return hs
+}
+
+// waitHeads waits for the heads' first reads: every answer is in before
+// the search writes (clears a directory key), so that an Attempt
+// remembers them.
+func (s *indexSearch) waitHeads(hs []headRead) error {
+	for i := range hs {
+		if _, _, err := hs[i].top.get(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readLevels issues, in Max order, the read of the first entry of the
+// highest priority of every cell or shape whose highest priority can
+// still win when wholeCells comes to it (round 3), and waits for them. It
+// returns the highest priority wholeCells will have offered (if found).
+// Only a claimed head, which wholeCells replaces by a worse entry, can
+// make wholeCells need a level read not made here; it makes that one then.
+func (s *indexSearch) readLevels(hs []headRead) (int64, bool, error) {
+	prio, found := s.best.prio, s.found
+	for i := range hs {
+		h := &hs[i]
+		e, ok, err := h.top.get()
+		if err != nil || !ok {
+			if err != nil {
+				return 0, false, err
+			}
+			continue
+		}
+		p, err := decodeEntry(h.r.Begin, e.Key)
+		if err != nil {
+			return 0, false, err
+		}
+		if found && p.prio < prio {
+			continue // cannot win
+		}
+		issueFirst(s.tr, s.q.levelRange(h.r.Begin, p.prio), false, &h.level)
+		h.leveled = true
+		if !found || p.prio > prio {
+			prio, found = p.prio, true
+		}
+	}
+	for i := range hs {
+		if hs[i].leveled {
+			if _, _, err := hs[i].level.get(); err != nil {
+				return 0, false, err
+			}
+		}
+	}
+	return prio, found, nil
+}
+
+// levelRange is the range of the entries of priority prio under prefix,
+// as head reads it.
+func (q *Queue) levelRange(prefix []byte, prio int64) kv.Range {
+	return extending(appendInts(bytes.Clone(prefix), prio))
+}
+
+// entriesRange returns the range of the entries under tag and coords:
+// extending their prefix, in one allocation.
+func (q *Queue) entriesRange(tag int, coords []int64) kv.Range {
+	n := len(q.sub[tag]) + maxIntLen*len(coords)
+	b := q.appendKey(make([]byte, 0, 2*n+1), tag, coords...)
+	n = len(b)
+	b = append(append(b, b...), tupleEnd)
+	return kv.Range{Begin: b[:n:n], End: b[n:]}
+}
+
+// wholeCells offers the head of every cell or shape of hs, all wholly
+// inside the limits, in order, or clears its directory key (under dirTag)
+// if it is empty. In Max order a head is the first entry of the highest
+// priority (head): when that priority is below the best offered, nothing
+// in the cell can win.
+func (s *indexSearch) wholeCells(hs []headRead, dirTag int) error {
+	for i := range hs {
+		h := &hs[i]
+		e, ok, err := h.top.get()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			s.clearDir(dirTag, h.coords)
+			continue
+		}
+		p, err := decodeEntry(h.r.Begin, e.Key)
+		if err != nil {
+			return err
+		}
+		if s.maxFirst {
+			if s.found && p.prio < s.best.prio {
+				// The read covered the cell from this entry to its end,
+				// so a concurrent push of a higher priority conflicts.
+				continue
+			}
+			if !h.leveled {
+				issueFirst(s.tr, s.q.levelRange(h.r.Begin, p.prio), false, &h.level)
+			}
+			if e, ok, err = h.level.get(); err != nil {
+				return err
+			}
+			if !ok {
+				s.clearDir(dirTag, h.coords)
+				continue
+			}
+			if p, err = decodeEntry(h.r.Begin, e.Key); err != nil {
+				return err
+			}
+		}
+		var cutoff *pos
+		if s.found {
+			cutoff = &s.best
+		}
+		switch {
+		case cutoff != nil && !better(p, *cutoff, s.order):
+			continue // it cannot win, claimed or not
+		case s.pk.claimed(p):
+			if p, ok, err = s.unclaimedHead(h.r.Begin, cutoff); err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
+		s.offer(p)
+	}
+	return nil
+}
+
+// unclaimedHead returns the best entry of the cell or shape under prefix
 // whose item no claim keeps the pick away from, if one beats cutoff.
-func (s *indexSearch) unclaimedHead(cutoff *pos) (pos, bool, error) {
+func (s *indexSearch) unclaimedHead(prefix []byte, cutoff *pos) (pos, bool, error) {
 	var head pos
 	found := false
-	_, err := s.q.scanEntries(s.tr, s.buf, s.order, func(_ kv.KeyValue, p pos) (bool, error) {
+	_, err := s.q.scanEntries(s.tr, prefix, s.order, func(_ kv.KeyValue, p pos) (bool, error) {
 		if cutoff != nil && !better(p, *cutoff, s.order) {
 			return false, nil
 		}
@@ -184,35 +308,4 @@ func (s *indexSearch) clearDir(dirTag int, coords []int64) {
 	if s.pk.tr != nil {
 		s.pk.tr.Clear(s.q.key(dirTag, coords...))
 	}
-}
-
-// head returns the best index entry under prefix (a cell or a shape). In
-// Max order that takes two reads: the last entry gives the highest
-// priority, then the first entry of that priority is the oldest. When the
-// highest priority is below cutoff's, no entry can beat cutoff, and head
-// returns that last entry after one read: callers only compare it.
-func (q *Queue) head(tr kv.ReadTransaction, prefix []byte, order Order, cutoff *pos) (pos, bool, error) {
-	r := extending(prefix) // (the reads copy the range's keys they keep)
-	if order == Max && q.kind == Priority {
-		last, ok, err := kv.First(tr, r, true)
-		if err != nil || !ok {
-			return pos{}, false, err
-		}
-		lp, err := decodeEntry(prefix, last.Key)
-		if err != nil {
-			return pos{}, false, err
-		}
-		if cutoff != nil && lp.prio < cutoff.prio {
-			// The read covered the cell from this entry to its end, so a
-			// concurrent push of a higher priority conflicts.
-			return lp, true, nil
-		}
-		r = extending(appendInts(bytes.Clone(prefix), lp.prio))
-	}
-	e, ok, err := kv.First(tr, r, false)
-	if err != nil || !ok {
-		return pos{}, false, err
-	}
-	p, err := decodeEntry(prefix, e.Key)
-	return p, err == nil, err
 }
