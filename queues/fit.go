@@ -200,6 +200,12 @@ func (q *Queue) fittingItem(tr kv.ReadTransaction, p pos, limits []int64) (Item,
 	if err != nil {
 		return Item{}, err
 	}
+	return q.fittingValue(k, v, p, limits)
+}
+
+// fittingValue decodes the item the fit index names at p, with key k and
+// value v (nil: absent), and checks that it is queued and fits.
+func (q *Queue) fittingValue(k, v []byte, p pos, limits []int64) (Item, error) {
 	if v == nil {
 		return Item{}, fmt.Errorf("%w: fit index names item %d, which is not queued", ErrCorrupt, p.id)
 	}

@@ -3,7 +3,6 @@ package queues
 import (
 	"bytes"
 	"container/heap"
-	"math"
 	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -69,8 +68,17 @@ func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits [
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, p := range more {
-			it, err := q.fittingItem(pk.rd, p, limits)
+		// The items, in one round.
+		keys := make([][]byte, len(more))
+		for i, p := range more {
+			keys[i] = q.itemKey(p)
+		}
+		vals, err := kv.GetMany(pk.rd, keys)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, p := range more {
+			it, err := q.fittingValue(keys[i], vals[i], p, limits)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -83,6 +91,17 @@ func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits [
 
 // fitMerge is step 2 of a multi-row fit pop: the best fitting index
 // entries, in queue order, through a heap of cursors.
+//
+// It reads in rounds, as a single fit pop's search does (bestFromIndex):
+// the cell directory in one read; then every cursor's first batch at once
+// (in Max order of a priority queue, first every cell's last entry, which
+// gives its highest priority), and again for the cursors that need
+// another batch to find their first entry; the shapes of the straddling
+// cells past their budget likewise (their directories in one round, then
+// their cursors). The merge then reads a batch where a cursor runs out,
+// and the caller reads the items it chose in one round. Every read is the
+// one it made one after another, so the rows and read conflicts are the
+// same.
 type fitMerge struct {
 	q      *Queue
 	pk     *pick
@@ -106,7 +125,7 @@ func (m *fitMerge) run() ([]pos, error) {
 		if out = append(out, c.head); len(out) == m.want {
 			break // reading on would only widen the read conflicts
 		}
-		ok, err := c.advance(m.tr)
+		ok, _, err := c.advance(m.tr, false)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +135,7 @@ func (m *fitMerge) run() ([]pos, error) {
 		}
 		heap.Pop(&m.heads)
 		if c.overBudget {
-			if err := m.openShapes(c); err != nil {
+			if err := m.openShapes([]*cursor{c}); err != nil {
 				return nil, err
 			}
 		}
@@ -125,37 +144,50 @@ func (m *fitMerge) run() ([]pos, error) {
 }
 
 // openCells opens a cursor on every cell whose lower corner fits (see
-// wholeCells): an unfiltered one on a cell wholly inside the limits, one
-// that skips the entries that do not fit on a cell that straddles a limit.
+// bestFromIndex): an unfiltered one on a cell wholly inside the limits,
+// one that skips the entries that do not fit on a cell that straddles a
+// limit.
 func (m *fitMerge) openCells() error {
-	noMin := make([]int64, len(m.limits))
-	for i := range noMin {
-		noMin[i] = math.MinInt64
-	}
-	return skipScan(m.pk.dirs(), m.q.sub[tagCellDir], noMin, m.limits, func(cell []int64) error {
+	var cs []*cursor
+	if err := m.q.readCellDir(m.pk, m.limits).scan(m.pk, func(cell []int64) error {
 		c := m.newCursor(tagCells, tagCellDir, cell, m.after)
 		if straddles(cell, m.limits) {
 			c.limits, c.budget = m.limits, straddleBudget
 		}
-		return m.open(c)
-	})
+		cs = append(cs, c)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return m.open(cs)
 }
 
-// openShapes replaces the cursor of a straddling cell that passed its
-// budget with cursors on the cell's fitting shapes, which skip what the
+// openShapes replaces the cursors of straddling cells that passed their
+// budget with cursors on the cells' fitting shapes, which skip what the
 // cell's cursor already read.
-func (m *fitMerge) openShapes(cell *cursor) error {
-	lo, hi := make([]int64, len(cell.coords)), make([]int64, len(cell.coords))
-	for i, c := range cell.coords {
-		lo[i], hi[i] = c, min(cellHigh(c), m.limits[i])
+func (m *fitMerge) openShapes(cells []*cursor) error {
+	dirs := make([]*dirAhead, len(cells))
+	for i, cell := range cells {
+		lo, hi := make([]int64, len(cell.coords)), make([]int64, len(cell.coords))
+		for j, c := range cell.coords {
+			lo[j], hi[j] = c, min(cellHigh(c), m.limits[j])
+		}
+		dirs[i] = readDirAhead(m.pk.snapshot(), m.q.sub[tagShapeDir], lo, hi)
 	}
-	after := m.after
-	if cell.read != nil && (after == nil || better(*after, *cell.read, m.order)) {
-		after = cell.read
+	var cs []*cursor
+	for i, cell := range cells {
+		after := m.after
+		if cell.read != nil && (after == nil || better(*after, *cell.read, m.order)) {
+			after = cell.read
+		}
+		if err := dirs[i].scan(m.pk, func(shape []int64) error {
+			cs = append(cs, m.newCursor(tagShapes, tagShapeDir, shape, after))
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
-	return skipScan(m.pk.dirs(), m.q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
-		return m.open(m.newCursor(tagShapes, tagShapeDir, shape, after))
-	})
+	return m.open(cs)
 }
 
 func (m *fitMerge) newCursor(tag, dirTag int, coords []int64, after *pos) *cursor {
@@ -172,23 +204,48 @@ func (m *fitMerge) newCursor(tag, dirTag int, coords []int64, after *pos) *curso
 	}
 }
 
-// open reads a cursor's first entry and adds it to the heap; a cell or
-// shape found empty has its directory key cleared (see bestFromIndex).
-func (m *fitMerge) open(c *cursor) error {
-	ok, err := c.advance(m.tr)
-	switch {
-	case err != nil:
-		return err
-	case ok:
-		heap.Push(&m.heads, c)
-	case c.read == nil:
-		if m.pk.tr != nil {
-			m.pk.tr.Clear(m.q.key(c.dirTag, c.coords...)) // listed, but empty
+// open reads each cursor's first entry, in rounds of one read of every
+// cursor that needs one, and adds it to the heap; a cell or shape found
+// empty has its directory key cleared (see bestFromIndex), and the cells
+// that gave up are replaced by their shapes.
+func (m *fitMerge) open(cs []*cursor) error {
+	waiting := slices.Clone(cs)
+	for len(waiting) > 0 {
+		for _, c := range waiting {
+			c.issue(m.tr)
 		}
-	case c.overBudget:
-		return m.openShapes(c)
+		n := 0
+		for _, c := range waiting {
+			ok, stalled, err := c.advance(m.tr, true)
+			switch {
+			case err != nil:
+				return err
+			case stalled:
+				waiting[n] = c
+				n++
+			case ok:
+				c.opened = true
+			}
+		}
+		waiting = waiting[:n]
 	}
-	return nil
+	var over []*cursor
+	for _, c := range cs {
+		switch {
+		case c.opened:
+			heap.Push(&m.heads, c)
+		case c.read == nil:
+			if m.pk.tr != nil {
+				m.pk.tr.Clear(m.q.key(c.dirTag, c.coords...)) // listed, but empty
+			}
+		case c.overBudget:
+			over = append(over, c)
+		}
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	return m.openShapes(over)
 }
 
 // Batch sizes of a cursor's reads: the first is small (a pop of a few rows
@@ -200,7 +257,8 @@ const (
 
 // cursor reads the fit index entries under one cell or shape in queue
 // order, a batch at a time, each batch one complete range read (so that
-// cursors never hold iterators open). Its reads are serializable and cover
+// cursors never hold iterators open), issued ahead of the wait for it
+// (issue) when cursors read in rounds. Its reads are serializable and cover
 // the entries from the start of the cell or shape to its head in queue
 // order, so a concurrent push of a better entry conflicts.
 type cursor struct {
@@ -217,9 +275,10 @@ type cursor struct {
 
 	pk *pick // entries of items other attempts claimed are passed over
 
-	after *pos // entries at or before it are skipped
-	head  pos  // the entry advance found
-	read  *pos // the last entry read, if any
+	after  *pos // entries at or before it are skipped
+	head   pos  // the entry advance found
+	read   *pos // the last entry read, if any
+	opened bool // open found its first entry
 
 	// Reading state: the range left to read, [from, end): the whole cell
 	// or shape, or in Max order its current priority (from is nil when the
@@ -230,22 +289,29 @@ type cursor struct {
 	batch             []kv.KeyValue
 	bi                int
 	size              int // the next batch's size
+	// The read issued and not yet taken: the next batch, or in Max order
+	// the last entry of the priorities not visited yet (topping).
+	next    kv.FutureRange
+	top     oneRow
+	topping bool
 }
 
 // advance moves the cursor to its next entry, and reports whether there
-// was one; false with overBudget means the cursor gave up.
-func (c *cursor) advance(tr kv.ReadTransaction) (bool, error) {
+// was one; false with overBudget means the cursor gave up. With stall, it
+// stops at a read that was not issued, and reports stalled, instead of
+// making it.
+func (c *cursor) advance(tr kv.ReadTransaction, stall bool) (ok, stalled bool, err error) {
 	for {
 		if c.bi == len(c.batch) {
-			if ok, err := c.refill(tr); !ok || err != nil {
-				return false, err
+			if ok, stalled, err := c.refill(tr, stall); !ok || err != nil {
+				return false, stalled, err
 			}
 		}
 		e := c.batch[c.bi]
 		c.bi++
 		p, err := decodeEntry(c.prefix, e.Key)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		c.read = &p
 		if c.after != nil && !better(*c.after, p, c.order) {
@@ -253,12 +319,12 @@ func (c *cursor) advance(tr kv.ReadTransaction) (bool, error) {
 		}
 		if c.limits != nil {
 			if err := decodeInts(e.Value, c.res); err != nil {
-				return false, err
+				return false, false, err
 			}
 			if !fits(c.res, c.limits) {
 				if c.budget--; c.budget < 0 {
 					c.overBudget = true
-					return false, nil
+					return false, false, nil
 				}
 				continue
 			}
@@ -267,55 +333,74 @@ func (c *cursor) advance(tr kv.ReadTransaction) (bool, error) {
 			continue
 		}
 		c.head = p
-		return true, nil
+		return true, false, nil
 	}
 }
 
-// refill reads the cursor's next batch, and reports whether it holds any
-// entry.
-func (c *cursor) refill(tr kv.ReadTransaction) (bool, error) {
-	c.batch, c.bi = c.batch[:0], 0
+// issue issues the read the cursor needs next: its next batch, or in Max
+// order, when the priority it read is done, the last entry of those left
+// (nextRange's read).
+func (c *cursor) issue(tr kv.ReadTransaction) {
+	all := extending(c.prefix)
+	if c.from == nil && c.maxFirst {
+		if c.levels == nil {
+			c.levels = all.End
+		}
+		issueFirst(tr, kv.Range{Begin: all.Begin, End: c.levels}, true, &c.top)
+		c.topping = true
+		return
+	}
+	if c.from == nil {
+		c.from, c.end = all.Begin, all.End
+	}
+	c.next = kv.GetRangeAsync(tr, kv.Range{Begin: c.from, End: c.end}, kv.RangeOptions{Limit: c.size})
+}
+
+// refill takes the cursor's next batch, issuing its reads unless stall
+// (then it reports stalled at the first not issued), and reports whether
+// the batch holds any entry.
+func (c *cursor) refill(tr kv.ReadTransaction, stall bool) (ok, stalled bool, err error) {
+	c.batch, c.bi = nil, 0
 	for !c.done {
-		if c.from == nil {
-			if err := c.nextRange(tr); err != nil || c.done {
-				return false, err
+		if c.next == nil && !c.topping {
+			if stall {
+				return false, true, nil
 			}
+			c.issue(tr)
 		}
-		it := tr.GetRange(kv.Range{Begin: c.from, End: c.end}, kv.RangeOptions{Limit: c.size})
-		for it.Next() {
-			c.batch = append(c.batch, it.KeyValue())
+		if c.topping {
+			c.topping = false
+			if err := c.nextRange(); err != nil || c.done {
+				return false, false, err
+			}
+			continue
 		}
-		if err := it.Err(); err != nil {
-			return false, err
+		rows, err := c.next.Get()
+		c.next = nil
+		if err != nil {
+			return false, false, err
 		}
-		full := len(c.batch) == c.size
+		c.batch = rows
+		full := len(rows) == c.size
 		c.size = min(2*c.size, maxBatch)
 		if full {
-			c.from = kv.KeyAfter(c.batch[len(c.batch)-1].Key)
-			return true, nil
+			c.from = kv.KeyAfter(rows[len(rows)-1].Key)
+			return true, false, nil
 		}
 		// The range is read to its end.
 		c.from, c.done = nil, !c.maxFirst
-		if len(c.batch) > 0 {
-			return true, nil
+		if len(rows) > 0 {
+			return true, false, nil
 		}
 	}
-	return false, nil
+	return false, false, nil
 }
 
-// nextRange finds the range the cursor reads next: the whole cell or
-// shape, or in Max order the entries of its highest priority not visited
-// yet. It sets done when there is none.
-func (c *cursor) nextRange(tr kv.ReadTransaction) error {
-	all := extending(c.prefix)
-	if !c.maxFirst {
-		c.from, c.end = all.Begin, all.End
-		return nil
-	}
-	if c.levels == nil {
-		c.levels = all.End
-	}
-	last, ok, err := kv.First(tr, kv.Range{Begin: all.Begin, End: c.levels}, true)
+// nextRange takes, in Max order, the last entry of the priorities not
+// visited yet, and makes the entries of its priority the range the cursor
+// reads next. It sets done when there is none.
+func (c *cursor) nextRange() error {
+	last, ok, err := c.top.get()
 	if err != nil || !ok {
 		c.done = true
 		return err
