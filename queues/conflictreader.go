@@ -175,19 +175,30 @@ func (f *conflictRange) Get() ([]kv.KeyValue, error) {
 		return rows, err
 	}
 	f.recorded = true
-	c, r := f.c, f.r
-	if n := len(rows); f.opts.Limit > 0 && n == f.opts.Limit {
-		if last := rows[n-1].Key; f.opts.Reverse {
+	f.c.recordRange(f.r, f.opts, rows)
+	return rows, nil
+}
+
+// recordRange records a range read of r with opts that returned rows.
+func (c *conflictReader) recordRange(r kv.Range, opts kv.RangeOptions, rows []kv.KeyValue) {
+	c.done = append(c.done, rangeCovered(r, opts, rows))
+	for _, e := range rows {
+		c.seen = append(c.seen, e.Key)
+	}
+}
+
+// rangeCovered returns what a serializable range read of r with opts that
+// returned rows covered: up to its last row when its limit cut it short,
+// the whole range otherwise.
+func rangeCovered(r kv.Range, opts kv.RangeOptions, rows []kv.KeyValue) kv.Range {
+	if n := len(rows); opts.Limit > 0 && n == opts.Limit {
+		if last := rows[n-1].Key; opts.Reverse {
 			r.Begin = last
 		} else {
 			r.End = kv.KeyAfter(last)
 		}
 	}
-	c.done = append(c.done, r)
-	for _, e := range rows {
-		c.seen = append(c.seen, e.Key)
-	}
-	return rows, nil
+	return r
 }
 
 // conflictIter is a range read of a conflictReader.

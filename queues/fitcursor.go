@@ -52,6 +52,10 @@ type cursor struct {
 	next    kv.FutureRange
 	top     oneRow
 	topping bool
+	// ahead is the next batch read ahead through the snapshot (readAhead),
+	// of aheadRange: the pick records it if the cursor takes it.
+	ahead      kv.FutureRange
+	aheadRange kv.Range
 }
 
 // advance moves the cursor to its next entry, and reports whether there
@@ -65,34 +69,53 @@ func (c *cursor) advance(tr kv.ReadTransaction, stall bool) (ok, stalled bool, e
 				return false, stalled, err
 			}
 		}
-		e := c.batch[c.bi]
+		p, take, giveUp, err := c.step(c.batch[c.bi], &c.budget)
 		c.bi++
-		p, err := decodeEntry(c.prefix, e.Key)
 		if err != nil {
 			return false, false, err
 		}
 		c.read = &p
-		if c.after != nil && !better(*c.after, p, c.order) {
-			continue
+		switch {
+		case giveUp:
+			c.overBudget = true
+			return false, false, nil
+		case take:
+			c.head = p
+			return true, false, nil
 		}
-		if c.limits != nil {
-			if err := decodeInts(e.Value, c.res); err != nil {
-				return false, false, err
-			}
-			if !fits(c.res, c.limits) {
-				if c.budget--; c.budget < 0 {
-					c.overBudget = true
-					return false, false, nil
-				}
-				continue
-			}
-		}
-		if c.pk.claimed(p) {
-			continue
-		}
-		c.head = p
-		return true, false, nil
 	}
+}
+
+// step says what advance does with the entry e it read, at p: pass over
+// it, take it as the cursor's head, or give up, when entries that do not
+// fit spent budget.
+func (c *cursor) step(e kv.KeyValue, budget *int) (p pos, take, giveUp bool, err error) {
+	if p, err = decodeEntry(c.prefix, e.Key); err != nil {
+		return p, false, false, err
+	}
+	if c.after != nil && !better(*c.after, p, c.order) {
+		return p, false, false, nil
+	}
+	if c.limits != nil {
+		if err := decodeInts(e.Value, c.res); err != nil {
+			return p, false, false, err
+		}
+		if !fits(c.res, c.limits) {
+			*budget--
+			return p, false, *budget < 0, nil
+		}
+	}
+	return p, !c.pk.claimed(p), false, nil
+}
+
+// readAhead reads the cursor's next batch ahead through snap, unless it
+// has a read in flight or no batch to read (its range read to the end).
+func (c *cursor) readAhead(snap kv.ReadTransaction) {
+	if c.from == nil || c.done || c.next != nil || c.topping || c.ahead != nil {
+		return
+	}
+	c.aheadRange = kv.Range{Begin: c.from, End: c.end}
+	c.ahead = kv.GetRangeAsync(snap, c.aheadRange, kv.RangeOptions{Limit: c.size})
 }
 
 // issue issues the read the cursor needs next: its next batch, or in Max
@@ -120,6 +143,22 @@ func (c *cursor) issue(tr kv.ReadTransaction) {
 func (c *cursor) refill(tr kv.ReadTransaction, stall bool) (ok, stalled bool, err error) {
 	c.batch, c.bi = nil, 0
 	for !c.done {
+		if c.next == nil && !c.topping && c.ahead != nil {
+			// The batch read ahead is the one the cursor reads next.
+			opts := kv.RangeOptions{Limit: c.size}
+			rows, err := c.ahead.Get()
+			c.ahead = nil
+			if err == nil {
+				err = c.pk.recordRange(c.aheadRange, opts, rows)
+			}
+			if err != nil {
+				return false, false, err
+			}
+			if c.took(rows) {
+				return true, false, nil
+			}
+			continue
+		}
 		if c.next == nil && !c.topping {
 			if stall {
 				return false, true, nil
@@ -138,20 +177,27 @@ func (c *cursor) refill(tr kv.ReadTransaction, stall bool) (ok, stalled bool, er
 		if err != nil {
 			return false, false, err
 		}
-		c.batch = rows
-		full := len(rows) == c.size
-		c.size = min(2*c.size, maxBatch)
-		if full {
-			c.from = kv.KeyAfter(rows[len(rows)-1].Key)
-			return true, false, nil
-		}
-		// The range is read to its end.
-		c.from, c.done = nil, !c.maxFirst
-		if len(rows) > 0 {
+		if c.took(rows) {
 			return true, false, nil
 		}
 	}
 	return false, false, nil
+}
+
+// took makes rows, the answer of the read of the cursor's next batch, its
+// batch, and moves on to the next, or past the range read to its end; it
+// reports whether the batch holds any entry.
+func (c *cursor) took(rows []kv.KeyValue) bool {
+	c.batch = rows
+	full := len(rows) == c.size
+	c.size = min(2*c.size, maxBatch)
+	if full {
+		c.from = kv.KeyAfter(rows[len(rows)-1].Key)
+		return true
+	}
+	// The range is read to its end.
+	c.from, c.done = nil, !c.maxFirst
+	return len(rows) > 0
 }
 
 // nextRange takes, in Max order, the last entry of the priorities not

@@ -124,7 +124,11 @@ func (m *fitMerge) run() ([]pos, error) {
 		if out = append(out, c.head); len(out) == m.want {
 			break // reading on would only widen the read conflicts
 		}
-		ok, _, err := c.advance(m.tr, false)
+		ok, stalled, err := c.advance(m.tr, true)
+		if stalled && err == nil {
+			m.readAhead(len(out))
+			ok, _, err = c.advance(m.tr, false)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -140,6 +144,70 @@ func (m *fitMerge) run() ([]pos, error) {
 		}
 	}
 	return out, nil
+}
+
+// readAhead issues the read the merge's best cursor, which ran out of
+// entries, needs now, and in the same round reads ahead the next batch of
+// every other cursor the merge may run out of before it has m.want
+// entries (have so far): it goes on merging, without reading, over the
+// rows the cursors hold, leaving the best cursor out (what its next batch
+// holds is not known yet), and reads ahead for each cursor it runs out of.
+// A batch read ahead goes through the snapshot: the pick records it only
+// if the cursor takes it (cursor.refill).
+func (m *fitMerge) readAhead(have int) {
+	m.heads.cs[0].issue(m.tr)
+	rest := simHeap{order: m.order}
+	for _, c := range m.heads.cs[1:] {
+		rest.ss = append(rest.ss, simCursor{c: c, head: c.head, bi: c.bi, budget: c.budget})
+	}
+	heap.Init(&rest)
+	for len(rest.ss) > 0 && have < m.want {
+		have++ // the best head
+		s := &rest.ss[0]
+		for {
+			if s.bi == len(s.c.batch) {
+				s.c.readAhead(m.pk.snapshot())
+				heap.Pop(&rest)
+				break
+			}
+			p, take, giveUp, err := s.c.step(s.c.batch[s.bi], &s.budget)
+			s.bi++
+			if err != nil || giveUp {
+				heap.Pop(&rest) // the merge will say
+				break
+			}
+			if take {
+				s.head = p
+				heap.Fix(&rest, 0)
+				break
+			}
+		}
+	}
+}
+
+// simCursor is a cursor's place in readAhead's merge without reads.
+type simCursor struct {
+	c      *cursor
+	head   pos
+	bi     int
+	budget int
+}
+
+// simHeap orders the cursors of readAhead's merge by their heads, best
+// first.
+type simHeap struct {
+	ss    []simCursor
+	order Order
+}
+
+func (h *simHeap) Len() int           { return len(h.ss) }
+func (h *simHeap) Less(i, j int) bool { return better(h.ss[i].head, h.ss[j].head, h.order) }
+func (h *simHeap) Swap(i, j int)      { h.ss[i], h.ss[j] = h.ss[j], h.ss[i] }
+func (h *simHeap) Push(x any)         { h.ss = append(h.ss, x.(simCursor)) }
+func (h *simHeap) Pop() any {
+	s := h.ss[len(h.ss)-1]
+	h.ss = h.ss[:len(h.ss)-1]
+	return s
 }
 
 // openCells opens a cursor on every cell whose lower corner fits (see

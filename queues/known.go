@@ -225,6 +225,19 @@ func (pk *pick) record(x *knownReader, dirs bool) error {
 	return nil
 }
 
+// recordRange records, as record does, a range read of r with opts that
+// returned rows, made ahead through the snapshot for a read the pick's
+// reader would have made.
+func (pk *pick) recordRange(r kv.Range, opts kv.RangeOptions, rows []kv.KeyValue) error {
+	switch {
+	case pk.cr != nil:
+		pk.cr.recordRange(r, opts, rows)
+	case pk.tr != nil:
+		return pk.tr.AddReadConflictRange(rangeCovered(r, opts, rows))
+	}
+	return nil
+}
+
 // mergeRanges sorts rs and merges the ranges that overlap or touch, in
 // place.
 func mergeRanges(rs []kv.Range) []kv.Range {
