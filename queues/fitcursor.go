@@ -52,10 +52,15 @@ type cursor struct {
 	next    kv.FutureRange
 	top     oneRow
 	topping bool
-	// ahead is the next batch read ahead through the snapshot (readAhead),
-	// of aheadRange: the pick records it if the cursor takes it.
-	ahead      kv.FutureRange
-	aheadRange kv.Range
+	// ahead is what was read ahead of the cursor's next batches, through
+	// the snapshot (readAhead): the read in flight (aheadF, with a row
+	// limit of whole batches), then the rows left of the range from the
+	// cursor's from on. The pick records a batch when the cursor takes it.
+	ahead         bool
+	aheadF        kv.FutureRange
+	aheadLimit    int
+	aheadRows     []kv.KeyValue
+	aheadComplete bool // the rows go to the range's end
 }
 
 // advance moves the cursor to its next entry, and reports whether there
@@ -108,14 +113,44 @@ func (c *cursor) step(e kv.KeyValue, budget *int) (p pos, take, giveUp bool, err
 	return p, !c.pk.claimed(p), false, nil
 }
 
-// readAhead reads the cursor's next batch ahead through snap, unless it
-// has a read in flight or no batch to read (its range read to the end).
-func (c *cursor) readAhead(snap kv.ReadTransaction) {
-	if c.from == nil || c.done || c.next != nil || c.topping || c.ahead != nil {
+// readAhead reads the cursor's next batches ahead through snap, as many
+// as hold entries more (up to aheadBatches of them), unless it has a read
+// in flight or no batch to read (its range read to the end).
+func (c *cursor) readAhead(snap kv.ReadTransaction, entries int) {
+	if c.from == nil || c.done || c.next != nil || c.topping || c.ahead {
 		return
 	}
-	c.aheadRange = kv.Range{Begin: c.from, End: c.end}
-	c.ahead = kv.GetRangeAsync(snap, c.aheadRange, kv.RangeOptions{Limit: c.size})
+	c.aheadLimit = 0
+	for i, size := 0, c.size; i < aheadBatches && c.aheadLimit < entries; i, size = i+1, min(2*size, maxBatch) {
+		c.aheadLimit += size
+	}
+	c.ahead = true
+	c.aheadF = kv.GetRangeAsync(snap, kv.Range{Begin: c.from, End: c.end}, kv.RangeOptions{Limit: c.aheadLimit, Mode: kv.StreamingModeWantAll})
+}
+
+// aheadBatches is the most batches of a cursor read ahead together.
+const aheadBatches = 3
+
+// takeAhead takes the cursor's next batch from what was read ahead, and
+// records it as the read of the batch it stands for.
+func (c *cursor) takeAhead() ([]kv.KeyValue, error) {
+	if c.aheadF != nil {
+		rows, err := c.aheadF.Get()
+		c.aheadF = nil
+		if err != nil {
+			return nil, err
+		}
+		c.aheadRows, c.aheadComplete = rows, len(rows) < c.aheadLimit
+	}
+	rows := c.aheadRows
+	if len(rows) >= c.size {
+		rows, c.aheadRows = rows[:c.size:c.size], rows[c.size:]
+	} else {
+		c.aheadRows = nil // the range's last batch: the rows read ahead reached its end
+	}
+	// Read ahead in whole batches: the rows run out at the end of a batch.
+	c.ahead = len(c.aheadRows) > 0 || c.aheadComplete && len(rows) == c.size
+	return rows, c.pk.recordRange(kv.Range{Begin: c.from, End: c.end}, kv.RangeOptions{Limit: c.size}, rows)
 }
 
 // issue issues the read the cursor needs next: its next batch, or in Max
@@ -134,7 +169,7 @@ func (c *cursor) issue(tr kv.ReadTransaction) {
 	if c.from == nil {
 		c.from, c.end = all.Begin, all.End
 	}
-	c.next = kv.GetRangeAsync(tr, kv.Range{Begin: c.from, End: c.end}, kv.RangeOptions{Limit: c.size})
+	c.next = kv.GetRangeAsync(tr, kv.Range{Begin: c.from, End: c.end}, kv.RangeOptions{Limit: c.size, Mode: kv.StreamingModeWantAll})
 }
 
 // refill takes the cursor's next batch, issuing its reads unless stall
@@ -143,14 +178,9 @@ func (c *cursor) issue(tr kv.ReadTransaction) {
 func (c *cursor) refill(tr kv.ReadTransaction, stall bool) (ok, stalled bool, err error) {
 	c.batch, c.bi = nil, 0
 	for !c.done {
-		if c.next == nil && !c.topping && c.ahead != nil {
+		if c.next == nil && !c.topping && c.ahead {
 			// The batch read ahead is the one the cursor reads next.
-			opts := kv.RangeOptions{Limit: c.size}
-			rows, err := c.ahead.Get()
-			c.ahead = nil
-			if err == nil {
-				err = c.pk.recordRange(c.aheadRange, opts, rows)
-			}
+			rows, err := c.takeAhead()
 			if err != nil {
 				return false, false, err
 			}

@@ -155,7 +155,11 @@ func (m *fitMerge) run() ([]pos, error) {
 // A batch read ahead goes through the snapshot: the pick records it only
 // if the cursor takes it (cursor.refill).
 func (m *fitMerge) readAhead(have int) {
-	m.heads.cs[0].issue(m.tr)
+	if top := m.heads.cs[0]; top.from != nil {
+		top.readAhead(m.pk.snapshot(), m.want-have)
+	} else {
+		top.issue(m.tr) // in Max order, the next priority's last entry
+	}
 	rest := simHeap{order: m.order}
 	for _, c := range m.heads.cs[1:] {
 		rest.ss = append(rest.ss, simCursor{c: c, head: c.head, bi: c.bi, budget: c.budget})
@@ -166,7 +170,7 @@ func (m *fitMerge) readAhead(have int) {
 		s := &rest.ss[0]
 		for {
 			if s.bi == len(s.c.batch) {
-				s.c.readAhead(m.pk.snapshot())
+				s.c.readAhead(m.pk.snapshot(), m.want-have)
 				heap.Pop(&rest)
 				break
 			}

@@ -113,7 +113,7 @@ func (s *indexSearch) readMoreStraddling(strs []straddleRead) error {
 		}
 		st.k = newKnown(st.k.r, st.limit, rows)
 		if !st.k.complete() && st.goesOn(s) {
-			st.more = kv.GetRangeAsync(s.pk.snapshot(), kv.Range{Begin: st.k.upTo, End: st.k.r.End}, kv.RangeOptions{Limit: straddleBudget + 1 - len(rows)})
+			st.more = kv.GetRangeAsync(s.pk.snapshot(), kv.Range{Begin: st.k.upTo, End: st.k.r.End}, kv.RangeOptions{Limit: straddleBudget + 1 - len(rows), Mode: kv.StreamingModeWantAll})
 		}
 	}
 	for i := range strs {
