@@ -23,27 +23,48 @@ const sedimentBudget = 16
 // of a queue fills with tasks that only large consumers take (sediment):
 // a small consumer then reads scanBudget items for nothing before every
 // index search. After such a miss the next pop with the same limits reads
-// only sedimentBudget items; a hit there restores the full budget. Hints
-// only choose how much step 1 reads: the answer is the same either way,
-// as step 2 is exact.
+// only sedimentBudget items; a hit there restores the full budget. A miss
+// also has the next pop read the index's directory in the round of step
+// 1's first read. For multi-row pops and leases (findFitN), with the
+// number of rows too, it remembers whether step 1 fell short, and only to
+// read the directory with step 1. Hints only choose what step 1 reads and
+// when the directory is read: the answer is the same either way, as step
+// 2 is exact.
 type fitHints struct {
 	mu     sync.Mutex
-	missed map[string]bool // by packed limits
+	missed map[string]bool // by packed limits (and n)
 }
 
 // maxHints bounds the limits remembered: past it the hints start over.
 const maxHints = 4096
 
-func (h *fitHints) budget(key []byte) int {
-	if h == nil {
-		return scanBudget
+// hintKey returns the key of the hints of a fit pop in order with limits,
+// or, for n > 0, of a multi-row pop or lease of n rows, in buf.
+func hintKey(buf []byte, order Order, limits []int64, n int) []byte {
+	key := appendInts(append(buf[:0], byte(order)), limits...)
+	if n > 0 {
+		key = appendInts(append(key, 'n'), int64(n)) // 'n' is no tuple type code
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.missed[string(key)] {
+	return key
+}
+
+// budget returns step 1's budget for the hints under key.
+func (h *fitHints) budget(key []byte) int {
+	if h.missedLast(key) {
 		return sedimentBudget
 	}
 	return scanBudget
+}
+
+// missedLast reports whether step 1 of the last choice with the hints
+// under key missed.
+func (h *fitHints) missedLast(key []byte) bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.missed[string(key)]
 }
 
 func (h *fitHints) record(key []byte, missed bool) {
@@ -125,7 +146,7 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 	// Step 1: the first items in queue order, as many as the hint for
 	// these limits says.
 	var hint [8 * maxIntLen]byte
-	key := appendInts(append(hint[:0], byte(order)), limits...)
+	key := hintKey(hint[:], order, limits, 0)
 	budget := q.hints.budget(key)
 	var dir *dirAhead
 	if budget == sedimentBudget {

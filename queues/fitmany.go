@@ -51,10 +51,19 @@ func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits [
 		return nil, nil, err
 	}
 	pk := q.newPick(tr, mode)
+	var hint [10 * maxIntLen]byte
+	key := hintKey(hint[:], order, limits, n)
+	var dir *dirAhead
+	if q.hints.missedLast(key) {
+		// The last such choice turned to the index: its first read goes
+		// with step 1's, in the same round.
+		dir = q.readCellDir(pk, limits)
+	}
 	items, poss, complete, err := q.scanFits(pk, order, limits, n, scanBudget)
 	if err != nil {
 		return nil, nil, err
 	}
+	q.hints.record(key, len(items) < n && !complete)
 	if len(items) < n && !complete {
 		var after *pos
 		if len(poss) > 0 {
@@ -62,7 +71,7 @@ func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits [
 		} else {
 			pk.forget() // step 2 alone decides: step 1's reads need no read conflicts
 		}
-		m := &fitMerge{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, after: after, want: n - len(items), heads: cursorHeap{order: order}}
+		m := &fitMerge{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, after: after, want: n - len(items), heads: cursorHeap{order: order}, dir: dir}
 		more, err := m.run()
 		if err != nil {
 			return nil, nil, err
@@ -107,8 +116,9 @@ type fitMerge struct {
 	tr     kv.ReadTransaction // pk.rd
 	order  Order
 	limits []int64
-	after  *pos // entries at or before it were taken by step 1
-	want   int  // how many entries are still wanted
+	after  *pos      // entries at or before it were taken by step 1
+	want   int       // how many entries are still wanted
+	dir    *dirAhead // the cell directory's read, if issued already
 
 	heads cursorHeap
 }
@@ -219,8 +229,11 @@ func (h *simHeap) Pop() any {
 // one that skips the entries that do not fit on a cell that straddles a
 // limit.
 func (m *fitMerge) openCells() error {
+	if m.dir == nil {
+		m.dir = m.q.readCellDir(m.pk, m.limits)
+	}
 	var cs []*cursor
-	if err := m.q.readCellDir(m.pk, m.limits).scan(m.pk, func(cell []int64) error {
+	if err := m.dir.scan(m.pk, func(cell []int64) error {
 		c := m.newCursor(tagCells, tagCellDir, cell, m.after)
 		if straddles(cell, m.limits) {
 			c.limits, c.budget = m.limits, straddleBudget
