@@ -2,6 +2,7 @@ package queues
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -33,6 +34,10 @@ const sedimentBudget = 16
 type fitHints struct {
 	mu     sync.Mutex
 	missed map[string]bool // by packed limits (and n)
+	// firsts are the first coordinates of the cell directory's keys that
+	// searches found, sorted, for reading the directory in one round
+	// (readDirAhead): the cells in use change rarely.
+	firsts []int64
 }
 
 // maxHints bounds the limits remembered: past it the hints start over.
@@ -80,6 +85,42 @@ func (h *fitHints) record(key []byte, missed bool) {
 		h.missed = map[string]bool{}
 	}
 	h.missed[string(key)] = missed
+}
+
+// cellFirsts returns the first coordinates of the cell directory's keys
+// that searches found.
+func (h *fitHints) cellFirsts() []int64 {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.firsts
+}
+
+// sawCellFirsts adds the first coordinates of the cell directory's keys
+// that a search found, vs, in ascending order.
+func (h *fitHints) sawCellFirsts(vs []int64) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	firsts, copied := h.firsts, false
+	for _, v := range vs {
+		i, ok := slices.BinarySearch(firsts, v)
+		if ok {
+			continue
+		}
+		if !copied {
+			firsts, copied = slices.Clone(firsts), true // searches hold the old slice
+		}
+		firsts = slices.Insert(firsts, i, v)
+	}
+	if len(firsts) > maxHints {
+		firsts = vs
+	}
+	h.firsts = firsts
 }
 
 // fits reports whether every resource is within its limit.

@@ -62,7 +62,7 @@ func (q *Queue) readCellDir(pk *pick, limits []int64) *dirAhead {
 	for i := range noMin {
 		noMin[i] = math.MinInt64
 	}
-	return readDirAhead(pk.snapshot(), q.sub[tagCellDir], noMin, limits)
+	return readDirAhead(pk.snapshot(), q.sub[tagCellDir], noMin, limits, q.hints.cellFirsts(), q.hints.sawCellFirsts)
 }
 
 // indexSearch is one search of the fit index for the best fitting entry.

@@ -256,7 +256,7 @@ func (m *fitMerge) openShapes(cells []*cursor) error {
 		for j, c := range cell.coords {
 			lo[j], hi[j] = c, min(cellHigh(c), m.limits[j])
 		}
-		dirs[i] = readDirAhead(m.pk.snapshot(), m.q.sub[tagShapeDir], lo, hi)
+		dirs[i] = readBoxAhead(m.pk.snapshot(), m.q.sub[tagShapeDir], lo, hi)
 	}
 	var cs []*cursor
 	for i, cell := range cells {

@@ -186,7 +186,7 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 		lo[i], hi[i] = c, min(cellHigh(c), s.limits[i])
 	}
 	var shapes []int64
-	if err := readDirAhead(s.pk.snapshot(), s.q.sub[tagShapeDir], lo, hi).scan(s.pk, func(shape []int64) error {
+	if err := readBoxAhead(s.pk.snapshot(), s.q.sub[tagShapeDir], lo, hi).scan(s.pk, func(shape []int64) error {
 		shapes = append(shapes, shape...)
 		return nil
 	}); err != nil {

@@ -59,6 +59,7 @@ type knownReader struct {
 	covered []kv.Range
 	seen    [][]byte
 	its     []*knownIter
+	found   [][]byte // the keys First found, answered or passed on
 }
 
 // answers reports whether k holds every row a read of [begin, end) in the
@@ -84,6 +85,9 @@ func (k *known) first(begin, end []byte, reverse bool) (i int, ok, answers bool)
 // First is kv.First: from a one-row read made already, or from what is
 // known, or through rd.
 func (x *knownReader) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error) {
+	if bytes.Equal(r.Begin, r.End) {
+		return kv.KeyValue{}, false, nil // an empty range: nothing to read, nothing covered
+	}
 	for _, o := range x.ones {
 		if o.reverse == reverse && bytes.Equal(o.r.Begin, r.Begin) && bytes.Equal(o.r.End, r.End) {
 			return o.get()
@@ -98,29 +102,39 @@ func (x *knownReader) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error)
 		var e kv.KeyValue
 		if ok {
 			e = k.rows[j]
-			x.seen = append(x.seen, e.Key)
+			x.seen, x.found = append(x.seen, e.Key), append(x.found, e.Key)
 		}
 		x.covered = append(x.covered, covered(r, reverse, e, ok))
 		return e, ok, nil
 	}
-	return kv.First(x.rd, r, reverse)
+	e, ok, err := kv.First(x.rd, r, reverse)
+	if ok {
+		x.found = append(x.found, e.Key)
+	}
+	return e, ok, err
 }
 
 // GetRange answers a forward read without a limit that starts in a known
 // range: its rows, then, past them, the rest of the range through rd.
 // Other reads go to rd.
 func (x *knownReader) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
-	if opts.Limit == 0 && !opts.Reverse {
-		for i := range x.ks {
-			k := &x.ks[i]
-			if bytes.Compare(r.Begin, k.r.Begin) >= 0 && bytes.Compare(r.Begin, k.upTo) < 0 {
-				it := &knownIter{x: x, k: k, r: r, opts: opts, i: k.from(r.Begin)}
-				x.its = append(x.its, it)
-				return it
-			}
+	if opts.Limit != 0 || opts.Reverse {
+		return x.rd.GetRange(r, opts)
+	}
+	var best *known // the known range that holds r.Begin and goes on furthest
+	for i := range x.ks {
+		k := &x.ks[i]
+		if bytes.Compare(r.Begin, k.r.Begin) >= 0 && bytes.Compare(r.Begin, k.upTo) < 0 &&
+			(best == nil || bytes.Compare(k.upTo, best.upTo) > 0) {
+			best = k
 		}
 	}
-	return x.rd.GetRange(r, opts)
+	if best == nil {
+		return x.rd.GetRange(r, opts)
+	}
+	it := &knownIter{x: x, k: best, r: r, opts: opts, i: best.from(r.Begin)}
+	x.its = append(x.its, it)
+	return it
 }
 
 func (x *knownReader) Get(key []byte) ([]byte, error) { return x.rd.Get(key) }
