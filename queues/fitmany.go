@@ -136,7 +136,11 @@ func (m *fitMerge) run() ([]pos, error) {
 		}
 		ok, stalled, err := c.advance(m.tr, true)
 		if stalled && err == nil {
-			m.readAhead(len(out))
+			if c.from != nil {
+				m.readAhead(len(out))
+			}
+			// (In Max order, at the end of a priority, the cursor reads
+			// the next priority's last entry first, then its batch.)
 			ok, _, err = c.advance(m.tr, false)
 		}
 		if err != nil {
@@ -156,28 +160,25 @@ func (m *fitMerge) run() ([]pos, error) {
 	return out, nil
 }
 
-// readAhead issues the read the merge's best cursor, which ran out of
-// entries, needs now, and in the same round reads ahead the next batch of
-// every other cursor the merge may run out of before it has m.want
-// entries (have so far): it goes on merging, without reading, over the
-// rows the cursors hold, leaving the best cursor out (what its next batch
-// holds is not known yet), and reads ahead for each cursor it runs out of.
-// A batch read ahead goes through the snapshot: the pick records it only
-// if the cursor takes it (cursor.refill).
+// readAhead reads ahead the next batches of the merge's best cursor, which
+// ran out of entries in the middle of its range, and in the same round
+// those of every other cursor the merge may run out of: it goes on merging,
+// without reading, over the rows the cursors hold, for as many entries as
+// the merge still wants (have so far) up to aheadHorizon, leaving the best
+// cursor out (what its next batch holds is not known yet), and reads ahead
+// for each cursor it runs out of. What is read ahead goes through the
+// snapshot: the pick records a batch only if the cursor takes it
+// (cursor.takeAhead).
 func (m *fitMerge) readAhead(have int) {
-	if top := m.heads.cs[0]; top.from != nil {
-		top.readAhead(m.pk.snapshot(), m.want-have)
-	} else {
-		top.issue(m.tr) // in Max order, the next priority's last entry
-	}
-	rest := simHeap{order: m.order}
+	m.heads.cs[0].readAhead(m.pk.snapshot(), m.want-have)
+	rest := simHeap{order: m.order, ss: make([]simCursor, 0, len(m.heads.cs)-1)}
 	for _, c := range m.heads.cs[1:] {
 		rest.ss = append(rest.ss, simCursor{c: c, head: c.head, bi: c.bi, budget: c.budget})
+		rest.at = append(rest.at, len(rest.at))
 	}
 	heap.Init(&rest)
-	for len(rest.ss) > 0 && have < m.want {
-		have++ // the best head
-		s := &rest.ss[0]
+	for steps := min(m.want-have, aheadHorizon); len(rest.at) > 0 && steps > 0; steps-- {
+		s := &rest.ss[rest.at[0]] // its head is the merge's next entry
 		for {
 			if s.bi == len(s.c.batch) {
 				s.c.readAhead(m.pk.snapshot(), m.want-have)
@@ -199,6 +200,9 @@ func (m *fitMerge) readAhead(have int) {
 	}
 }
 
+// aheadHorizon is the most entries readAhead merges without reading.
+const aheadHorizon = 4096
+
 // simCursor is a cursor's place in readAhead's merge without reads.
 type simCursor struct {
 	c      *cursor
@@ -207,21 +211,22 @@ type simCursor struct {
 	budget int
 }
 
-// simHeap orders the cursors of readAhead's merge by their heads, best
-// first.
+// simHeap orders the cursors of readAhead's merge (at: indexes into ss) by
+// their heads, best first.
 type simHeap struct {
 	ss    []simCursor
+	at    []int
 	order Order
 }
 
-func (h *simHeap) Len() int           { return len(h.ss) }
-func (h *simHeap) Less(i, j int) bool { return better(h.ss[i].head, h.ss[j].head, h.order) }
-func (h *simHeap) Swap(i, j int)      { h.ss[i], h.ss[j] = h.ss[j], h.ss[i] }
-func (h *simHeap) Push(x any)         { h.ss = append(h.ss, x.(simCursor)) }
+func (h *simHeap) Len() int           { return len(h.at) }
+func (h *simHeap) Less(i, j int) bool { return better(h.ss[h.at[i]].head, h.ss[h.at[j]].head, h.order) }
+func (h *simHeap) Swap(i, j int)      { h.at[i], h.at[j] = h.at[j], h.at[i] }
+func (h *simHeap) Push(x any)         { h.at = append(h.at, x.(int)) }
 func (h *simHeap) Pop() any {
-	s := h.ss[len(h.ss)-1]
-	h.ss = h.ss[:len(h.ss)-1]
-	return s
+	i := h.at[len(h.at)-1]
+	h.at = h.at[:len(h.at)-1]
+	return i
 }
 
 // openCells opens a cursor on every cell whose lower corner fits (see
