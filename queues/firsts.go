@@ -125,16 +125,20 @@ func (a *Attempt) remember(r kv.Range, reverse bool, e kv.KeyValue, ok, serializ
 // oneRow is a one-row range read (kv.First) issued in a round: a search
 // issues every read of a round (issueFirst), then takes each answer (get).
 type oneRow struct {
-	r       kv.Range // owned by the read: never reused before get
-	reverse bool
-	f       kv.FutureRange // nil once answered
-	e       kv.KeyValue
-	ok      bool
-	err     error
-	// a remembers the answer once it is in (a read of an Attempt's
-	// second pick or later), unless the Attempt wrote since the read was
-	// issued (writes then): the answer is as of the issue.
+	f   kv.FutureRange // nil once answered
+	e   kv.KeyValue
+	ok  bool
+	err error
+	mem *firstMemo // set: the answer is to be remembered once it is in
+}
+
+// firstMemo is what an Attempt needs to remember a one-row read issued in
+// its second pick or later, once the answer is in: unless it wrote since
+// the read was issued (writes then), as the answer is as of the issue.
+type firstMemo struct {
 	a            *Attempt
+	r            kv.Range // owned by the read: not reused before get
+	reverse      bool
 	writes       uint64
 	serializable bool
 }
@@ -143,7 +147,7 @@ type oneRow struct {
 // into o, or answers it from an Attempt's remembered reads when rd is the
 // Attempt or its conflictReader.
 func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
-	*o = oneRow{r: r, reverse: reverse}
+	*o = oneRow{}
 	via, a, cr := rd, (*Attempt)(nil), (*conflictReader)(nil)
 	switch x := rd.(type) {
 	case *Attempt:
@@ -160,7 +164,7 @@ func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
 			o.e, o.ok, o.err = e, ok, err
 			return
 		}
-		o.a, o.writes, o.serializable = a, a.writes, cr == nil
+		o.mem = &firstMemo{a: a, r: r, reverse: reverse, writes: a.writes, serializable: cr == nil}
 	}
 	o.f = kv.GetRangeAsync(via, r, kv.RangeOptions{Limit: 1, Reverse: reverse})
 }
@@ -179,8 +183,8 @@ func (o *oneRow) get() (kv.KeyValue, bool, error) {
 	if len(rows) > 0 {
 		o.e, o.ok = rows[0], true
 	}
-	if o.a != nil && o.a.writes == o.writes {
-		o.a.remember(o.r, o.reverse, o.e, o.ok, o.serializable)
+	if m := o.mem; m != nil && m.a.writes == m.writes {
+		m.a.remember(m.r, m.reverse, o.e, o.ok, m.serializable)
 	}
 	return o.e, o.ok, nil
 }

@@ -1,7 +1,6 @@
 package queues
 
 import (
-	"bytes"
 	"math"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -91,7 +90,8 @@ func (s *indexSearch) offer(p pos) {
 // wholly inside the limits (wholeCells), then resolves those that straddle
 // a limit (straddlingCell).
 func (s *indexSearch) cells(dir *dirAhead) error {
-	var whole, straddling []int64 // their coordinates, one after another
+	// Their coordinates, one after another.
+	whole, straddling := make([]int64, 0, 64*len(s.limits)), []int64(nil)
 	if err := dir.scan(s.pk, func(cell []int64) error {
 		if straddles(cell, s.limits) {
 			straddling = append(straddling, cell...)
@@ -136,10 +136,9 @@ type headRead struct {
 	coords []int64
 	r      kv.Range // its entries' range: extending its prefix, r.Begin
 	top    oneRow   // its first entry, or in Max order its last
-	// level is, in Max order, the first entry of top's priority, if it was
-	// read (leveled).
-	level   oneRow
-	leveled bool
+	// level is, in Max order, the read of the first entry of top's
+	// priority, once issued.
+	level *oneRow
 }
 
 // readHeads issues the first read of the head of every cell or shape under
@@ -176,6 +175,7 @@ func (s *indexSearch) waitHeads(hs []headRead) error {
 // make wholeCells need a level read not made here; it makes that one then.
 func (s *indexSearch) readLevels(hs []headRead) (int64, bool, error) {
 	prio, found := s.best.prio, s.found
+	levels := make([]oneRow, len(hs))
 	for i := range hs {
 		h := &hs[i]
 		e, ok, err := h.top.get()
@@ -192,14 +192,14 @@ func (s *indexSearch) readLevels(hs []headRead) (int64, bool, error) {
 		if found && p.prio < prio {
 			continue // cannot win
 		}
-		issueFirst(s.tr, s.q.levelRange(h.r.Begin, p.prio), false, &h.level)
-		h.leveled = true
+		h.level = &levels[i]
+		issueFirst(s.tr, s.q.levelRange(h.r.Begin, p.prio), false, h.level)
 		if !found || p.prio > prio {
 			prio, found = p.prio, true
 		}
 	}
 	for i := range hs {
-		if hs[i].leveled {
+		if hs[i].level != nil {
 			if _, _, err := hs[i].level.get(); err != nil {
 				return 0, false, err
 			}
@@ -211,15 +211,21 @@ func (s *indexSearch) readLevels(hs []headRead) (int64, bool, error) {
 // levelRange is the range of the entries of priority prio under prefix,
 // as head reads it.
 func (q *Queue) levelRange(prefix []byte, prio int64) kv.Range {
-	return extending(appendInts(bytes.Clone(prefix), prio))
+	return extendingIn(append(make([]byte, 0, 2*(len(prefix)+maxIntLen)+1), prefix...), prio)
 }
 
-// entriesRange returns the range of the entries under tag and coords:
-// extending their prefix, in one allocation.
+// entriesRange returns the range of the entries under tag and coords, as
+// head reads it.
 func (q *Queue) entriesRange(tag int, coords []int64) kv.Range {
 	n := len(q.sub[tag]) + maxIntLen*len(coords)
-	b := q.appendKey(make([]byte, 0, 2*n+1), tag, coords...)
-	n = len(b)
+	return extendingIn(q.appendKey(make([]byte, 0, 2*n+1), tag), coords...)
+}
+
+// extendingIn returns the range extending b with vs appended (extending),
+// both bounds in b's array when it has room.
+func extendingIn(b []byte, vs ...int64) kv.Range {
+	b = appendInts(b, vs...)
+	n := len(b)
 	b = append(append(b, b...), tupleEnd)
 	return kv.Range{Begin: b[:n:n], End: b[n:]}
 }
@@ -250,8 +256,9 @@ func (s *indexSearch) wholeCells(hs []headRead, dirTag int) error {
 				// so a concurrent push of a higher priority conflicts.
 				continue
 			}
-			if !h.leveled {
-				issueFirst(s.tr, s.q.levelRange(h.r.Begin, p.prio), false, &h.level)
+			if h.level == nil {
+				h.level = new(oneRow)
+				issueFirst(s.tr, s.q.levelRange(h.r.Begin, p.prio), false, h.level)
 			}
 			if e, ok, err = h.level.get(); err != nil {
 				return err

@@ -155,7 +155,10 @@ func (st *straddleRead) goesOn(s *indexSearch) bool {
 // offers the first entry that fits. Past the budget it offers the heads of
 // the cell's fitting shapes instead.
 func (s *indexSearch) straddlingCell(st *straddleRead) error {
-	x := &knownReader{rd: s.tr, ks: []known{st.k}, ones: []*oneRow{&st.top}}
+	x := &knownReader{rd: s.tr, ks: []known{st.k}}
+	if s.maxFirst {
+		x.one, x.oneRange = &st.top, kv.PrefixRange(st.prefix)
+	}
 	if st.k.r.Begin == nil {
 		x.ks = nil // Max order, an empty cell: nothing was read ahead
 	}

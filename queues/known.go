@@ -48,18 +48,23 @@ func (k *known) from(key []byte) int {
 	return i
 }
 
-// knownReader answers reads from ranges read ahead (ks) and from one-row
-// reads already made through rd (ones: their conflicts are rd's), and
-// passes the others on to rd. covered and seen are what the reads it
-// answered from ks covered and returned.
+// knownReader answers reads from ranges read ahead (ks) and from a
+// one-row read made already through rd (one, of oneRange, in reverse:
+// its conflicts are rd's), and passes the others on to rd. covered and
+// seen are what the reads it answered from ks covered and returned.
 type knownReader struct {
-	rd      kv.ReadTransaction
-	ks      []known
-	ones    []*oneRow
-	covered []kv.Range
-	seen    [][]byte
-	its     []*knownIter
-	found   [][]byte // the keys First found, answered or passed on
+	rd       kv.ReadTransaction
+	ks       []known
+	one      *oneRow
+	oneRange kv.Range
+	covered  []kv.Range
+	seen     [][]byte
+	its      []*knownIter
+	// dirs: the reads are a directory's, which record no seen keys (see
+	// pick.record), and found the keys its Firsts found, answered or
+	// passed on.
+	dirs  bool
+	found [][]byte
 }
 
 // answers reports whether k holds every row a read of [begin, end) in the
@@ -88,10 +93,8 @@ func (x *knownReader) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error)
 	if bytes.Equal(r.Begin, r.End) {
 		return kv.KeyValue{}, false, nil // an empty range: nothing to read, nothing covered
 	}
-	for _, o := range x.ones {
-		if o.reverse == reverse && bytes.Equal(o.r.Begin, r.Begin) && bytes.Equal(o.r.End, r.End) {
-			return o.get()
-		}
+	if x.one != nil && reverse && bytes.Equal(x.oneRange.Begin, r.Begin) && bytes.Equal(x.oneRange.End, r.End) {
+		return x.one.get()
 	}
 	for i := range x.ks {
 		k := &x.ks[i]
@@ -102,16 +105,26 @@ func (x *knownReader) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error)
 		var e kv.KeyValue
 		if ok {
 			e = k.rows[j]
-			x.seen, x.found = append(x.seen, e.Key), append(x.found, e.Key)
+			x.saw(e.Key)
 		}
 		x.covered = append(x.covered, covered(r, reverse, e, ok))
 		return e, ok, nil
 	}
 	e, ok, err := kv.First(x.rd, r, reverse)
-	if ok {
+	if ok && x.dirs {
 		x.found = append(x.found, e.Key)
 	}
 	return e, ok, err
+}
+
+// saw records a key an answer returned: found by a First of a directory's,
+// seen by the pick's other reads.
+func (x *knownReader) saw(key []byte) {
+	if x.dirs {
+		x.found = append(x.found, key)
+	} else {
+		x.seen = append(x.seen, key)
+	}
 }
 
 // GetRange answers a forward read without a limit that starts in a known
@@ -182,7 +195,9 @@ func (it *knownIter) Next() bool {
 		it.cur = it.k.rows[it.i]
 		it.i++
 		it.last = it.cur.Key
-		it.x.seen = append(it.x.seen, it.cur.Key)
+		if !it.x.dirs {
+			it.x.seen = append(it.x.seen, it.cur.Key)
+		}
 		return true
 	}
 	if bytes.Compare(it.r.End, it.k.upTo) <= 0 {

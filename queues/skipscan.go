@@ -157,7 +157,7 @@ func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
 	if len(d.reads) == 0 {
 		return nil // no coordinate fits
 	}
-	x := &knownReader{rd: pk.dirs()}
+	x := &knownReader{rd: pk.dirs(), dirs: true, ks: make([]known, 0, len(d.reads))}
 	for _, a := range d.reads {
 		rows, err := a.f.Get()
 		if err != nil {
