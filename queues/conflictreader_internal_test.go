@@ -44,13 +44,18 @@ func TestConflictReaderFuturesRecordAsReads(t *testing.T) {
 		{key: key(6)},
 		{key: key(7)}, // absent: its key stays in the conflicts
 	}
-	records := func(async bool, wait func(i int) bool) ([]kv.Range, [][]byte) {
+	// reader returns a conflictReader of a new attempt.
+	reader := func() *conflictReader {
 		tr, err := db.CreateTransaction(context.Background())
 		require.NoError(t, err)
-		defer tr.Cancel()
+		t.Cleanup(tr.Cancel)
 		a := NewClaims().Begin(tr)
-		defer a.Release(false)
-		c := &conflictReader{a: a, snap: tr.Snapshot()}
+		t.Cleanup(func() { a.Release(false) })
+		return &conflictReader{a: a, snap: tr.Snapshot()}
+	}
+	records := func(async bool, wait func(i int) bool) ([]kv.Range, [][]byte) {
+		c := reader()
+		var err error
 		for i, rd := range reads {
 			switch {
 			case !async && rd.key != nil:
@@ -96,15 +101,10 @@ func TestConflictReaderFuturesRecordAsReads(t *testing.T) {
 	}
 
 	// forget drops the futures in flight: a later wait records nothing.
-	tr, err := db.CreateTransaction(context.Background())
-	require.NoError(t, err)
-	defer tr.Cancel()
-	a := NewClaims().Begin(tr)
-	defer a.Release(false)
-	c := &conflictReader{a: a, snap: tr.Snapshot()}
+	c := reader()
 	f, v := c.GetRangeAsync(span(0, 20), kv.RangeOptions{}), c.GetAsync(key(0))
 	c.forget()
-	_, err = f.Get()
+	_, err := f.Get()
 	require.NoError(t, err)
 	_, err = v.Get()
 	require.NoError(t, err)

@@ -338,28 +338,9 @@ func (l *conflictLog) conflicts() ([]kv.Range, error) {
 		if err != nil {
 			return nil, err
 		}
-		last := kv.KeyValue{}
-		if len(rows) > 0 {
-			last = rows[len(rows)-1]
-		}
-		if f.opts.Limit == 0 || len(rows) < f.opts.Limit {
-			rs = append(rs, f.r)
-		} else {
-			rs = append(rs, covered(f.r, f.opts.Reverse, last, true))
-		}
+		rs = append(rs, rangeCovered(f.r, f.opts, rows))
 	}
-	slices.SortFunc(rs, func(x, y kv.Range) int { return bytes.Compare(x.Begin, y.Begin) })
-	var merged []kv.Range
-	for _, r := range rs {
-		if n := len(merged); n > 0 && bytes.Compare(r.Begin, merged[n-1].End) <= 0 {
-			if bytes.Compare(r.End, merged[n-1].End) > 0 {
-				merged[n-1].End = r.End
-			}
-			continue
-		}
-		merged = append(merged, r)
-	}
-	return merged, nil
+	return mergeRanges(rs), nil
 }
 
 // loggedIter is a serializable range read: it covers what it returned, or

@@ -2,7 +2,6 @@ package queues
 
 import (
 	"bytes"
-	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/tuple"
@@ -43,10 +42,11 @@ type straddleRead struct {
 	top    oneRow // Max order: its last entry, which gives its highest priority
 	// k is what was read ahead of the scan: the cell's first entries, or
 	// in Max order its highest priority's; ahead is k's read in flight
-	// (with a row limit), and more a read of k's rest.
-	k           known
-	ahead, more kv.FutureRange
-	limit       int
+	// (with a row limit). more is what was read ahead past k, if anything,
+	// and moreF its read in flight.
+	k, more      known
+	ahead, moreF kv.FutureRange
+	limit        int
 }
 
 // readStraddling issues the first read of the scan of every straddling
@@ -113,22 +113,20 @@ func (s *indexSearch) readMoreStraddling(strs []straddleRead) error {
 		}
 		st.k = newKnown(st.k.r, st.limit, rows)
 		if !st.k.complete() && st.goesOn(s) {
-			st.more = kv.GetRangeAsync(s.pk.snapshot(), kv.Range{Begin: st.k.upTo, End: st.k.r.End}, kv.RangeOptions{Limit: straddleBudget + 1 - len(rows), Mode: kv.StreamingModeWantAll})
+			st.more.r = kv.Range{Begin: st.k.upTo, End: st.k.r.End}
+			st.moreF = kv.GetRangeAsync(s.pk.snapshot(), st.more.r, kv.RangeOptions{Limit: straddleBudget + 1 - len(rows), Mode: kv.StreamingModeWantAll})
 		}
 	}
 	for i := range strs {
 		st := &strs[i]
-		if st.more == nil {
+		if st.moreF == nil {
 			continue
 		}
-		rows, err := st.more.Get()
+		rows, err := st.moreF.Get()
 		if err != nil {
 			return err
 		}
-		st.k = newKnown(st.k.r, st.limit+len(rows), append(slices.Clip(st.k.rows), rows...))
-		if len(rows) < straddleBudget+1-st.limit {
-			st.k.upTo = st.k.r.End
-		}
+		st.more = newKnown(st.more.r, straddleBudget+1-st.limit, rows)
 	}
 	return nil
 }
@@ -155,12 +153,15 @@ func (st *straddleRead) goesOn(s *indexSearch) bool {
 // offers the first entry that fits. Past the budget it offers the heads of
 // the cell's fitting shapes instead.
 func (s *indexSearch) straddlingCell(st *straddleRead) error {
-	x := &knownReader{rd: s.tr, ks: []known{st.k}}
+	x := &knownReader{rd: s.tr}
 	if s.maxFirst {
 		x.one, x.oneRange = &st.top, kv.PrefixRange(st.prefix)
 	}
-	if st.k.r.Begin == nil {
-		x.ks = nil // Max order, an empty cell: nothing was read ahead
+	if st.k.r.Begin != nil { // (in Max order, an empty cell: nothing was read ahead)
+		x.ks = append(x.ks, st.k)
+	}
+	if st.more.r.Begin != nil {
+		x.ks = append(x.ks, st.more)
 	}
 	n := 0
 	stopped, err := s.q.scanEntries(x, st.prefix, s.order, func(e kv.KeyValue, p pos) (bool, error) {

@@ -166,8 +166,9 @@ func (x *knownReader) ranges() []kv.Range {
 	return x.covered
 }
 
-// knownIter is a range read of a knownReader: the known rows of r, then,
-// if r goes on past them, a read of the rest through rd.
+// knownIter is a range read of a knownReader: the known rows of r, and of
+// the known ranges that go on from where they end, then, if r goes on past
+// them, a read of the rest through rd.
 type knownIter struct {
 	x    *knownReader
 	k    *known
@@ -203,6 +204,12 @@ func (it *knownIter) Next() bool {
 	if bytes.Compare(it.r.End, it.k.upTo) <= 0 {
 		it.end = true
 		return false
+	}
+	for i := range it.x.ks {
+		if k := &it.x.ks[i]; bytes.Equal(k.r.Begin, it.k.upTo) {
+			it.k, it.i = k, 0 // read ahead too: the rest of the range
+			return it.Next()
+		}
 	}
 	it.rest = it.x.rd.GetRange(kv.Range{Begin: it.k.upTo, End: it.r.End}, it.opts)
 	return it.Next()
