@@ -109,10 +109,13 @@ func (s *indexSearch) cells(dir *dirAhead) error {
 	}
 	if s.maxFirst {
 		prio, found, err := s.readLevels(heads)
-		if err != nil {
-			return err
+		if err == nil {
+			err = s.readStraddlingLevels(strs, prio, found)
 		}
-		if err := s.readStraddlingLevels(strs, prio, found); err != nil {
+		if err == nil {
+			err = s.waitLevels(heads)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -169,10 +172,11 @@ func (s *indexSearch) waitHeads(hs []headRead) error {
 
 // readLevels issues, in Max order, the read of the first entry of the
 // highest priority of every cell or shape whose highest priority can
-// still win when wholeCells comes to it (round 3), and waits for them. It
-// returns the highest priority wholeCells will have offered (if found).
-// Only a claimed head, which wholeCells replaces by a worse entry, can
-// make wholeCells need a level read not made here; it makes that one then.
+// still win when wholeCells comes to it (round 3; waitLevels waits for
+// them). It returns the highest priority wholeCells will have offered (if
+// found). Only a claimed head, which wholeCells replaces by a worse entry,
+// can make wholeCells need a level read not made here; it makes that one
+// then.
 func (s *indexSearch) readLevels(hs []headRead) (int64, bool, error) {
 	prio, found := s.best.prio, s.found
 	levels := make([]oneRow, len(hs))
@@ -198,14 +202,20 @@ func (s *indexSearch) readLevels(hs []headRead) (int64, bool, error) {
 			prio, found = p.prio, true
 		}
 	}
+	return prio, found, nil
+}
+
+// waitLevels waits for the level reads of readLevels, before the search
+// writes (as waitHeads does).
+func (s *indexSearch) waitLevels(hs []headRead) error {
 	for i := range hs {
 		if hs[i].level != nil {
 			if _, _, err := hs[i].level.get(); err != nil {
-				return 0, false, err
+				return err
 			}
 		}
 	}
-	return prio, found, nil
+	return nil
 }
 
 // levelRange is the range of the entries of priority prio under prefix,

@@ -201,7 +201,11 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 		return err
 	}
 	if s.maxFirst {
-		if _, _, err := s.readLevels(heads); err != nil {
+		_, _, err := s.readLevels(heads)
+		if err == nil {
+			err = s.waitLevels(heads)
+		}
+		if err != nil {
 			return err
 		}
 	}
