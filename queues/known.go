@@ -9,7 +9,8 @@ import (
 )
 
 // Reads answered from what a round read ahead. A search that reads the
-// fit index in rounds (fit.go, fitmany.go) reads some ranges before the
+// fit index in rounds (fitindex.go, fitstraddle.go, fitmany.go, and the
+// directories' skip-scans, skipscan.go) reads some ranges before the
 // reads that use them, through the transaction's snapshot: a directory
 // whole, where a skip-scan then reads one piece at a time, or the first
 // entries of a cell, which a scan then reads only as far as it needs. A
@@ -67,8 +68,9 @@ type knownReader struct {
 	found [][]byte
 }
 
-// answers reports whether k holds every row a read of [begin, end) in the
-// given direction returns up to its first one, and which that is (i, ok).
+// first reports whether k answers a one-row read of [begin, end) in the
+// given direction (it holds every row the read passes over up to the one
+// it returns), and which row that is (i, ok).
 func (k *known) first(begin, end []byte, reverse bool) (i int, ok, answers bool) {
 	if bytes.Compare(begin, k.r.Begin) < 0 || bytes.Compare(begin, k.upTo) > 0 {
 		return 0, false, false
