@@ -107,7 +107,9 @@ func readDirAhead(snap kv.ReadTransaction, base []byte, mins, maxs, firsts []int
 			}
 			d.read(snap, kv.Range{Begin: from, End: end}, 1)
 			vb := tuple.AppendInt(bytes.Clone(base), v)
-			d.read(snap, kv.Range{Begin: tuple.AppendInt(bytes.Clone(vb), mins[1]), End: kv.KeyAfter(tuple.AppendInt(vb, maxs[1]))}, 0)
+			if mins[1] <= maxs[1] { // (else the skip-scan reads no second coordinates)
+				d.read(snap, kv.Range{Begin: tuple.AppendInt(bytes.Clone(vb), mins[1]), End: kv.KeyAfter(tuple.AppendInt(vb, maxs[1]))}, 0)
+			}
 			from = extending(vb).End
 		}
 		if bytes.Compare(from, end) < 0 {
@@ -130,11 +132,11 @@ func readBoxAhead(snap kv.ReadTransaction, base []byte, lo, hi []int64) *dirAhea
 	d := &dirAhead{base: base, mins: lo, maxs: hi}
 	prefix := base
 	for dim := range lo {
-		from := tuple.AppendInt(bytes.Clone(prefix), lo[dim])
-		upTo := tuple.AppendInt(bytes.Clone(prefix), hi[dim])
 		if lo[dim] > hi[dim] {
 			break
 		}
+		from := tuple.AppendInt(bytes.Clone(prefix), lo[dim])
+		upTo := tuple.AppendInt(bytes.Clone(prefix), hi[dim])
 		if dim == len(lo)-1 {
 			d.read(snap, kv.Range{Begin: from, End: kv.KeyAfter(upTo)}, 0)
 			break
