@@ -106,9 +106,12 @@ func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits [
 // gives its highest priority), and again for the cursors that need
 // another batch to find their first entry; the shapes of the straddling
 // cells past their budget likewise (their directories in one round, then
-// their cursors). The merge then reads a batch where a cursor runs out,
-// and the caller reads the items it chose in one round. Every read is the
-// one it made one after another, so the rows and read conflicts are the
+// their cursors). When a cursor runs out of entries in the middle of its
+// range, the merge reads its next batches, and in the same round those of
+// the cursors it may run out of next (readAhead); the caller reads the
+// items it chose in one round. Every read is the one it made one after
+// another, or a read ahead through the snapshot that the pick records only
+// for the batches the cursors take, so the rows and read conflicts are the
 // same.
 type fitMerge struct {
 	q      *Queue
