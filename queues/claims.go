@@ -109,7 +109,8 @@ type Attempt struct {
 	firstBuf []byte
 	// firstLo and firstHi bound the ranges in firsts.
 	firstLo, firstHi []byte
-	picks            int // the pops and leases it made
+	picks            int    // the pops and leases it made
+	writes           uint64 // the writes it made
 }
 
 // Begin starts an attempt of tr: its pops claim rows in c.
@@ -256,6 +257,7 @@ type pick struct {
 	// took are the keys of the rows the pick takes (with a): their item
 	// key, and their fit index entries.
 	took [][]byte
+	snap kv.ReadTransaction // rd's snapshot, once asked for
 }
 
 // What a pick does with the rows it chooses.
@@ -324,6 +326,15 @@ func (pk *pick) claimed(p pos) bool {
 	return pk.a != nil && pk.a.claimed(pk.q.itemKey(p))
 }
 
+// snapshot returns the snapshot view of the pick's transaction, for the
+// reads a search makes ahead of the reads that use them (known.go).
+func (pk *pick) snapshot() kv.ReadTransaction {
+	if pk.snap == nil {
+		pk.snap = pk.rd.Snapshot()
+	}
+	return pk.snap
+}
+
 // dirs returns the reads of the fit index's directories: serializable
 // ones, with no holes, as a directory key changes only when its cell or
 // shape empties, rarely (the holes are for rows, which other pops take).
@@ -339,7 +350,7 @@ func (pk *pick) dirs() kv.ReadTransaction {
 // when what it reads next decides its choice alone.
 func (pk *pick) forget() {
 	if pk.cr != nil {
-		pk.cr.done, pk.cr.its, pk.cr.seen = pk.cr.done[:0], pk.cr.its[:0], pk.cr.seen[:0]
+		pk.cr.forget()
 	}
 }
 
@@ -350,18 +361,11 @@ func (pk *pick) done() error {
 	if pk.cr == nil {
 		return nil
 	}
-	rs, seen := pk.cr.ranges(), pk.cr.seen
-	slices.SortFunc(rs, func(x, y kv.Range) int { return bytes.Compare(x.Begin, y.Begin) })
-	merged := rs[:0]
-	for _, r := range rs {
-		if n := len(merged); n > 0 && bytes.Compare(r.Begin, merged[n-1].End) <= 0 {
-			if bytes.Compare(r.End, merged[n-1].End) > 0 {
-				merged[n-1].End = r.End
-			}
-			continue
-		}
-		merged = append(merged, r)
+	rs, err := pk.cr.ranges()
+	if err != nil {
+		return err
 	}
+	seen, merged := pk.cr.seen, mergeRanges(rs)
 	slices.SortFunc(seen, bytes.Compare)
 	seen = slices.CompactFunc(seen, bytes.Equal)
 	for _, r := range merged {
@@ -385,108 +389,4 @@ func (pk *pick) done() error {
 		}
 	}
 	return nil
-}
-
-// conflictReader reads through a snapshot and records the ranges the same
-// reads, made serializably, would have added as read conflicts (a range
-// read up to the last key it returned, or from it reading in reverse, or
-// the whole range once read to its end), and the keys they returned.
-type conflictReader struct {
-	a    *Attempt // whose remembered reads it shares
-	snap kv.ReadTransaction
-	done []kv.Range
-	its  []*conflictIter
-	seen [][]byte
-}
-
-// The reads keep copies of the keys and ranges they are given, which
-// callers may reuse (the keys they return are the engine's, and stay).
-
-func (c *conflictReader) Get(key []byte) ([]byte, error) {
-	after := kv.KeyAfter(key)
-	c.done = append(c.done, kv.Range{Begin: after[:len(key)], End: after})
-	v, err := c.snap.Get(key)
-	if v != nil {
-		c.seen = append(c.seen, after[:len(key)])
-	}
-	return v, err
-}
-
-func (c *conflictReader) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
-	r = kv.Range{Begin: bytes.Clone(r.Begin), End: bytes.Clone(r.End)}
-	it := &conflictIter{c: c, it: c.snap.GetRange(r, opts), r: r, opts: opts}
-	c.its = append(c.its, it)
-	return it
-}
-
-// First keeps the engine's fast path (kv.First), and the Attempt's
-// remembered reads.
-func (c *conflictReader) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error) {
-	e, ok, err := c.a.first(c.snap, r, reverse, false)
-	switch {
-	case err != nil:
-	case !ok:
-		c.done = append(c.done, kv.Range{Begin: bytes.Clone(r.Begin), End: bytes.Clone(r.End)})
-	case reverse:
-		c.done = append(c.done, kv.Range{Begin: e.Key, End: bytes.Clone(r.End)})
-		c.seen = append(c.seen, e.Key)
-	default:
-		c.done = append(c.done, kv.Range{Begin: bytes.Clone(r.Begin), End: kv.KeyAfter(e.Key)})
-		c.seen = append(c.seen, e.Key)
-	}
-	return e, ok, err
-}
-
-func (c *conflictReader) GetReadVersion() (int64, error) { return c.snap.GetReadVersion() }
-func (c *conflictReader) Snapshot() kv.ReadTransaction   { return c.snap }
-func (c *conflictReader) Context() context.Context       { return c.snap.Context() }
-
-// ranges returns every range recorded.
-func (c *conflictReader) ranges() []kv.Range {
-	out := c.done
-	for _, it := range c.its {
-		if r, ok := it.covered(); ok {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// conflictIter is a range read of a conflictReader.
-type conflictIter struct {
-	c    *conflictReader
-	it   kv.Iterator
-	r    kv.Range
-	opts kv.RangeOptions
-	last []byte // the last key returned
-	n    int    // how many were returned
-	end  bool   // Next returned false
-}
-
-func (c *conflictIter) Next() bool {
-	if !c.it.Next() {
-		c.end = true
-		return false
-	}
-	c.last = c.it.KeyValue().Key
-	c.c.seen = append(c.c.seen, c.last)
-	c.n++
-	return true
-}
-
-func (c *conflictIter) KeyValue() kv.KeyValue { return c.it.KeyValue() }
-func (c *conflictIter) Err() error            { return c.it.Err() }
-
-// covered returns the range the read covered, if any.
-func (c *conflictIter) covered() (kv.Range, bool) {
-	if c.end && (c.opts.Limit == 0 || c.n < c.opts.Limit) {
-		return c.r, true // read to its end
-	}
-	switch {
-	case c.n == 0:
-		return kv.Range{}, false
-	case c.opts.Reverse:
-		return kv.Range{Begin: c.last, End: c.r.End}, true
-	}
-	return kv.Range{Begin: c.r.Begin, End: kv.KeyAfter(c.last)}, true
 }

@@ -56,6 +56,15 @@
 // higher-priority one fits, never a newer one while an older one of the same
 // priority fits.
 //
+// Step 2 issues its reads in rounds, each of reads in flight together
+// (kv.GetAsync, kv.GetRangeAsync), so that on FoundationDB it waits a few
+// round trips, not one per cell: the cell directory, then every head at
+// once, then the task (fitindex.go); a merge opens all its cursors at once
+// and reads ahead the batches it may run out of (fitmany.go). Its choices
+// and read conflicts are those of reading one cell after another: what a
+// round reads ahead of the reads that use it goes through the snapshot, and
+// the pick adds what those reads would have covered (known.go).
+//
 // # Leases and delayed items
 //
 // Lease takes the items a pop would take but leaves them in the queue,

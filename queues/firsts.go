@@ -55,27 +55,50 @@ func (a *Attempt) first(rd kv.ReadTransaction, r kv.Range, reverse, serializable
 		// most transactions pick once.
 		return kv.First(rd, r, reverse)
 	}
-	// The key: both bounds, the length of the first, the direction.
+	if e, ok, hit, err := a.recall(r, reverse, serializable); hit || err != nil {
+		return e, ok, err
+	}
+	e, ok, err := kv.First(rd, r, reverse)
+	if err != nil {
+		return e, ok, err
+	}
+	a.remember(r, reverse, e, ok, serializable)
+	return e, ok, nil
+}
+
+// firstKey returns the key of a one-row read of r in firstAt, in firstBuf:
+// both bounds, the length of the first, the direction.
+func (a *Attempt) firstKey(r kv.Range, reverse bool) []byte {
 	b := append(append(a.firstBuf[:0], r.Begin...), r.End...)
 	b = binary.AppendUvarint(b, uint64(len(r.Begin)))
 	if reverse {
 		b = append(b, 1)
 	}
 	a.firstBuf = b
-	if i, ok := a.firstAt[string(b)]; ok {
-		f := &a.firsts[i]
-		if serializable && !f.conflicts {
-			if err := a.Transaction.AddReadConflictRange(covered(r, reverse, f.e, f.ok)); err != nil {
-				return kv.KeyValue{}, false, err
-			}
-			f.conflicts = true
+	return b
+}
+
+// recall answers a one-row read of r from the remembered reads: hit
+// reports whether it remembers one. For a serializable read the
+// transaction gets the read's conflict range.
+func (a *Attempt) recall(r kv.Range, reverse, serializable bool) (e kv.KeyValue, ok, hit bool, err error) {
+	i, hit := a.firstAt[string(a.firstKey(r, reverse))]
+	if !hit {
+		return kv.KeyValue{}, false, false, nil
+	}
+	f := &a.firsts[i]
+	if serializable && !f.conflicts {
+		if err := a.Transaction.AddReadConflictRange(covered(r, reverse, f.e, f.ok)); err != nil {
+			return kv.KeyValue{}, false, false, err
 		}
-		return f.e, f.ok, nil
+		f.conflicts = true
 	}
-	e, ok, err := kv.First(rd, r, reverse)
-	if err != nil {
-		return e, ok, err
-	}
+	return f.e, f.ok, true, nil
+}
+
+// remember remembers the answer of a one-row read of r, made serializably
+// or not.
+func (a *Attempt) remember(r kv.Range, reverse bool, e kv.KeyValue, ok, serializable bool) {
 	if len(a.firsts) == maxFirsts {
 		clear(a.firstAt)
 		clear(a.firsts)
@@ -84,7 +107,7 @@ func (a *Attempt) first(rd kv.ReadTransaction, r kv.Range, reverse, serializable
 	if a.firstAt == nil {
 		a.firstAt = make(map[string]int)
 	}
-	k := string(b)
+	k := string(a.firstKey(r, reverse))
 	a.firstAt[k] = len(a.firsts)
 	// The range's bounds are read from the key, which holds them: never
 	// written to.
@@ -97,7 +120,73 @@ func (a *Attempt) first(rd kv.ReadTransaction, r kv.Range, reverse, serializable
 		a.firstHi = kr.End
 	}
 	a.firsts = append(a.firsts, firstRead{key: k, r: kr, reverse: reverse, e: e, ok: ok, conflicts: serializable})
-	return e, ok, nil
+}
+
+// oneRow is a one-row range read (kv.First) issued in a round: a search
+// issues every read of a round (issueFirst), then takes each answer (get).
+type oneRow struct {
+	f   kv.FutureRange // nil once answered
+	e   kv.KeyValue
+	ok  bool
+	err error
+	mem *firstMemo // set: the answer is to be remembered once it is in
+}
+
+// firstMemo is what an Attempt needs to remember a one-row read issued in
+// its second pick or later, once the answer is in: unless it wrote since
+// the read was issued (writes then), as the answer is as of the issue.
+type firstMemo struct {
+	a            *Attempt
+	r            kv.Range // owned by the read: not reused before get
+	reverse      bool
+	writes       uint64
+	serializable bool
+}
+
+// issueFirst issues the one-row read of r through rd (a pick's reader)
+// into o, or answers it from an Attempt's remembered reads when rd is the
+// Attempt or its conflictReader.
+func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
+	*o = oneRow{}
+	via, a, cr := rd, (*Attempt)(nil), (*conflictReader)(nil)
+	switch x := rd.(type) {
+	case *Attempt:
+		via, a = x.Transaction, x
+	case *conflictReader:
+		a, cr = x.a, x
+	}
+	if a != nil && a.picks >= 2 {
+		e, ok, hit, err := a.recall(r, reverse, cr == nil)
+		if hit || err != nil {
+			if hit && cr != nil {
+				cr.recordFirst(r, reverse, e, ok)
+			}
+			o.e, o.ok, o.err = e, ok, err
+			return
+		}
+		o.mem = &firstMemo{a: a, r: r, reverse: reverse, writes: a.writes, serializable: cr == nil}
+	}
+	o.f = kv.GetRangeAsync(via, r, kv.RangeOptions{Limit: 1, Reverse: reverse})
+}
+
+// get returns the read's answer, waiting for it if need be.
+func (o *oneRow) get() (kv.KeyValue, bool, error) {
+	if o.f == nil {
+		return o.e, o.ok, o.err
+	}
+	rows, err := o.f.Get()
+	o.f = nil
+	if err != nil {
+		o.err = err
+		return kv.KeyValue{}, false, err
+	}
+	if len(rows) > 0 {
+		o.e, o.ok = rows[0], true
+	}
+	if m := o.mem; m != nil && m.a.writes == m.writes {
+		m.a.remember(m.r, m.reverse, o.e, o.ok, m.serializable)
+	}
+	return o.e, o.ok, nil
 }
 
 // covered returns the range a one-key read of r covered: up to the key it
@@ -115,6 +204,7 @@ func covered(r kv.Range, reverse bool, e kv.KeyValue, ok bool) kv.Range {
 // wrote forgets the remembered reads whose ranges hold a key in [begin,
 // end): end nil stands for the one key begin.
 func (a *Attempt) wrote(begin, end []byte) {
+	a.writes++
 	if len(a.firstAt) == 0 || bytes.Compare(begin, a.firstHi) >= 0 ||
 		bytes.Compare(a.firstLo, begin) > 0 && (end == nil || bytes.Compare(a.firstLo, end) >= 0) {
 		return // outside every remembered range
@@ -146,7 +236,8 @@ func (a *Attempt) GetMany(keys [][]byte) ([][]byte, error) {
 
 // GetAsync and GetRangeAsync keep the engine's reads in flight together
 // (kv.GetAsync, kv.GetRangeAsync). They do not use the remembered reads,
-// which answer First.
+// which answer First, and the one-row reads of a search's rounds
+// (issueFirst).
 func (a *Attempt) GetAsync(key []byte) kv.FutureValue { return kv.GetAsync(a.Transaction, key) }
 
 func (a *Attempt) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {

@@ -1,9 +1,7 @@
 package queues
 
 import (
-	"bytes"
 	"container/heap"
-	"math"
 	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -53,10 +51,19 @@ func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits [
 		return nil, nil, err
 	}
 	pk := q.newPick(tr, mode)
+	var hint [10 * maxIntLen]byte
+	key := hintKey(hint[:], order, limits, n)
+	var dir *dirAhead
+	if q.hints.missedLast(key) {
+		// The last such choice turned to the index: its first read goes
+		// with step 1's, in the same round.
+		dir = q.readCellDir(pk, limits)
+	}
 	items, poss, complete, err := q.scanFits(pk, order, limits, n, scanBudget)
 	if err != nil {
 		return nil, nil, err
 	}
+	q.hints.record(key, len(items) < n && !complete)
 	if len(items) < n && !complete {
 		var after *pos
 		if len(poss) > 0 {
@@ -64,13 +71,22 @@ func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits [
 		} else {
 			pk.forget() // step 2 alone decides: step 1's reads need no read conflicts
 		}
-		m := &fitMerge{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, after: after, want: n - len(items), heads: cursorHeap{order: order}}
+		m := &fitMerge{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, after: after, want: n - len(items), heads: cursorHeap{order: order}, dir: dir}
 		more, err := m.run()
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, p := range more {
-			it, err := q.fittingItem(pk.rd, p, limits)
+		// The items, in one round.
+		keys := make([][]byte, len(more))
+		for i, p := range more {
+			keys[i] = q.itemKey(p)
+		}
+		vals, err := kv.GetMany(pk.rd, keys)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, p := range more {
+			it, err := q.fittingValue(keys[i], vals[i], p, limits)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -83,14 +99,29 @@ func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits [
 
 // fitMerge is step 2 of a multi-row fit pop: the best fitting index
 // entries, in queue order, through a heap of cursors.
+//
+// It reads in rounds, as a single fit pop's search does (bestFromIndex):
+// the cell directory in one read; then every cursor's first batch at once
+// (in Max order of a priority queue, first every cell's last entry, which
+// gives its highest priority), and again for the cursors that need
+// another batch to find their first entry; the shapes of the straddling
+// cells past their budget likewise (their directories in one round, then
+// their cursors). When a cursor runs out of entries in the middle of its
+// range, the merge reads its next batches, and in the same round those of
+// the cursors it may run out of next (readAhead); the caller reads the
+// items it chose in one round. Every read is the one it made one after
+// another, or a read ahead through the snapshot that the pick records only
+// for the batches the cursors take, so the rows and read conflicts are the
+// same.
 type fitMerge struct {
 	q      *Queue
 	pk     *pick
 	tr     kv.ReadTransaction // pk.rd
 	order  Order
 	limits []int64
-	after  *pos // entries at or before it were taken by step 1
-	want   int  // how many entries are still wanted
+	after  *pos      // entries at or before it were taken by step 1
+	want   int       // how many entries are still wanted
+	dir    *dirAhead // the cell directory's read, if issued already
 
 	heads cursorHeap
 }
@@ -106,7 +137,15 @@ func (m *fitMerge) run() ([]pos, error) {
 		if out = append(out, c.head); len(out) == m.want {
 			break // reading on would only widen the read conflicts
 		}
-		ok, err := c.advance(m.tr)
+		ok, stalled, err := c.advance(m.tr, true)
+		if stalled && err == nil {
+			if c.from != nil {
+				m.readAhead(len(out))
+			}
+			// (In Max order, at the end of a priority, the cursor reads
+			// the next priority's last entry first, then its batch.)
+			ok, _, err = c.advance(m.tr, false)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +155,7 @@ func (m *fitMerge) run() ([]pos, error) {
 		}
 		heap.Pop(&m.heads)
 		if c.overBudget {
-			if err := m.openShapes(c); err != nil {
+			if err := m.openShapes([]*cursor{c}); err != nil {
 				return nil, err
 			}
 		}
@@ -124,38 +163,123 @@ func (m *fitMerge) run() ([]pos, error) {
 	return out, nil
 }
 
-// openCells opens a cursor on every cell whose lower corner fits (see
-// wholeCells): an unfiltered one on a cell wholly inside the limits, one
-// that skips the entries that do not fit on a cell that straddles a limit.
-func (m *fitMerge) openCells() error {
-	noMin := make([]int64, len(m.limits))
-	for i := range noMin {
-		noMin[i] = math.MinInt64
+// readAhead reads ahead the next batches of the merge's best cursor, which
+// ran out of entries in the middle of its range, and in the same round
+// those of every other cursor the merge may run out of: it goes on merging,
+// without reading, over the rows the cursors hold, for as many entries as
+// the merge still wants (have so far) up to aheadHorizon, leaving the best
+// cursor out (what its next batch holds is not known yet), and reads ahead
+// for each cursor it runs out of. What is read ahead goes through the
+// snapshot: the pick records a batch only if the cursor takes it
+// (cursor.takeAhead).
+func (m *fitMerge) readAhead(have int) {
+	m.heads.cs[0].readAhead(m.pk.snapshot(), m.want-have)
+	rest := simHeap{order: m.order, ss: make([]simCursor, 0, len(m.heads.cs)-1)}
+	for _, c := range m.heads.cs[1:] {
+		rest.ss = append(rest.ss, simCursor{c: c, head: c.head, bi: c.bi, budget: c.budget})
+		rest.at = append(rest.at, len(rest.at))
 	}
-	return skipScan(m.pk.dirs(), m.q.sub[tagCellDir], noMin, m.limits, func(cell []int64) error {
+	heap.Init(&rest)
+	for steps := min(m.want-have, aheadHorizon); len(rest.at) > 0 && steps > 0; steps-- {
+		s := &rest.ss[rest.at[0]] // its head is the merge's next entry
+		for {
+			if s.bi == len(s.c.batch) {
+				s.c.readAhead(m.pk.snapshot(), m.want-have)
+				heap.Pop(&rest)
+				break
+			}
+			p, take, giveUp, err := s.c.step(s.c.batch[s.bi], &s.budget)
+			s.bi++
+			if err != nil || giveUp {
+				heap.Pop(&rest) // the merge will say
+				break
+			}
+			if take {
+				s.head = p
+				heap.Fix(&rest, 0)
+				break
+			}
+		}
+	}
+}
+
+// aheadHorizon is the most entries readAhead merges without reading.
+const aheadHorizon = 4096
+
+// simCursor is a cursor's place in readAhead's merge without reads.
+type simCursor struct {
+	c      *cursor
+	head   pos
+	bi     int
+	budget int
+}
+
+// simHeap orders the cursors of readAhead's merge (at: indexes into ss) by
+// their heads, best first.
+type simHeap struct {
+	ss    []simCursor
+	at    []int
+	order Order
+}
+
+func (h *simHeap) Len() int           { return len(h.at) }
+func (h *simHeap) Less(i, j int) bool { return better(h.ss[h.at[i]].head, h.ss[h.at[j]].head, h.order) }
+func (h *simHeap) Swap(i, j int)      { h.at[i], h.at[j] = h.at[j], h.at[i] }
+func (h *simHeap) Push(x any)         { h.at = append(h.at, x.(int)) }
+func (h *simHeap) Pop() any {
+	i := h.at[len(h.at)-1]
+	h.at = h.at[:len(h.at)-1]
+	return i
+}
+
+// openCells opens a cursor on every cell whose lower corner fits (see
+// bestFromIndex): an unfiltered one on a cell wholly inside the limits,
+// one that skips the entries that do not fit on a cell that straddles a
+// limit.
+func (m *fitMerge) openCells() error {
+	if m.dir == nil {
+		m.dir = m.q.readCellDir(m.pk, m.limits)
+	}
+	var cs []*cursor
+	if err := m.dir.scan(m.pk, func(cell []int64) error {
 		c := m.newCursor(tagCells, tagCellDir, cell, m.after)
 		if straddles(cell, m.limits) {
 			c.limits, c.budget = m.limits, straddleBudget
 		}
-		return m.open(c)
-	})
+		cs = append(cs, c)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return m.open(cs)
 }
 
-// openShapes replaces the cursor of a straddling cell that passed its
-// budget with cursors on the cell's fitting shapes, which skip what the
+// openShapes replaces the cursors of straddling cells that passed their
+// budget with cursors on the cells' fitting shapes, which skip what the
 // cell's cursor already read.
-func (m *fitMerge) openShapes(cell *cursor) error {
-	lo, hi := make([]int64, len(cell.coords)), make([]int64, len(cell.coords))
-	for i, c := range cell.coords {
-		lo[i], hi[i] = c, min(cellHigh(c), m.limits[i])
+func (m *fitMerge) openShapes(cells []*cursor) error {
+	dirs := make([]*dirAhead, len(cells))
+	for i, cell := range cells {
+		lo, hi := make([]int64, len(cell.coords)), make([]int64, len(cell.coords))
+		for j, c := range cell.coords {
+			lo[j], hi[j] = c, min(cellHigh(c), m.limits[j])
+		}
+		dirs[i] = readBoxAhead(m.pk.snapshot(), m.q.sub[tagShapeDir], lo, hi)
 	}
-	after := m.after
-	if cell.read != nil && (after == nil || better(*after, *cell.read, m.order)) {
-		after = cell.read
+	var cs []*cursor
+	for i, cell := range cells {
+		after := m.after
+		if cell.read != nil && (after == nil || better(*after, *cell.read, m.order)) {
+			after = cell.read
+		}
+		if err := dirs[i].scan(m.pk, func(shape []int64) error {
+			cs = append(cs, m.newCursor(tagShapes, tagShapeDir, shape, after))
+			return nil
+		}); err != nil {
+			return err
+		}
 	}
-	return skipScan(m.pk.dirs(), m.q.sub[tagShapeDir], lo, hi, func(shape []int64) error {
-		return m.open(m.newCursor(tagShapes, tagShapeDir, shape, after))
-	})
+	return m.open(cs)
 }
 
 func (m *fitMerge) newCursor(tag, dirTag int, coords []int64, after *pos) *cursor {
@@ -172,175 +296,46 @@ func (m *fitMerge) newCursor(tag, dirTag int, coords []int64, after *pos) *curso
 	}
 }
 
-// open reads a cursor's first entry and adds it to the heap; a cell or
-// shape found empty has its directory key cleared (see bestFromIndex).
-func (m *fitMerge) open(c *cursor) error {
-	ok, err := c.advance(m.tr)
-	switch {
-	case err != nil:
-		return err
-	case ok:
-		heap.Push(&m.heads, c)
-	case c.read == nil:
-		if m.pk.tr != nil {
-			m.pk.tr.Clear(m.q.key(c.dirTag, c.coords...)) // listed, but empty
+// open reads each cursor's first entry, in rounds of one read of every
+// cursor that needs one, and adds it to the heap; a cell or shape found
+// empty has its directory key cleared (see bestFromIndex), and the cells
+// that gave up are replaced by their shapes.
+func (m *fitMerge) open(cs []*cursor) error {
+	waiting := slices.Clone(cs)
+	for len(waiting) > 0 {
+		for _, c := range waiting {
+			c.issue(m.tr)
 		}
-	case c.overBudget:
-		return m.openShapes(c)
+		n := 0
+		for _, c := range waiting {
+			ok, stalled, err := c.advance(m.tr, true)
+			switch {
+			case err != nil:
+				return err
+			case stalled:
+				waiting[n] = c
+				n++
+			case ok:
+				c.opened = true
+			}
+		}
+		waiting = waiting[:n]
 	}
-	return nil
-}
-
-// Batch sizes of a cursor's reads: the first is small (a pop of a few rows
-// wants a few entries of each cell), later ones double, up to maxBatch.
-const (
-	firstBatch = 8
-	maxBatch   = 1024
-)
-
-// cursor reads the fit index entries under one cell or shape in queue
-// order, a batch at a time, each batch one complete range read (so that
-// cursors never hold iterators open). Its reads are serializable and cover
-// the entries from the start of the cell or shape to its head in queue
-// order, so a concurrent push of a better entry conflicts.
-type cursor struct {
-	prefix   []byte // the entries' prefix: P (tag, coords...)
-	maxFirst bool   // queue order is priorities from the highest down
-	order    Order
-	dirTag   int     // the directory listing the cell or shape,
-	coords   []int64 // under these coordinates
-
-	limits     []int64 // if set, entries that do not fit are skipped,
-	budget     int     // at most this many,
-	overBudget bool    // past which the cursor stops
-	res        []int64 // scratch: an entry's resources
-
-	pk *pick // entries of items other attempts claimed are passed over
-
-	after *pos // entries at or before it are skipped
-	head  pos  // the entry advance found
-	read  *pos // the last entry read, if any
-
-	// Reading state: the range left to read, [from, end): the whole cell
-	// or shape, or in Max order its current priority (from is nil when the
-	// next range is still to be found); levels, in Max order, ends the
-	// priorities not visited yet.
-	from, end, levels []byte
-	done              bool
-	batch             []kv.KeyValue
-	bi                int
-	size              int // the next batch's size
-}
-
-// advance moves the cursor to its next entry, and reports whether there
-// was one; false with overBudget means the cursor gave up.
-func (c *cursor) advance(tr kv.ReadTransaction) (bool, error) {
-	for {
-		if c.bi == len(c.batch) {
-			if ok, err := c.refill(tr); !ok || err != nil {
-				return false, err
+	var over []*cursor
+	for _, c := range cs {
+		switch {
+		case c.opened:
+			heap.Push(&m.heads, c)
+		case c.read == nil:
+			if m.pk.tr != nil {
+				m.pk.tr.Clear(m.q.key(c.dirTag, c.coords...)) // listed, but empty
 			}
-		}
-		e := c.batch[c.bi]
-		c.bi++
-		p, err := decodeEntry(c.prefix, e.Key)
-		if err != nil {
-			return false, err
-		}
-		c.read = &p
-		if c.after != nil && !better(*c.after, p, c.order) {
-			continue
-		}
-		if c.limits != nil {
-			if err := decodeInts(e.Value, c.res); err != nil {
-				return false, err
-			}
-			if !fits(c.res, c.limits) {
-				if c.budget--; c.budget < 0 {
-					c.overBudget = true
-					return false, nil
-				}
-				continue
-			}
-		}
-		if c.pk.claimed(p) {
-			continue
-		}
-		c.head = p
-		return true, nil
-	}
-}
-
-// refill reads the cursor's next batch, and reports whether it holds any
-// entry.
-func (c *cursor) refill(tr kv.ReadTransaction) (bool, error) {
-	c.batch, c.bi = c.batch[:0], 0
-	for !c.done {
-		if c.from == nil {
-			if err := c.nextRange(tr); err != nil || c.done {
-				return false, err
-			}
-		}
-		it := tr.GetRange(kv.Range{Begin: c.from, End: c.end}, kv.RangeOptions{Limit: c.size})
-		for it.Next() {
-			c.batch = append(c.batch, it.KeyValue())
-		}
-		if err := it.Err(); err != nil {
-			return false, err
-		}
-		full := len(c.batch) == c.size
-		c.size = min(2*c.size, maxBatch)
-		if full {
-			c.from = kv.KeyAfter(c.batch[len(c.batch)-1].Key)
-			return true, nil
-		}
-		// The range is read to its end.
-		c.from, c.done = nil, !c.maxFirst
-		if len(c.batch) > 0 {
-			return true, nil
+		case c.overBudget:
+			over = append(over, c)
 		}
 	}
-	return false, nil
-}
-
-// nextRange finds the range the cursor reads next: the whole cell or
-// shape, or in Max order the entries of its highest priority not visited
-// yet. It sets done when there is none.
-func (c *cursor) nextRange(tr kv.ReadTransaction) error {
-	all := extending(c.prefix)
-	if !c.maxFirst {
-		c.from, c.end = all.Begin, all.End
+	if len(over) == 0 {
 		return nil
 	}
-	if c.levels == nil {
-		c.levels = all.End
-	}
-	last, ok, err := kv.First(tr, kv.Range{Begin: all.Begin, End: c.levels}, true)
-	if err != nil || !ok {
-		c.done = true
-		return err
-	}
-	p, err := decodeEntry(c.prefix, last.Key)
-	if err != nil {
-		return err
-	}
-	level := extending(appendInts(bytes.Clone(c.prefix), p.prio))
-	c.from, c.end, c.levels = level.Begin, level.End, level.Begin
-	return nil
-}
-
-// cursorHeap orders cursors by their heads, best first.
-type cursorHeap struct {
-	cs    []*cursor
-	order Order
-}
-
-func (h *cursorHeap) Len() int           { return len(h.cs) }
-func (h *cursorHeap) Less(i, j int) bool { return better(h.cs[i].head, h.cs[j].head, h.order) }
-func (h *cursorHeap) Swap(i, j int)      { h.cs[i], h.cs[j] = h.cs[j], h.cs[i] }
-func (h *cursorHeap) Push(x any)         { h.cs = append(h.cs, x.(*cursor)) }
-func (h *cursorHeap) Pop() any {
-	c := h.cs[len(h.cs)-1]
-	h.cs = h.cs[:len(h.cs)-1]
-	return c
+	return m.openShapes(over)
 }

@@ -1,0 +1,328 @@
+package queues
+
+import (
+	"math"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// bestFromIndex finds the best fitting task through the cell and shape
+// directories. It reads them in rounds, each of reads issued together and
+// then waited for (on FoundationDB a round is one round trip, however many
+// reads it holds):
+//
+//  1. the cell directory, for the cells whose lower corner fits: one range
+//     read (dir, when the caller issued it already, with step 1), from
+//     which the skip-scan of the directory picks the cells;
+//  2. the head of every cell wholly inside the limits, and the first
+//     straddleAhead entries of every cell that straddles a limit (in Max
+//     order of a priority queue: the last entry of each, which gives its
+//     highest priority);
+//  3. in Max order, the head of that priority, for the cells that can
+//     still win, and the first entries of the straddling cells' highest
+//     priority;
+//
+// then, only where a search needs them: more entries of the straddling
+// cells whose first entries did not settle them (one round for all),
+// the shapes of a straddling cell past its budget (their directory, then
+// their heads), and a scan of a cell whose head another attempt claimed.
+//
+// The rows it reads and the read conflicts it adds are exactly those of
+// reading one after another: wholeCells offers the heads of the cells
+// wholly inside the limits, in directory order, then straddlingCell
+// resolves each cell that straddles a limit. What a round reads ahead
+// (the directory whole, the first entries of a straddling cell) it reads
+// through the snapshot, and the pick records what the reads that use it
+// covered (known.go).
+//
+// A listed cell or shape that turns out empty has its directory key cleared
+// when the search runs in a pop; the read that found it empty is in the
+// read conflicts, so a concurrent push into it conflicts with the clear. A
+// cell or shape that holds only entries of claimed items is not empty.
+//
+// The best entry it returns is not claimed by another attempt (when it
+// looked); the caller claims it.
+func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64, dir *dirAhead) (pos, bool, error) {
+	s := &indexSearch{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, res: make([]int64, len(limits)),
+		maxFirst: order == Max && q.kind == Priority}
+	if dir == nil {
+		dir = q.readCellDir(pk, limits)
+	}
+	if err := s.cells(dir); err != nil {
+		return pos{}, false, err
+	}
+	return s.best, s.found, nil
+}
+
+// readCellDir issues the read of the cell directory for a search with
+// limits (round 1).
+func (q *Queue) readCellDir(pk *pick, limits []int64) *dirAhead {
+	noMin := make([]int64, len(limits))
+	for i := range noMin {
+		noMin[i] = math.MinInt64
+	}
+	return readDirAhead(pk.snapshot(), q.sub[tagCellDir], noMin, limits, q.hints.cellFirsts(), q.hints.sawCellFirsts)
+}
+
+// indexSearch is one search of the fit index for the best fitting entry.
+type indexSearch struct {
+	q        *Queue
+	pk       *pick
+	tr       kv.ReadTransaction // pk.rd
+	order    Order
+	limits   []int64
+	maxFirst bool // Max order of a priority queue: heads take two reads
+
+	best  pos  // the best fitting entry offered so far,
+	found bool // if any
+
+	res []int64 // scratch: an entry's resources
+}
+
+// offer makes p the best entry if it is better.
+func (s *indexSearch) offer(p pos) {
+	if !s.found || better(p, s.best, s.order) {
+		s.best, s.found = p, true
+	}
+}
+
+// cells searches the cells that dir lists: it offers the heads of those
+// wholly inside the limits (wholeCells), then resolves those that straddle
+// a limit (straddlingCell).
+func (s *indexSearch) cells(dir *dirAhead) error {
+	// Their coordinates, one after another.
+	whole, straddling := make([]int64, 0, 64*len(s.limits)), []int64(nil)
+	if err := dir.scan(s.pk, func(cell []int64) error {
+		if straddles(cell, s.limits) {
+			straddling = append(straddling, cell...)
+		} else {
+			whole = append(whole, cell...)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	heads := s.readHeads(tagCells, whole)
+	strs := s.readStraddling(straddling)
+	if err := s.waitHeads(heads); err != nil {
+		return err
+	}
+	if s.maxFirst {
+		prio, found, err := s.readLevels(heads)
+		if err == nil {
+			err = s.readStraddlingLevels(strs, prio, found)
+		}
+		if err == nil {
+			err = s.waitLevels(heads)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := s.wholeCells(heads, tagCellDir); err != nil {
+		return err
+	}
+	if err := s.readMoreStraddling(strs); err != nil {
+		return err
+	}
+	for i := range strs {
+		if err := s.straddlingCell(&strs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cellHeadRead is the reads of the head of a cell or shape in a search's
+// rounds.
+type cellHeadRead struct {
+	coords []int64
+	r      kv.Range // its entries' range: extending its prefix, r.Begin
+	top    oneRow   // its first entry, or in Max order its last
+	// level is, in Max order, the read of the first entry of top's
+	// priority, once issued.
+	level *oneRow
+}
+
+// readHeads issues the first read of the head of every cell or shape under
+// tag with the coordinates in flat, one after another (round 2).
+func (s *indexSearch) readHeads(tag int, flat []int64) []cellHeadRead {
+	d := len(s.limits)
+	hs := make([]cellHeadRead, len(flat)/d)
+	for i := range hs {
+		h := &hs[i]
+		h.coords = flat[i*d : (i+1)*d : (i+1)*d]
+		h.r = s.q.entriesRange(tag, h.coords)
+		issueFirst(s.tr, h.r, s.maxFirst, &h.top)
+	}
+	return hs
+}
+
+// waitHeads waits for the heads' first reads: every answer is in before
+// the search writes (clears a directory key), so that an Attempt
+// remembers them.
+func (s *indexSearch) waitHeads(hs []cellHeadRead) error {
+	for i := range hs {
+		if _, _, err := hs[i].top.get(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readLevels issues, in Max order, the read of the first entry of the
+// highest priority of every cell or shape whose highest priority can
+// still win when wholeCells comes to it (round 3; waitLevels waits for
+// them). It returns the highest priority wholeCells will have offered (if
+// found). Only a claimed head, which wholeCells replaces by a worse entry,
+// can make wholeCells need a level read not made here; it makes that one
+// then.
+func (s *indexSearch) readLevels(hs []cellHeadRead) (int64, bool, error) {
+	prio, found := s.best.prio, s.found
+	levels := make([]oneRow, len(hs))
+	for i := range hs {
+		h := &hs[i]
+		e, ok, err := h.top.get()
+		if err != nil || !ok {
+			if err != nil {
+				return 0, false, err
+			}
+			continue
+		}
+		p, err := decodeEntry(h.r.Begin, e.Key)
+		if err != nil {
+			return 0, false, err
+		}
+		if found && p.prio < prio {
+			continue // cannot win
+		}
+		h.level = &levels[i]
+		issueFirst(s.tr, s.q.levelRange(h.r.Begin, p.prio), false, h.level)
+		if !found || p.prio > prio {
+			prio, found = p.prio, true
+		}
+	}
+	return prio, found, nil
+}
+
+// waitLevels waits for the level reads of readLevels, before the search
+// writes (as waitHeads does).
+func (s *indexSearch) waitLevels(hs []cellHeadRead) error {
+	for i := range hs {
+		if hs[i].level != nil {
+			if _, _, err := hs[i].level.get(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// levelRange is the range of the entries of priority prio under prefix,
+// as head reads it.
+func (q *Queue) levelRange(prefix []byte, prio int64) kv.Range {
+	return extendingIn(append(make([]byte, 0, 2*(len(prefix)+maxIntLen)+1), prefix...), prio)
+}
+
+// entriesRange returns the range of the entries under tag and coords, as
+// head reads it.
+func (q *Queue) entriesRange(tag int, coords []int64) kv.Range {
+	n := len(q.sub[tag]) + maxIntLen*len(coords)
+	return extendingIn(q.appendKey(make([]byte, 0, 2*n+1), tag), coords...)
+}
+
+// extendingIn returns the range extending b with vs appended (extending),
+// both bounds in b's array when it has room.
+func extendingIn(b []byte, vs ...int64) kv.Range {
+	b = appendInts(b, vs...)
+	n := len(b)
+	b = append(append(b, b...), tupleEnd)
+	return kv.Range{Begin: b[:n:n], End: b[n:]}
+}
+
+// wholeCells offers the head of every cell or shape of hs, all wholly
+// inside the limits, in order, or clears its directory key (under dirTag)
+// if it is empty. In Max order a head is the first entry of the highest
+// priority (head): when that priority is below the best offered, nothing
+// in the cell can win.
+func (s *indexSearch) wholeCells(hs []cellHeadRead, dirTag int) error {
+	for i := range hs {
+		h := &hs[i]
+		e, ok, err := h.top.get()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			s.clearDir(dirTag, h.coords)
+			continue
+		}
+		p, err := decodeEntry(h.r.Begin, e.Key)
+		if err != nil {
+			return err
+		}
+		if s.maxFirst {
+			if s.found && p.prio < s.best.prio {
+				// The read covered the cell from this entry to its end,
+				// so a concurrent push of a higher priority conflicts.
+				continue
+			}
+			if h.level == nil {
+				h.level = new(oneRow)
+				issueFirst(s.tr, s.q.levelRange(h.r.Begin, p.prio), false, h.level)
+			}
+			if e, ok, err = h.level.get(); err != nil {
+				return err
+			}
+			if !ok {
+				s.clearDir(dirTag, h.coords)
+				continue
+			}
+			if p, err = decodeEntry(h.r.Begin, e.Key); err != nil {
+				return err
+			}
+		}
+		var cutoff *pos
+		if s.found {
+			cutoff = &s.best
+		}
+		switch {
+		case cutoff != nil && !better(p, *cutoff, s.order):
+			continue // it cannot win, claimed or not
+		case s.pk.claimed(p):
+			if p, ok, err = s.unclaimedHead(h.r.Begin, cutoff); err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
+		s.offer(p)
+	}
+	return nil
+}
+
+// unclaimedHead returns the best entry of the cell or shape under prefix
+// whose item no claim keeps the pick away from, if one beats cutoff.
+func (s *indexSearch) unclaimedHead(prefix []byte, cutoff *pos) (pos, bool, error) {
+	var head pos
+	found := false
+	_, err := s.q.scanEntries(s.tr, prefix, s.order, func(_ kv.KeyValue, p pos) (bool, error) {
+		if cutoff != nil && !better(p, *cutoff, s.order) {
+			return false, nil
+		}
+		if s.pk.claimed(p) {
+			return true, nil
+		}
+		head, found = p, true
+		return false, nil
+	})
+	return head, found, err
+}
+
+// clearDir clears the directory key under dirTag of a cell or shape found
+// empty, when the search runs in a pop.
+func (s *indexSearch) clearDir(dirTag int, coords []int64) {
+	if s.pk.tr != nil {
+		s.pk.tr.Clear(s.q.key(dirTag, coords...))
+	}
+}

@@ -1,0 +1,232 @@
+package queues
+
+import (
+	"bytes"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// Cells that straddle a limit: some of their tasks fit, some do not. A
+// search (bestFromIndex) scans such a cell in queue order after the heads
+// of the whole cells, as long as an entry can still beat the best head and
+// at most straddleBudget entries, and past that resolves it through its
+// shapes. In rounds: the first straddleAhead entries of every straddling
+// cell are read ahead with the heads, the rest of the budget only for the
+// cells whose scan goes on past them, all in one round.
+
+// straddleBudget is how many entries of a cell straddling a limit a fit pop
+// reads in queue order before it resolves the cell through its exact shapes.
+const straddleBudget = 64
+
+// straddleAhead is how many entries of a straddling cell a search reads
+// ahead, with the heads: a scan of the cell mostly stops at its first
+// entry, which cannot beat the best head, or at its first that fits.
+const straddleAhead = 4
+
+// straddles reports whether some of the cell's values exceed a limit.
+func straddles(cell, limits []int64) bool {
+	for i, c := range cell {
+		if cellHigh(c) > limits[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// straddleRead is the reads of a cell that straddles a limit, which
+// straddlingCell scans in queue order.
+type straddleRead struct {
+	coords []int64
+	prefix []byte
+	top    oneRow // Max order: its last entry, which gives its highest priority
+	// k is what was read ahead of the scan: the cell's first entries, or
+	// in Max order its highest priority's; ahead is k's read in flight
+	// (with a row limit). more is what was read ahead past k, if anything,
+	// and moreF its read in flight.
+	k, more      known
+	ahead, moreF kv.FutureRange
+	limit        int
+}
+
+// readStraddling issues the first read of the scan of every straddling
+// cell with the coordinates in flat (round 2, with the heads): its first
+// entries, read ahead, or in Max order its last entry.
+func (s *indexSearch) readStraddling(flat []int64) []straddleRead {
+	d := len(s.limits)
+	strs := make([]straddleRead, len(flat)/d)
+	for i := range strs {
+		st := &strs[i]
+		st.coords = flat[i*d : (i+1)*d : (i+1)*d]
+		st.prefix = s.q.key(tagCells, st.coords...)
+		all := kv.PrefixRange(st.prefix)
+		if s.maxFirst {
+			issueFirst(s.tr, all, true, &st.top)
+			continue
+		}
+		st.k.r, st.limit = all, straddleAhead
+		st.ahead = kv.GetRangeAsync(s.pk.snapshot(), all, kv.RangeOptions{Limit: st.limit})
+	}
+	return strs
+}
+
+// readStraddlingLevels issues, in Max order, the read ahead of the first
+// entries of the highest priority of every straddling cell (round 3, with
+// the heads' levels): one, enough to stop the scan, where that priority
+// is below prio, the highest the whole cells offer (if found).
+func (s *indexSearch) readStraddlingLevels(strs []straddleRead, prio int64, found bool) error {
+	for i := range strs {
+		st := &strs[i]
+		e, ok, err := st.top.get()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		p, err := decodeEntry(st.prefix, e.Key)
+		if err != nil {
+			return err
+		}
+		st.k.r, st.limit = kv.PrefixRange(tuple.AppendInt(bytes.Clone(st.prefix), p.prio)), straddleAhead
+		if found && p.prio < prio {
+			st.limit = 1
+		}
+		st.ahead = kv.GetRangeAsync(s.pk.snapshot(), st.k.r, kv.RangeOptions{Limit: st.limit})
+	}
+	return nil
+}
+
+// readMoreStraddling waits for the straddling cells' reads ahead, and reads
+// the rest of the straddle budget of each whose scan, with the best found
+// so far, could go on past them (one round for all): the best can only
+// get better, which stops scans sooner.
+func (s *indexSearch) readMoreStraddling(strs []straddleRead) error {
+	for i := range strs {
+		st := &strs[i]
+		if st.ahead == nil {
+			continue
+		}
+		rows, err := st.ahead.Get()
+		if err != nil {
+			return err
+		}
+		st.k = newKnown(st.k.r, st.limit, rows)
+		if !st.k.complete() && st.goesOn(s) {
+			st.more.r = kv.Range{Begin: st.k.upTo, End: st.k.r.End}
+			st.moreF = kv.GetRangeAsync(s.pk.snapshot(), st.more.r, kv.RangeOptions{Limit: straddleBudget + 1 - len(rows), Mode: kv.StreamingModeWantAll})
+		}
+	}
+	for i := range strs {
+		st := &strs[i]
+		if st.moreF == nil {
+			continue
+		}
+		rows, err := st.moreF.Get()
+		if err != nil {
+			return err
+		}
+		st.more = newKnown(st.more.r, straddleBudget+1-st.limit, rows)
+	}
+	return nil
+}
+
+// goesOn reports whether straddlingCell's scan of st, with the best found
+// so far, reads past the rows read ahead.
+func (st *straddleRead) goesOn(s *indexSearch) bool {
+	n := 0
+	for _, e := range st.k.rows {
+		p, err := decodeEntry(st.prefix, e.Key)
+		if err != nil {
+			return false // the scan will say
+		}
+		if next, _, err := s.straddleStep(e, p, &n); !next || err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// straddlingCell resolves one cell that straddles a limit, after the
+// whole cells: it reads the cell in queue order, only as long as an entry
+// can still beat the best found and at most straddleBudget entries, and
+// offers the first entry that fits. Past the budget it offers the heads of
+// the cell's fitting shapes instead.
+func (s *indexSearch) straddlingCell(st *straddleRead) error {
+	x := &knownReader{rd: s.tr}
+	if s.maxFirst {
+		x.one, x.oneRange = &st.top, kv.PrefixRange(st.prefix)
+	}
+	if st.k.r.Begin != nil { // (in Max order, an empty cell: nothing was read ahead)
+		x.ks = append(x.ks, st.k)
+	}
+	if st.more.r.Begin != nil {
+		x.ks = append(x.ks, st.more)
+	}
+	n := 0
+	stopped, err := s.q.scanEntries(x, st.prefix, s.order, func(e kv.KeyValue, p pos) (bool, error) {
+		next, take, err := s.straddleStep(e, p, &n)
+		if take {
+			s.offer(p)
+		}
+		return next, err
+	})
+	if err == nil {
+		err = s.pk.record(x, false)
+	}
+	switch {
+	case err != nil:
+		return err
+	case !stopped && n == 0:
+		s.clearDir(tagCellDir, st.coords) // listed, but empty
+		return nil
+	case !stopped || n <= straddleBudget:
+		return nil
+	}
+	// Over budget: the cell's fitting shapes, exactly: their directory,
+	// then their heads (in Max order, then their highest priorities').
+	lo, hi := make([]int64, len(st.coords)), make([]int64, len(st.coords))
+	for i, c := range st.coords {
+		lo[i], hi[i] = c, min(cellHigh(c), s.limits[i])
+	}
+	var shapes []int64
+	if err := readBoxAhead(s.pk.snapshot(), s.q.sub[tagShapeDir], lo, hi).scan(s.pk, func(shape []int64) error {
+		shapes = append(shapes, shape...)
+		return nil
+	}); err != nil {
+		return err
+	}
+	heads := s.readHeads(tagShapes, shapes)
+	if err := s.waitHeads(heads); err != nil {
+		return err
+	}
+	if s.maxFirst {
+		_, _, err := s.readLevels(heads)
+		if err == nil {
+			err = s.waitLevels(heads)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return s.wholeCells(heads, tagShapeDir)
+}
+
+// straddleStep is what straddlingCell's scan does with the next entry of
+// its cell, e at p, counting the entries it reads in n: whether it reads
+// on, and whether it takes this one (offers it, and stops).
+func (s *indexSearch) straddleStep(e kv.KeyValue, p pos, n *int) (next, take bool, err error) {
+	if s.found && !better(p, s.best, s.order) {
+		return false, false, nil // nothing further in this cell can win
+	}
+	if *n++; *n > straddleBudget {
+		return false, false, nil
+	}
+	if err := decodeInts(e.Value, s.res); err != nil {
+		return false, false, err
+	}
+	if !fits(s.res, s.limits) || s.pk.claimed(p) {
+		return true, false, nil
+	}
+	return false, true, nil
+}
