@@ -44,7 +44,8 @@ import (
 // looked); the caller claims it.
 func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64, dir *dirAhead) (pos, bool, error) {
 	s := &indexSearch{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, res: make([]int64, len(limits)),
-		maxFirst: order == Max && q.kind == Priority}
+		maxFirst: order == Max && q.kind == Priority, mem: searchMems.Get().(*searchMem)}
+	defer s.mem.release()
 	if dir == nil {
 		dir = q.readCellDir(pk, limits)
 	}
@@ -76,7 +77,8 @@ type indexSearch struct {
 	best  pos  // the best fitting entry offered so far,
 	found bool // if any
 
-	res []int64 // scratch: an entry's resources
+	res []int64    // scratch: an entry's resources
+	mem *searchMem // what its reads are read into
 }
 
 // offer makes p the best entry if it is better.
@@ -91,7 +93,7 @@ func (s *indexSearch) offer(p pos) {
 // a limit (straddlingCell).
 func (s *indexSearch) cells(dir *dirAhead) error {
 	// Their coordinates, one after another.
-	whole, straddling := make([]int64, 0, 64*len(s.limits)), []int64(nil)
+	whole, straddling := bump(&s.mem.ints, 64*len(s.limits))[:0], []int64(nil)
 	if err := dir.scan(s.pk, func(cell []int64) error {
 		if straddles(cell, s.limits) {
 			straddling = append(straddling, cell...)
@@ -148,11 +150,11 @@ type cellHeadRead struct {
 // tag with the coordinates in flat, one after another (round 2).
 func (s *indexSearch) readHeads(tag int, flat []int64) []cellHeadRead {
 	d := len(s.limits)
-	hs := make([]cellHeadRead, len(flat)/d)
+	hs := bump(&s.mem.heads, len(flat)/d)
 	for i := range hs {
 		h := &hs[i]
 		h.coords = flat[i*d : (i+1)*d : (i+1)*d]
-		h.r = s.q.entriesRange(tag, h.coords)
+		h.r = s.mem.extending(s.q.sub[tag], h.coords...)
 		issueFirst(s.tr, h.r, s.maxFirst, &h.top)
 	}
 	return hs
@@ -179,7 +181,7 @@ func (s *indexSearch) waitHeads(hs []cellHeadRead) error {
 // then.
 func (s *indexSearch) readLevels(hs []cellHeadRead) (int64, bool, error) {
 	prio, found := s.best.prio, s.found
-	levels := make([]oneRow, len(hs))
+	levels := bump(&s.mem.levels, len(hs))
 	for i := range hs {
 		h := &hs[i]
 		e, ok, err := h.top.get()
@@ -197,7 +199,7 @@ func (s *indexSearch) readLevels(hs []cellHeadRead) (int64, bool, error) {
 			continue // cannot win
 		}
 		h.level = &levels[i]
-		issueFirst(s.tr, s.q.levelRange(h.r.Begin, p.prio), false, h.level)
+		issueFirst(s.tr, s.mem.extending(h.r.Begin, p.prio), false, h.level)
 		if !found || p.prio > prio {
 			prio, found = p.prio, true
 		}
@@ -216,28 +218,6 @@ func (s *indexSearch) waitLevels(hs []cellHeadRead) error {
 		}
 	}
 	return nil
-}
-
-// levelRange is the range of the entries of priority prio under prefix,
-// as head reads it.
-func (q *Queue) levelRange(prefix []byte, prio int64) kv.Range {
-	return extendingIn(append(make([]byte, 0, 2*(len(prefix)+maxIntLen)+1), prefix...), prio)
-}
-
-// entriesRange returns the range of the entries under tag and coords, as
-// head reads it.
-func (q *Queue) entriesRange(tag int, coords []int64) kv.Range {
-	n := len(q.sub[tag]) + maxIntLen*len(coords)
-	return extendingIn(q.appendKey(make([]byte, 0, 2*n+1), tag), coords...)
-}
-
-// extendingIn returns the range extending b with vs appended (extending),
-// both bounds in b's array when it has room.
-func extendingIn(b []byte, vs ...int64) kv.Range {
-	b = appendInts(b, vs...)
-	n := len(b)
-	b = append(append(b, b...), tupleEnd)
-	return kv.Range{Begin: b[:n:n], End: b[n:]}
 }
 
 // wholeCells offers the head of every cell or shape of hs, all wholly
@@ -267,8 +247,8 @@ func (s *indexSearch) wholeCells(hs []cellHeadRead, dirTag int) error {
 				continue
 			}
 			if h.level == nil {
-				h.level = new(oneRow)
-				issueFirst(s.tr, s.q.levelRange(h.r.Begin, p.prio), false, h.level)
+				h.level = &bump(&s.mem.levels, 1)[0]
+				issueFirst(s.tr, s.mem.extending(h.r.Begin, p.prio), false, h.level)
 			}
 			if e, ok, err = h.level.get(); err != nil {
 				return err

@@ -54,7 +54,7 @@ type straddleRead struct {
 // entries, read ahead, or in Max order its last entry.
 func (s *indexSearch) readStraddling(flat []int64) []straddleRead {
 	d := len(s.limits)
-	strs := make([]straddleRead, len(flat)/d)
+	strs := bump(&s.mem.strs, len(flat)/d)
 	for i := range strs {
 		st := &strs[i]
 		st.coords = flat[i*d : (i+1)*d : (i+1)*d]

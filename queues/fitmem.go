@@ -1,0 +1,72 @@
+package queues
+
+import (
+	"sync"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// searchMem is the memory a search of the fit index reads into: its
+// arrays of reads, the cells' coordinates and the ranges it reads, handed
+// out one after another and reused by the next search (searchMems). Issued
+// in rounds, a search holds every read of a round at once, and would
+// otherwise allocate about as many bytes as its reads.
+//
+// Nothing a search hands on keeps what it took from here: the reads copy
+// their ranges (the engines, the conflictReader, an Attempt's memory), and
+// a search returns positions.
+type searchMem struct {
+	heads  []cellHeadRead
+	levels []oneRow
+	strs   []straddleRead
+	ints   []int64
+	bytes  []byte
+}
+
+// searchMems holds the memory of the searches not running.
+var searchMems = sync.Pool{New: func() any { return new(searchMem) }}
+
+// bump returns n elements of *buf after those handed out before, zeroed,
+// in a new array when *buf has no room left (those handed out before stay
+// where they are).
+func bump[T any](buf *[]T, n int) []T {
+	if cap(*buf)-len(*buf) < n {
+		*buf = make([]T, 0, max(n, 2*cap(*buf), 16))
+	}
+	b := *buf
+	*buf = b[:len(b)+n]
+	out := b[len(b) : len(b)+n : len(b)+n]
+	clear(out)
+	return out
+}
+
+// appendTo returns what app appends to the room left in m.bytes: app must
+// append at most room bytes.
+func (m *searchMem) appendTo(room int, app func([]byte) []byte) []byte {
+	if cap(m.bytes)-len(m.bytes) < room {
+		m.bytes = make([]byte, 0, max(room, 2*cap(m.bytes), 1024))
+	}
+	b := app(m.bytes[len(m.bytes):len(m.bytes)])
+	m.bytes = m.bytes[:len(m.bytes)+len(b)]
+	return b[:len(b):len(b)]
+}
+
+// extending returns the range extending prefix with vs appended (see
+// extending), in m.
+func (m *searchMem) extending(prefix []byte, vs ...int64) kv.Range {
+	b := m.appendTo(2*(len(prefix)+maxIntLen*len(vs))+1, func(b []byte) []byte {
+		b = appendInts(append(b, prefix...), vs...)
+		return append(append(b, b...), tupleEnd)
+	})
+	n := len(b) / 2
+	return kv.Range{Begin: b[:n:n], End: b[n:]}
+}
+
+// release gives m back for the next search, dropping what it refers to.
+func (m *searchMem) release() {
+	clear(m.heads[:cap(m.heads)])
+	clear(m.levels[:cap(m.levels)])
+	clear(m.strs[:cap(m.strs)])
+	m.heads, m.levels, m.strs, m.ints, m.bytes = m.heads[:0], m.levels[:0], m.strs[:0], m.ints[:0], m.bytes[:0]
+	searchMems.Put(m)
+}
