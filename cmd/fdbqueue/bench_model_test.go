@@ -86,6 +86,22 @@ func TestBenchModelWaits(t *testing.T) {
 	require.NotContains(t, out, "modeled")
 }
 
+// TestBenchModelLease: the lease runs count the lease and its ack apart;
+// the ack waits 4 times, as BenchmarkFDBWaits counts (the id index, then
+// the row).
+func TestBenchModelLease(t *testing.T) {
+	t.Parallel()
+	lines := benchJSON(t, "--model", "--bench", "lease", "--consumers", "1", "--consumer-resources", "any", "--limit-ops", "20",
+		"--prefill", "40", "--kill-tasks", "10", "--kill-consumers", "2", "--lease-s", "0.05", "memory:")
+	require.Len(t, lines["lease"], 1)
+	v := lines["lease"][0]
+	lease, ack := v["lease_waits"].(map[string]any), v["ack_waits"].(map[string]any)
+	require.Equal(t, v["lease_samples"], lease["samples"], v)
+	require.Equal(t, v["ack_samples"], ack["samples"], v)
+	require.EqualValues(t, 4, ack["p50"], v)
+	require.NotContains(t, lines["lease_kill"][0], "waits", "lease_kill counts none")
+}
+
 // TestBenchModelLatencies: the flags set the modeled latencies, which the
 // header prints and every statement sleeps.
 func TestBenchModelLatencies(t *testing.T) {
