@@ -1,5 +1,11 @@
 // Package parser turns fdbqueue's SQL dialect into small statement types.
 //
+// This package is an internal building block of fdbqueue (for packages
+// exec and driver), exported rather than kept under internal/. It is not
+// supported API for Go programs: it has no compatibility promise yet and
+// may change in any release. Programs use package driver through
+// database/sql.
+//
 // It is the only package that imports github.com/xwb1989/sqlparser, whose
 // lexer and grammar are MySQL's. Parse takes one statement's text through
 // four steps (parse.go):
