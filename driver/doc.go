@@ -6,6 +6,14 @@
 //
 //	db, err := sql.Open("fdbqueue", "memory:")
 //
+// This package is fdbqueue's product and its supported API for Go
+// programs: the driver name, the DSNs and the dialect documented here,
+// and what the package exports. Package kv and its engines'
+// configuration are supported too, for tools that open an engine
+// themselves (NewConnectorOn); queues, exec, parser and tuple are
+// internal building blocks, exported but with no compatibility promise
+// yet.
+//
 // # DSN
 //
 //   - memory: a private in-memory database, shared by the connections of one sql.DB;

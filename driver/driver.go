@@ -100,6 +100,16 @@ func NewConnector(cfg *Config) (driver.Connector, error) {
 	return c, nil
 }
 
+// NewConnectorOn returns a connector on db, an engine the caller opened
+// and hands over: its connections share it, and closing the sql.DB closes
+// it. It is for tools and tests that put something of theirs around an
+// engine (fdbqueue bench runs the in-memory engine on a modeled
+// FoundationDB cluster with it); programs open engines from DSNs
+// (NewConnector, sql.Open).
+func NewConnectorOn(db kv.Database) driver.Connector {
+	return &connector{exec: exec.New(db, root)}
+}
+
 // engineConfig reads the embedded engine's parameters: injected faults.
 func engineConfig(cfg *Config) (embedded.Config, error) {
 	var ec embedded.Config

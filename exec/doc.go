@@ -1,6 +1,12 @@
 // Package exec runs fdbqueue's SQL statements, each (or each sql.Tx's
 // statements together) as one kv transaction over the queue recipes.
 //
+// This package is an internal building block of fdbqueue (for package
+// driver and the fdbqueue shell), exported rather than kept under
+// internal/. It is not supported API for Go programs: it has no
+// compatibility promise yet and may change in any release. Programs use
+// package driver through database/sql.
+//
 // # Catalog
 //
 // Table schemas live in the key space, so every client of a database sees

@@ -5,6 +5,11 @@
 // synchronous unless issued as futures (GetAsync, GetRangeAsync), and a
 // context.Context bounding every transaction.
 //
+// This package, and the configuration and Open functions of its engines
+// (kv/embedded, kv/fdb), are supported API for tools that open an engine
+// themselves and hand it to driver.NewConnectorOn. A program that only
+// runs SQL needs none of it: it uses package driver through database/sql.
+//
 // # Transactions
 //
 // A transaction reads a consistent snapshot of the database as of its read

@@ -1,18 +1,11 @@
-// Package parser turns fdbqueue's SQL dialect into small statement types.
-//
-// It is the only package that imports github.com/xwb1989/sqlparser: it runs
-// sqlparser's tokenizer over the text first (to recognise FOR POP [WAIT n],
-// IF NOT EXISTS and the few spellings sqlparser does not accept), then
-// sqlparser.ParseStrictDDL (which, unlike Parse, fails on partial DDL and
-// never logs), and converts the tree into the types below. Anything outside
-// the dialect is an error that names what was not understood and what is
-// supported. Parsed statements are cached by their text (see Parse).
 package parser
+
+// The statement types Parse returns.
 
 import "time"
 
 // Statement is one parsed statement: *CreateTable, *DropTable, *Insert,
-// *Select, *Delete, *Update, *Begin, *Commit or *Rollback.
+// *Select, *SelectValue, *Delete, *Update, *Begin, *Commit or *Rollback.
 type Statement interface{ statement() }
 
 // Type is a column type.

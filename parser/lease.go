@@ -1,5 +1,8 @@
 package parser
 
+// FOR LEASE seconds [WAIT seconds], the trailing clause of a lease, read
+// by the pre-pass; and the longest lease.
+
 import (
 	"fmt"
 	"math"
@@ -113,89 +116,4 @@ func (pp *prepass) leaseClause(sql string, tokAt func(int) token, n int) (int, e
 		return j, nil
 	}
 	return n, nil
-}
-
-// intervalUnits are the units of NOW() +/- INTERVAL n UNIT.
-var intervalUnits = map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour}
-
-const nowHint = "a time is NOW(), NOW() + INTERVAL n SECOND|MINUTE|HOUR, NOW() - INTERVAL n ..., a time.Time argument or RFC 3339 text"
-
-// now converts NOW() [+|- INTERVAL n UNIT], or says why it is not one.
-func (c *converter) now(e sqlparser.Expr) (Value, bool, error) {
-	isNow := func(e sqlparser.Expr) (bool, error) {
-		f, ok := e.(*sqlparser.FuncExpr)
-		if !ok || !f.Name.EqualString("now") || !f.Qualifier.IsEmpty() {
-			return false, nil
-		}
-		if len(f.Exprs) > 0 || f.Distinct {
-			return true, unsupported("%s (NOW() takes no arguments; %s)", sqlparser.String(f), nowHint)
-		}
-		return true, nil
-	}
-	if ok, err := isNow(e); ok || err != nil {
-		return Value{Kind: ValueNow}, ok, err
-	}
-	b, ok := e.(*sqlparser.BinaryExpr)
-	if !ok {
-		return Value{}, false, nil
-	}
-	if ok, err := isNow(b.Left); !ok || err != nil {
-		return Value{}, false, err
-	}
-	iv, isIv := b.Right.(*sqlparser.IntervalExpr)
-	sign := map[string]time.Duration{sqlparser.PlusStr: 1, sqlparser.MinusStr: -1}[b.Operator]
-	var unit time.Duration
-	if isIv {
-		unit = intervalUnits[strings.ToLower(iv.Unit)]
-	}
-	if sign == 0 || unit == 0 {
-		return Value{}, true, unsupported("%s (%s)", sqlparser.String(e), nowHint)
-	}
-	n, err := c.expr(iv.Expr)
-	if err != nil {
-		return Value{}, true, err
-	}
-	if n.Kind != ValueInt && n.Kind != ValueFloat && n.Kind != ValueArg {
-		return Value{}, true, unsupported("%s (the INTERVAL is a number; %s)", sqlparser.String(e), nowHint)
-	}
-	return Value{Kind: ValueNow, Interval: &n, Unit: sign * unit}, true, nil
-}
-
-// maxAttemptsOption finds CREATE TABLE's MAX_ATTEMPTS[=]n option after the
-// closing parenthesis of the columns, sets pp.maxAttempts, and drops it
-// from the text sqlparser reads (which refuses some of the values it
-// should explain).
-func (pp *prepass) maxAttemptsOption(sql string, tokAt func(int) token, code []int, n int, drop map[int]bool) error {
-	depth, k := 0, 0
-	for ; k < n; k++ {
-		switch tokAt(k).typ {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		}
-		if t := tokAt(k); depth == 0 && t.typ == sqlparser.ID && strings.EqualFold(t.val, "max_attempts") && k > 0 && tokAt(k-1).typ == ')' {
-			break
-		}
-	}
-	if k >= n {
-		return nil
-	}
-	from := k + 1
-	if tokAt(from).typ == '=' {
-		from++
-	}
-	if from >= n {
-		return unsupported("MAX_ATTEMPTS without a value (how many times a row may be leased: MAX_ATTEMPTS=n, n an integer, 1 or more)")
-	}
-	text := strings.TrimSpace(sql[tokAt(from).start:tokAt(n-1).end])
-	v, err := strconv.ParseInt(text, 10, 64)
-	if err != nil || v <= 0 || from+1 != n || tokAt(from).typ != sqlparser.INTEGRAL {
-		return unsupported("MAX_ATTEMPTS=%s (how many times a row may be leased: an integer, 1 or more)", text)
-	}
-	pp.maxAttempts = v
-	for j := k; j < n; j++ {
-		drop[code[j]] = true
-	}
-	return nil
 }

@@ -6,6 +6,11 @@
 // every function follows kv's retry contract (no effects outside the
 // transaction).
 //
+// This package is an internal building block of fdbqueue (for package
+// exec), exported rather than kept under internal/. It is not supported
+// API for Go programs: it has no compatibility promise yet and may change
+// in any release. Programs use package driver through database/sql.
+//
 // # Key layout
 //
 // A queue lives under a key prefix (a packed tuple), and every key it writes

@@ -6,6 +6,12 @@
 // and written by the official bindings, so keys written by fdbqueue can be read
 // by FoundationDB's Python, Java and Go tuple layers (and the other way round).
 //
+// This package is an internal building block of fdbqueue (for packages
+// queues, exec and driver), exported rather than kept under internal/.
+// Its encoding is FoundationDB's and does not change, but its Go API is
+// not supported for Go programs: it has no compatibility promise yet and
+// may change in any release.
+//
 // The official Go package (github.com/apple/foundationdb/bindings/go/src/fdb/tuple)
 // imports the cgo fdb package, so the default (cgo-free) build cannot use it;
 // this package mirrors its types and its decoding rules:

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
+	"github.com/fdbqueue/fdbqueue/internal/fdbmodel"
 )
 
 const benchUsage = `fdbqueue bench: measure fdbqueue on a database, as pgbench measures PostgreSQL
@@ -26,7 +27,17 @@ const benchUsage = `fdbqueue bench: measure fdbqueue on a database, as pgbench m
 usage: fdbqueue bench [flags] DSN
 
 The DSN is required (memory:, file:DIR[?sync=full|none], fdb:...; $FDBQUEUE_DSN
-is not used): the bench writes hundreds of thousands of rows to it. It works
+is not used): the bench writes hundreds of thousands of rows to it. With
+--model, the DSN is memory: and the bench runs on a modeled FoundationDB
+cluster: the in-memory engine behind the project's model of a cluster
+(internal/fdbmodel, described in docs/foundationdb.md), which counts each
+statement's sequential waits (for the read version, for reads, for the
+commit) as the FoundationDB engine would incur them, and sleeps each for
+its latency (--model-grv, --model-read, --model-commit; the header prints
+them), so that throughput and latency are those of the modeled cluster.
+Its push, pop, get_task and lease runs add each statement's waits (p50,
+p99, max) and read requests (mean). On fdb: the waits are not counted (the
+FoundationDB engine has no counter); the embedded engines have none. It works
 in one table, --table (default fdbqueue_bench), which it drops and recreates
 before every run and drops at the end, also after a failure or Ctrl-C. If
 that table exists when the bench starts, the bench refuses to run, unless
@@ -81,7 +92,10 @@ Output: a table on standard output, or with --json one JSON object a run
 (bench, mode, clients, consumers, rows, rows_per_s, p50_ms, p99_ms, stop,
 median_ms, ...: the fields of the project's PostgreSQL comparison), and
 last the checks' verdict: {"bench": "checks", "passed": true, "runs": N,
-"tasks": N}, or "passed": false and the "failure". Percentiles are
+"tasks": N}, or "passed": false and the "failure". With --model, every
+object carries "model": {"grv_ms", "read_ms", "commit_ms"}, and the runs
+"waits" (lease runs "lease_waits" and "ack_waits"): {"samples", "p50",
+"p99", "max", "mean", "requests_per_stmt", "attempts_per_stmt"}. Percentiles are
 nearest-rank, of every statement a run timed; beside them, n (JSON:
 samples, lease_samples, ...) says how many that is. The p99 of fewer than
 100 timings is their slowest: the table marks it with a *. Exit
@@ -99,6 +113,8 @@ examples:
   fdbqueue bench --bench pop --consumers 1,64 --limit-s 10 --json memory: > pop.jsonl
   fdbqueue bench --bench wait file:/tmp/benchdb
   fdbqueue bench --bench lease --consumer-resources random memory:
+  fdbqueue bench --model --bench push,pop --limit-ops 2000 memory:
+  fdbqueue bench --model --model-commit 5ms --bench latency memory:
 `
 
 // The benchmarks, in the order they run.
@@ -152,8 +168,12 @@ type benchOptions struct {
 	dsn           string
 	cfg           *fdbqueue.Config
 	// config labels the engine configuration in the results: memory,
-	// file-full, file-none or fdb.
+	// file-full, file-none, fdb or fdb-model.
 	config string
+	// model: the in-memory engine on a modeled FoundationDB cluster
+	// (bench_model.go) of these latencies.
+	model    bool
+	modelLat fdbmodel.Latencies
 }
 
 func (o *benchOptions) runs(name string) bool { return slices.Contains(o.benches, name) }
@@ -201,6 +221,11 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
 	fs.BoolVar(&o.json, "json", false, "print JSON lines, one object a run, instead of the table")
 	fs.StringVar(&o.table, "table", "fdbqueue_bench", "the `NAME` of the table the bench drops, creates and fills")
 	fs.BoolVar(&o.force, "force", false, "drop --table even if it exists before the bench starts")
+	fs.BoolVar(&o.model, "model", false, "run on a modeled FoundationDB cluster: the DSN's in-memory engine (memory: only) behind the project's model of a cluster (internal/fdbmodel), which sleeps each wait a statement makes for its latency (--model-grv, --model-read, --model-commit) and counts them; the report adds each statement's waits (p50/p99/max) and read requests")
+	var lat fdbmodel.Latencies
+	fs.DurationVar(&lat.GRV, "model-grv", fdbmodel.DefaultLatencies.GRV, "--model: a wait for a read version, a `DURATION`")
+	fs.DurationVar(&lat.Read, "model-read", fdbmodel.DefaultLatencies.Read, "--model: a read's round trip to a storage server, a `DURATION`")
+	fs.DurationVar(&lat.Commit, "model-commit", fdbmodel.DefaultLatencies.Commit, "--model: a commit (proxy, resolvers, the logs' fsync), a `DURATION`")
 	var rest []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -228,6 +253,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
 	}
 	if err == nil {
 		err = o.checkLease(*leaseS)
+	}
+	if err == nil {
+		err = o.checkModel(set, lat)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -432,7 +460,7 @@ var ErrBenchTableExists = errors.New("fdbqueue: bench: its table exists")
 // benchMain opens the database, checks that the bench's table is its own to
 // drop, runs the benchmarks and drops the table.
 func benchMain(ctx context.Context, o *benchOptions, stdout, stderr io.Writer, faults benchFaults) (err error) {
-	db, err := sql.Open("fdbqueue", o.dsn)
+	db, err := openBenchDB(o)
 	if err != nil {
 		return err
 	}

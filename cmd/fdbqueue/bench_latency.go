@@ -10,6 +10,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"time"
+
+	"github.com/fdbqueue/fdbqueue/internal/fdbmodel"
 )
 
 // latency is the seed's get_task benchmark: fill n tasks, then time one
@@ -62,14 +64,20 @@ func (b *bencher) latency(workload string, n int) error {
 	defer st.Close()
 	r := rand.New(rand.NewPCG(uint64(n), 7))
 	all := make([]float64, 0, b.o.reps)
+	var waits []fdbmodel.Counts
 	found := 0
 	for range b.o.reps {
 		cpu, mem := worstCPU, worstMem
 		if workload == "random" {
 			cpu, mem = consumerLimits("random", r)
 		}
+		var task poppedTask
+		var ok bool
 		t := time.Now()
-		task, ok, err := b.popOne(b.ctx, st, cpu, mem)
+		err := b.metered(b.ctx, &waits, func(ctx context.Context) (err error) {
+			task, ok, err = b.popOne(ctx, st, cpu, mem)
+			return err
+		})
 		d := time.Since(t)
 		if err != nil {
 			return err
@@ -108,7 +116,7 @@ func (b *bencher) latency(workload string, n int) error {
 		Bench: "get_task", Structure: "fdbqueue-" + b.o.config, Workload: workload, Size: n,
 		Reps: b.o.reps, Found: found, MeanMS: mean, StdMS: std,
 		MinMS: s[0], MedianMS: (s[(len(s)-1)/2] + s[len(s)/2]) / 2, MaxMS: s[len(s)-1],
-		AllMS: all, FillS: fillS, Plan: "fit index",
+		AllMS: all, FillS: fillS, Plan: "fit index", Waits: b.newWaitStats(waits),
 	}
 	if b.fsyncMS > 0 {
 		res.FsyncMS = b.fsyncMS

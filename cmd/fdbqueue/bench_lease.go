@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fdbqueue/fdbqueue/internal/fdbmodel"
 )
 
 const (
@@ -101,6 +103,10 @@ func (b *bencher) lease(consumers int, mode string) error {
 	ids := make([][]int64, consumers)
 	leaseLat := make([][]time.Duration, consumers)
 	ackLat := make([][]time.Duration, consumers)
+	// On the modeled cluster, the lease and the ack are counted apart
+	// (their collectors take the counts from the run's, per operation).
+	leaseWaits := make([][]fdbmodel.Counts, consumers)
+	ackWaits := make([][]fdbmodel.Counts, consumers)
 	res, err := b.workers(consumers, 1, func(c *sql.Conn, i int) (opFn, error) {
 		lst, err := c.PrepareContext(b.ctx, b.q.lease)
 		if err != nil {
@@ -112,15 +118,24 @@ func (b *bencher) lease(consumers int, mode string) error {
 		}
 		return func(ctx context.Context, r *rand.Rand) (int, error) {
 			cpu, mem := consumerLimits(mode, r)
+			var t leasedTask
+			var ok bool
 			t0 := time.Now()
-			t, ok, err := b.leaseOne(ctx, lst, cpu, mem, leaseFor)
+			err := b.metered(ctx, &leaseWaits[i], func(ctx context.Context) (err error) {
+				t, ok, err = b.leaseOne(ctx, lst, cpu, mem, leaseFor)
+				return err
+			})
 			leaseLat[i] = append(leaseLat[i], time.Since(t0))
 			if err != nil || !ok {
 				return 0, err
 			}
 			ids[i] = append(ids[i], t.id)
+			var id, n int64
 			t0 = time.Now()
-			id, n, err := b.ack(ctx, ast, t)
+			err = b.metered(ctx, &ackWaits[i], func(ctx context.Context) (err error) {
+				id, n, err = b.ack(ctx, ast, t)
+				return err
+			})
 			ackLat[i] = append(ackLat[i], time.Since(t0))
 			if err != nil {
 				return 0, err
@@ -155,6 +170,7 @@ func (b *bencher) lease(consumers int, mode string) error {
 		AckSamples: int64(len(flatten(ackLat))), AckP50MS: pct(flatten(ackLat), 50), AckP99MS: pct(flatten(ackLat), 99),
 		PopRowsPerS: pop.RowsPerS, PopSamples: pop.Samples, PopP50MS: pop.P50MS, PopP99MS: pop.P99MS,
 		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
+		LeaseWaits: b.newWaitStats(leaseWaits...), AckWaits: b.newWaitStats(ackWaits...),
 	}
 	v.LeaseOverPop = ratio(v.LeaseP50MS, v.PopP50MS)
 	v.TaskOverPop = ratio(v.PopRowsPerS, v.RowsPerS)

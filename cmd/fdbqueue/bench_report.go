@@ -14,7 +14,9 @@ import (
 // resultMeta is on every JSON line: which system and configuration ran.
 type resultMeta struct {
 	System string `json:"system"` // fdbqueue
-	Config string `json:"config"` // memory, file-full, file-none, fdb
+	Config string `json:"config"` // memory, file-full, file-none, fdb, fdb-model
+	// Model is the modeled cluster's latencies (--model).
+	Model *modelMeta `json:"model,omitempty"`
 }
 
 // pushResult is one push run.
@@ -34,6 +36,8 @@ type pushResult struct {
 	Stop      string  `json:"stop"` // count or time
 	LimitOps  int     `json:"limit_ops"`
 	LimitS    float64 `json:"limit_s"`
+	// Waits are the INSERTs' on the modeled cluster (--model).
+	Waits *waitStats `json:"waits,omitempty"`
 	resultMeta
 }
 
@@ -53,6 +57,9 @@ type popResult struct {
 	Stop              string  `json:"stop"`
 	LimitOps          int     `json:"limit_ops"`
 	LimitS            float64 `json:"limit_s"`
+	// Waits are the pops' on the modeled cluster (--model), the empty
+	// ones included.
+	Waits *waitStats `json:"waits,omitempty"`
 	resultMeta
 }
 
@@ -75,6 +82,8 @@ type getTaskResult struct {
 	// On file: DSNs, the median fsync and median_ms / fsync_ms.
 	FsyncMS    float64 `json:"fsync_ms,omitempty"`
 	FsyncRatio float64 `json:"fsync_ratio,omitempty"`
+	// Waits are the timed pops' on the modeled cluster (--model).
+	Waits *waitStats `json:"waits,omitempty"`
 	resultMeta
 }
 
@@ -160,6 +169,10 @@ type leaseResult struct {
 	Stop              string  `json:"stop"`
 	LimitOps          int     `json:"limit_ops"`
 	LimitS            float64 `json:"limit_s"`
+	// LeaseWaits and AckWaits are the leases' (the empty ones included)
+	// and the acks' on the modeled cluster (--model).
+	LeaseWaits *waitStats `json:"lease_waits,omitempty"`
+	AckWaits   *waitStats `json:"ack_waits,omitempty"`
 	resultMeta
 }
 
@@ -207,7 +220,7 @@ type benchReport struct {
 }
 
 func newBenchReport(w io.Writer, o *benchOptions) *benchReport {
-	r := &benchReport{w: w, o: o, meta: resultMeta{System: "fdbqueue", Config: o.config}}
+	r := &benchReport{w: w, o: o, meta: resultMeta{System: "fdbqueue", Config: o.config, Model: newModelMeta(o)}}
 	if o.json {
 		r.enc = json.NewEncoder(w)
 	}
@@ -234,6 +247,7 @@ func (r *benchReport) header(env string) error {
 	o := r.o
 	var b strings.Builder
 	fmt.Fprintf(&b, "fdbqueue bench %s (%s), table %s\n%s, %s\n", o.dsn, o.config, o.table, env, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	b.WriteString(modelHeader(o))
 	if o.runs("push") || o.runs("pop") {
 		fmt.Fprintf(&b, "push and pop runs stop at %s", o.lim)
 		if o.runs("pop") {
@@ -278,21 +292,21 @@ func (r *benchReport) row(section, head string, v any, line string) error {
 func (r *benchReport) push(v pushResult) error {
 	v.resultMeta = r.meta
 	return r.row("push",
-		fmt.Sprintf("%-9s %7s %9s %9s %11s %10s %7s %9s %9s  %s", "push", "clients", "rows", "stmts", "rows/s", "stmts/s", "n", "p50 ms", "p99 ms", "stop"), v,
-		fmt.Sprintf("%-9s %7d %9d %9d %11.0f %10.0f %7d %9.3f %s  %s", v.Mode, v.Clients, v.Rows, v.Stmts, v.RowsPerS, v.StmtsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), v.Stop))
+		fmt.Sprintf("%-9s %7s %9s %9s %11s %10s %7s %9s %9s%s  %s", "push", "clients", "rows", "stmts", "rows/s", "stmts/s", "n", "p50 ms", "p99 ms", r.waitsHead(""), "stop"), v,
+		fmt.Sprintf("%-9s %7d %9d %9d %11.0f %10.0f %7d %9.3f %s%s  %s", v.Mode, v.Clients, v.Rows, v.Stmts, v.RowsPerS, v.StmtsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), r.waitsCells("", v.Waits), v.Stop))
 }
 
 func (r *benchReport) pop(v popResult) error {
 	v.resultMeta = r.meta
 	return r.row("pop",
-		fmt.Sprintf("%-9s %9s %9s %9s %11s %7s %9s %9s %7s  %s", "pop", "consumers", "prefill", "pops", "pops/s", "n", "p50 ms", "p99 ms", "empty", "stop"), v,
-		fmt.Sprintf("%-9s %9d %9d %9d %11.0f %7d %9.3f %s %7d  %s", v.ConsumerResources, v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), v.EmptyPops, v.Stop))
+		fmt.Sprintf("%-9s %9s %9s %9s %11s %7s %9s %9s%s %7s  %s", "pop", "consumers", "prefill", "pops", "pops/s", "n", "p50 ms", "p99 ms", r.waitsHead(""), "empty", "stop"), v,
+		fmt.Sprintf("%-9s %9d %9d %9d %11.0f %7d %9.3f %s%s %7d  %s", v.ConsumerResources, v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), r.waitsCells("", v.Waits), v.EmptyPops, v.Stop))
 }
 
 func (r *benchReport) getTask(v getTaskResult) error {
 	v.resultMeta = r.meta
-	head := fmt.Sprintf("%-9s %9s %5s %5s %10s %9s %9s %9s %8s", "get_task", "size", "reps", "found", "median ms", "mean ms", "min ms", "max ms", "fill s")
-	line := fmt.Sprintf("%-9s %9d %5d %5d %10.3f %9.3f %9.3f %9.3f %8.1f", v.Workload, v.Size, v.Reps, v.Found, v.MedianMS, v.MeanMS, v.MinMS, v.MaxMS, v.FillS)
+	head := fmt.Sprintf("%-9s %9s %5s %5s %10s %9s %9s %9s %8s%s", "get_task", "size", "reps", "found", "median ms", "mean ms", "min ms", "max ms", "fill s", r.waitsHead(""))
+	line := fmt.Sprintf("%-9s %9d %5d %5d %10.3f %9.3f %9.3f %9.3f %8.1f%s", v.Workload, v.Size, v.Reps, v.Found, v.MedianMS, v.MeanMS, v.MinMS, v.MaxMS, v.FillS, r.waitsCells("", v.Waits))
 	if r.o.runs("fsync") {
 		head += "  median/fsync"
 		line += fmt.Sprintf("  %12.2fx", v.FsyncRatio)
@@ -335,8 +349,8 @@ func (r *benchReport) waitPC(v waitPCResult) error {
 func (r *benchReport) lease(v leaseResult) error {
 	v.resultMeta = r.meta
 	return r.row("lease",
-		fmt.Sprintf("%-9s %9s %9s %9s %9s %7s %9s %9s %7s %9s %9s %9s %7s %9s %11s %10s  %s", "lease", "consumers", "prefill", "tasks", "tasks/s", "lease n", "lease p50", "lease p99", "ack n", "ack p50", "ack p99", "pops/s", "pop n", "pop p50", "lease/pop", "pop/task", "stop"), v,
-		fmt.Sprintf("%-9s %9d %9d %9d %9.0f %7d %9.3f %s %7d %9.3f %s %9.0f %7d %9.3f %10.2fx %9.2fx  %s", v.ConsumerResources, v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.LeaseSamples, v.LeaseP50MS, p99Cell(v.LeaseP99MS, v.LeaseSamples), v.AckSamples, v.AckP50MS, p99Cell(v.AckP99MS, v.AckSamples), v.PopRowsPerS, v.PopSamples, v.PopP50MS, v.LeaseOverPop, v.TaskOverPop, v.Stop))
+		fmt.Sprintf("%-9s %9s %9s %9s %9s %7s %9s %9s %7s %9s %9s %9s %7s %9s %11s %10s%s%s  %s", "lease", "consumers", "prefill", "tasks", "tasks/s", "lease n", "lease p50", "lease p99", "ack n", "ack p50", "ack p99", "pops/s", "pop n", "pop p50", "lease/pop", "pop/task", r.waitsHead("lease "), r.waitsHead("ack "), "stop"), v,
+		fmt.Sprintf("%-9s %9d %9d %9d %9.0f %7d %9.3f %s %7d %9.3f %s %9.0f %7d %9.3f %10.2fx %9.2fx%s%s  %s", v.ConsumerResources, v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.LeaseSamples, v.LeaseP50MS, p99Cell(v.LeaseP99MS, v.LeaseSamples), v.AckSamples, v.AckP50MS, p99Cell(v.AckP99MS, v.AckSamples), v.PopRowsPerS, v.PopSamples, v.PopP50MS, v.LeaseOverPop, v.TaskOverPop, r.waitsCells("lease ", v.LeaseWaits), r.waitsCells("ack ", v.AckWaits), v.Stop))
 }
 
 func (r *benchReport) leaseKill(v leaseKillResult) error {

@@ -4,6 +4,7 @@ package main
 // bounded by rows and time, and what they measured.
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fdbqueue/fdbqueue/internal/fdbmodel"
 )
 
 // opFn runs one operation on a client's connection and returns how many
@@ -25,13 +28,18 @@ type runResult struct {
 	elapsed            time.Duration
 	stop               string // count or time: the limit that ended the run
 	lat                []time.Duration
+	// waits are what the operations cost on the modeled cluster, one
+	// each, in no order (none off it).
+	waits []fdbmodel.Counts
 }
 
 // workers runs `clients` clients, each on a connection of its own, until
 // the run's limits are spent: each reserves perOp rows of the budget before
 // an operation, so that the rows never exceed --limit-ops; an operation
 // started before the time limit completes and counts. prepare gives client
-// i its operation. The first error stops every client and is returned.
+// i its operation. The first error stops every client and is returned. On
+// the modeled cluster, each operation's statements are counted together
+// (metered).
 func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (opFn, error)) (runResult, error) {
 	conns := make([]*sql.Conn, clients)
 	fns := make([]opFn, clients)
@@ -56,6 +64,7 @@ func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (
 	var rows, stmts, empty atomic.Int64
 	var timedOut atomic.Bool
 	lats := make([][]time.Duration, clients)
+	waits := make([][]fdbmodel.Counts, clients)
 	ctx, fail := context.WithCancelCause(b.ctx)
 	defer fail(nil)
 	rctx := ctx // ends the run: the time limit, or a failure
@@ -82,7 +91,11 @@ func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (
 					return
 				}
 				t0 := time.Now()
-				n, err := fns[i](ctx, r) // not rctx: a started operation completes
+				var n int
+				err := b.metered(ctx, &waits[i], func(ctx context.Context) (err error) {
+					n, err = fns[i](ctx, r) // not rctx: a started operation completes
+					return err
+				})
 				d := time.Since(t0)
 				if err != nil {
 					fail(err)
@@ -106,9 +119,8 @@ func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (
 	if timedOut.Load() {
 		res.stop = "time"
 	}
-	for _, l := range lats {
-		res.lat = append(res.lat, l...)
-	}
+	res.lat = slices.Concat(lats...)
+	res.waits = slices.Concat(waits...)
 	return res, nil
 }
 
@@ -149,8 +161,12 @@ func pct(lat []time.Duration, p float64) float64 {
 	}
 	s := append([]time.Duration(nil), lat...)
 	slices.Sort(s)
-	i := max(int(math.Ceil(p/100*float64(len(s))))-1, 0)
-	return ms(s[i])
+	return ms(nearestRank(s, p))
+}
+
+// nearestRank is the p-th percentile of s, sorted and not empty.
+func nearestRank[T cmp.Ordered](s []T, p float64) T {
+	return s[max(int(math.Ceil(p/100*float64(len(s))))-1, 0)]
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }

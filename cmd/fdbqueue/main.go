@@ -5,6 +5,18 @@
 //	go run ./cmd/fdbqueue -f examples/quickstart.sql
 //
 // Run fdbqueue --help for the flags.
+//
+// fdbqueue bench measures a database, as pgbench does (fdbqueue bench
+// --help): the throughput and latency of pushes, pops and leases. With
+// --model it runs on a modeled FoundationDB cluster, the in-memory engine
+// behind internal/fdbmodel, which sleeps each wait a statement makes for
+// its modeled latency (--model-grv, --model-read, --model-commit; the
+// report's header prints them), and reports each statement's waits (p50,
+// p99, max) and read requests beside its throughput and latency:
+//
+//	fdbqueue bench memory:
+//	fdbqueue bench --model --bench push,pop memory:
+//	fdbqueue bench --model --model-commit 5ms --bench latency memory:
 package main
 
 import (
