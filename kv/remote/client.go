@@ -104,7 +104,9 @@ func Dial(ctx context.Context, opts Options) (*DB, error) {
 		d.stop()
 		return nil, err
 	}
+	d.mu.Lock()
 	d.conn = c
+	d.mu.Unlock()
 	return d, nil
 }
 

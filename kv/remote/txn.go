@@ -46,8 +46,10 @@ type attempt struct {
 	c     *conn  // nil: none could be had
 	cause error  // why c is nil
 	id    uint64 // the server transaction, on c
-	// begun is set once the server was told of the transaction (its
-	// first operation); read by abort.
+	// used is set once an operation was sent, or would have been had
+	// the connection lasted; begun once the server was told of the
+	// transaction (its first operation), read by abort.
+	used       bool
 	begun      atomic.Bool
 	committing atomic.Bool // its commit is in flight
 	werr       error       // the first write the client refused, reported by Commit
@@ -91,6 +93,7 @@ func (a *attempt) lost() error {
 // operation is then dropped: the attempt's next wait fails). The frame
 // holds the transaction's id; the caller appends the rest and sends it.
 func (a *attempt) start(typ byte) (enc, bool) {
+	a.used = true
 	if a.c == nil {
 		return enc{}, false
 	}
@@ -114,6 +117,7 @@ func (a *attempt) start(typ byte) (enc, bool) {
 // request files cl and begins its frame (start), with its request id;
 // false if it could not be sent, cl then having its error.
 func (a *attempt) request(cl *call) (enc, bool) {
+	a.used = true
 	if a.c == nil || !a.c.register(cl) {
 		cl.err = a.lost()
 		cl.ch <- struct{}{}
@@ -539,9 +543,9 @@ func (t *txn) Commit() error {
 	if a.werr != nil {
 		return a.werr
 	}
-	if !a.begun.Load() {
-		// Nothing was sent: nothing to commit, as an engine commits a
-		// transaction that did nothing.
+	if !a.used {
+		// Nothing to commit, as an engine commits a transaction that
+		// did nothing.
 		t.ended(txnCommitted)
 		return nil
 	}
