@@ -131,9 +131,9 @@ func (d *DB) connect(ctx context.Context) (*conn, error) {
 		_ = nc.Close()
 		return nil, err
 	}
-	c := &conn{d: d, nc: nc, w: newWriter(nc), caps: caps,
-		calls: map[uint64]*call{}, watches: map[uint64]*watch{}}
-	go c.w.loop(c.fail)
+	c := &conn{d: d, nc: nc, caps: caps, calls: map[uint64]*call{}, watches: map[uint64]*watch{}}
+	c.w = newWriter(nc, c.fail)
+	go c.w.loop()
 	go c.read(br)
 	return c, nil
 }

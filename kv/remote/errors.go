@@ -24,6 +24,9 @@ var sentinels = []error{
 	embedded.ErrReadOnly,
 }
 
+// maxCodes bounds the *kv.Errors an error carries besides its first.
+const maxCodes = 16
+
 // Error encodings.
 const (
 	errSentinel = 1 // the sentinel itself: its index
@@ -47,7 +50,7 @@ func encodeErr(e *enc, err error) {
 	errors.As(err, &first)
 	var codes []*kv.Error
 	walkErr(err, func(x error) {
-		if ke, ok := x.(*kv.Error); ok && ke != first {
+		if ke, ok := x.(*kv.Error); ok && ke != first && len(codes) < maxCodes {
 			codes = append(codes, ke)
 		}
 	})

@@ -123,8 +123,8 @@ func (s *Server) add(nc net.Conn) *sconn {
 		_ = nc.Close()
 		return nil
 	}
-	c := &sconn{s: s, nc: nc, w: newWriter(nc), done: make(chan struct{}),
-		txns: map[uint64]*stxn{}, watches: map[uint64]*swatch{}}
+	c := &sconn{s: s, nc: nc, done: make(chan struct{}), txns: map[uint64]*stxn{}, watches: map[uint64]*swatch{}}
+	c.w = newWriter(nc, c.close)
 	c.room.L = &c.mu
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
@@ -194,7 +194,7 @@ func (c *sconn) serve() error {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			c.w.loop(c.close)
+			c.w.loop()
 		}()
 		err = c.read(br)
 	}
@@ -351,7 +351,7 @@ func (c *sconn) handle(f []byte) error {
 		d.fail()
 	}
 	if err := d.end(); err != nil {
-		return fmt.Errorf("%w (type %d)", err, typ)
+		return fmt.Errorf("%w: a malformed frame of type %d", errProtocol, typ)
 	}
 	x := c.txn(id)
 	if x == nil {

@@ -20,7 +20,8 @@ const maxQueued = 8 << 20
 // writes it in one call, so frames sent while a write is under way go out
 // together in the next. It never waits for anything but the connection.
 type writer struct {
-	nc    net.Conn
+	nc     net.Conn
+	onFail func(error) // ends the connection: a write failed, or a frame was too long
 	mu    sync.Mutex
 	room  sync.Cond // buf was taken by the loop, or the writer failed
 	buf   []byte
@@ -30,8 +31,8 @@ type writer struct {
 	wake  chan struct{}
 }
 
-func newWriter(nc net.Conn) *writer {
-	w := &writer{nc: nc, wake: make(chan struct{}, 1)}
+func newWriter(nc net.Conn, onFail func(error)) *writer {
+	w := &writer{nc: nc, onFail: onFail, wake: make(chan struct{}, 1)}
 	w.room.L = &w.mu
 	return w
 }
@@ -52,13 +53,16 @@ func (w *writer) start(typ byte) (enc, error) {
 	return enc{b: append(w.buf, 0, 0, 0, 0, typ)}, nil
 }
 
-// send ends the frame start began and releases mu. The frame must fit
-// maxFrame: the senders bound what they put in one.
+// send ends the frame start began and releases mu. The senders bound what
+// they put in a frame; one over maxFrame all the same (an engine's value
+// larger than its own limit) is not sent, and ends the connection.
 func (w *writer) send(e *enc) {
 	n := len(e.b) - w.frame - 4
 	if n > maxFrame {
+		w.buf = e.b[:w.frame]
 		w.mu.Unlock()
-		panic(fmt.Sprintf("kv/remote: a frame of %d bytes, over the limit of %d", n, maxFrame))
+		w.onFail(fmt.Errorf("%w: a frame of %d bytes to send, over the limit of %d", errProtocol, n, maxFrame))
+		return
 	}
 	binary.BigEndian.PutUint32(e.b[w.frame:], uint32(n))
 	w.buf = e.b
@@ -94,8 +98,8 @@ func (w *writer) fail(err error) {
 }
 
 // loop writes what is queued until the writer fails, or a write does
-// (onErr is then called with its error).
-func (w *writer) loop(onErr func(error)) {
+// (onFail is then called with its error).
+func (w *writer) loop() {
 	for {
 		w.mu.Lock()
 		for len(w.buf) == 0 && w.err == nil {
@@ -112,7 +116,7 @@ func (w *writer) loop(onErr func(error)) {
 		w.room.Broadcast()
 		w.mu.Unlock()
 		if _, err := w.nc.Write(b); err != nil {
-			onErr(err)
+			w.onFail(err)
 			return
 		}
 		if cap(b) <= 1<<20 {
