@@ -22,13 +22,13 @@ const maxQueued = 8 << 20
 type writer struct {
 	nc     net.Conn
 	onFail func(error) // ends the connection: a write failed, or a frame was too long
-	mu    sync.Mutex
-	room  sync.Cond // buf was taken by the loop, or the writer failed
-	buf   []byte
-	spare []byte // the buffer written last, reused
-	frame int    // where the frame being appended starts
-	err   error  // set once the writer failed: no more frames
-	wake  chan struct{}
+	mu     sync.Mutex
+	room   sync.Cond // buf was taken by the loop, or the writer failed
+	buf    []byte
+	spare  []byte // the buffer written last, reused
+	frame  int    // where the frame being appended starts
+	err    error  // set once the writer failed: no more frames
+	wake   chan struct{}
 }
 
 func newWriter(nc net.Conn, onFail func(error)) *writer {
