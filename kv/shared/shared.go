@@ -158,7 +158,7 @@ func (h *host) open() error {
 			h.client = c
 			return nil
 		}
-		if errors.Is(err, remote.ErrVersion) {
+		if ve := (*remote.VersionError)(nil); errors.As(err, &ve) {
 			return err
 		}
 		if ctx.Err() != nil {
