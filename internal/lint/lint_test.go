@@ -23,7 +23,9 @@ var allowed = map[string][]string{
 	"kv/kvtest":   {"kv"},
 	"kv/embedded": {"kv", "internal/btree"},
 	"kv/fdb":      {"kv"},
-	"kv/remote":   {"kv"},
+	// The transport passes the embedded engine's own errors on as
+	// themselves (errors.Is works across the socket).
+	"kv/remote":   {"kv", "kv/embedded"},
 	"kv/shared":   {"kv", "kv/embedded", "kv/remote"},
 	"queues":      {"kv", "tuple"},
 	"parser":      {},

@@ -51,8 +51,10 @@
 // The directory must be on a local filesystem: a lock and a socket are one
 // host's, so Open refuses NFS, SMB and other network filesystems. The
 // processes must run the same fdbqueue version (the handshake refuses a
-// mismatch, naming both). The first opener's settings (sync) are the
-// database's; a process opening it with others is told.
+// mismatch, naming both). The serving process's settings are the
+// database's: how its commits reach the disk (sync) is the first
+// opener's, whatever a client asked for, as it is for a second open in
+// one process.
 //
 // # Files
 //

@@ -103,9 +103,6 @@ func Open(dir string, cfg embedded.FileConfig) (*DB, error) {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	if h, ok := registry.hosts[abs]; ok {
-		if err := h.compatible(cfg); err != nil {
-			return nil, err
-		}
 		h.refs++
 		return &DB{h: h, readOnly: ro}, nil
 	}
@@ -125,15 +122,6 @@ func Open(dir string, cfg embedded.FileConfig) (*DB, error) {
 	h.refs = 1
 	registry.hosts[abs] = h
 	return &DB{h: h, readOnly: ro}, nil
-}
-
-// compatible says whether a second Open in the process can share h: its
-// engine is configured at the first.
-func (h *host) compatible(cfg embedded.FileConfig) error {
-	if cfg.Sync != h.cfg.Sync {
-		return fmt.Errorf("fdbqueue: %s is open in this process with sync=%v; open it again with the same sync", h.dir, h.cfg.Sync)
-	}
-	return nil
 }
 
 // open serves the database or connects to the process that does,
