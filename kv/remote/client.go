@@ -367,8 +367,9 @@ func (c *conn) register(cl *call) bool {
 
 // read dispatches the server's frames until c fails.
 func (c *conn) read(br *bufio.Reader) {
+	var fr frameReader
 	for {
-		f, err := readFrame(br)
+		f, err := fr.read(br)
 		if err == nil {
 			err = c.dispatch(f)
 		}

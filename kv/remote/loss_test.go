@@ -324,3 +324,78 @@ func TestVersionMismatch(t *testing.T) {
 	require.NoError(t, err, "the same version")
 	require.NoError(t, same.Close())
 }
+
+// TestContextCancelsServerTransaction: the client's context ending cancels
+// the server's transaction: a read blocked in the server's engine returns,
+// and a commit waiting there fails with the context's error, promptly.
+func TestContextCancelsServerTransaction(t *testing.T) {
+	t.Parallel()
+	slowCommits := embedded.Open("", embedded.Config{Faults: &embedded.Faults{CommitLatency: time.Hour}})
+	defer slowCommits.Close()
+	plain := embedded.Open("", embedded.Config{})
+	defer plain.Close()
+	hold := &holdDB{Database: plain, release: make(chan struct{}), waiting: make(chan struct{}, 8)}
+	chold := serve(t, hold).dial(t, remote.Options{})
+	cslow := serve(t, slowCommits).dial(t, remote.Options{})
+
+	ctx, cancel := context.WithCancel(bg)
+	tr, err := chold.CreateTransaction(ctx)
+	require.NoError(t, err)
+	defer tr.Cancel()
+	f := kv.GetAsync(tr, []byte("held"))
+	<-hold.waiting
+	cancel()
+	_, err = f.Get()
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, kv.ErrTransactionCancelled)
+	// The server's read returned: the next read of the key waits again.
+	tr2, err := chold.CreateTransaction(bg)
+	require.NoError(t, err)
+	defer tr2.Cancel()
+	f2 := kv.GetAsync(tr2, []byte("held"))
+	<-hold.waiting
+	close(hold.release)
+	_, err = f2.Get()
+	require.NoError(t, err)
+
+	ctx, cancel = context.WithTimeout(bg, 50*time.Millisecond)
+	defer cancel()
+	err = cslow.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte("k"), []byte("v"))
+		return nil
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, kv.ErrTransactionCancelled, "the server answered: not committed")
+	require.False(t, kv.IsMaybeCommitted(err))
+}
+
+// TestWatchOfUncommittedTransaction: a watch whose transaction had not
+// committed when the connection was lost fails as its transaction does:
+// connection_failed, or commit_unknown_result if its commit was in flight.
+func TestWatchOfUncommittedTransaction(t *testing.T) {
+	t.Parallel()
+	slowCommits := embedded.Open("", embedded.Config{Faults: &embedded.Faults{CommitLatency: time.Hour}})
+	defer slowCommits.Close()
+	s := serve(t, slowCommits)
+	client := s.dial(t, remote.Options{})
+	tr, err := client.CreateTransaction(bg)
+	require.NoError(t, err)
+	defer tr.Cancel()
+	pending := tr.Watch([]byte("a"))
+
+	tr2, err := client.CreateTransaction(bg)
+	require.NoError(t, err)
+	defer tr2.Cancel()
+	committing := tr2.Watch([]byte("b"))
+	tr2.Set([]byte("b"), []byte("x")) // a write: the commit waits an hour
+	commitErr := make(chan error, 1)
+	go func() { commitErr <- tr2.Commit() }()
+	time.Sleep(10 * time.Millisecond)
+	s.stop()
+
+	require.ErrorIs(t, <-commitErr, kv.ErrCommitUnknownResult)
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	require.ErrorIs(t, pending.Wait(ctx), kv.ErrConnectionFailed)
+	require.ErrorIs(t, committing.Wait(ctx), kv.ErrCommitUnknownResult)
+}

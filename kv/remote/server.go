@@ -38,13 +38,52 @@ type Server struct {
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[*sconn]struct{}
-	wg        sync.WaitGroup // every goroutine of every connection
+	wg        sync.WaitGroup // every goroutine of every connection, and the workers
+
+	work chan *stxn    // to an idle worker
+	quit chan struct{} // closed by Close: the idle workers exit
+}
+
+// workerIdle is how long a worker waits for a transaction to drain before
+// it exits.
+const workerIdle = 10 * time.Second
+
+// schedule has a worker drain x: an idle one if there is one, whose stack
+// grew already in the engine's calls (a goroutine of its own for each
+// drain spent as much time growing its stack as applying a small
+// transaction's operations), else a new one.
+func (s *Server) schedule(x *stxn) {
+	select {
+	case s.work <- x:
+	default:
+		s.wg.Add(1)
+		go s.worker(x)
+	}
+}
+
+func (s *Server) worker(x *stxn) {
+	defer s.wg.Done()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		x.drain()
+		idle.Reset(workerIdle)
+		select {
+		case x = <-s.work:
+		case <-idle.C:
+			return
+		case <-s.quit:
+			return
+		}
+	}
 }
 
 // NewServer returns a server of db's transactions. db stays the caller's:
 // close the Server before it.
 func NewServer(db kv.Database, opts ServerOptions) *Server {
-	s := &Server{db: db, log: opts.Logger, version: versionOr(opts.version), listeners: map[net.Listener]struct{}{}, conns: map[*sconn]struct{}{}}
+	s := &Server{db: db, log: opts.Logger, version: versionOr(opts.version),
+		listeners: map[net.Listener]struct{}{}, conns: map[*sconn]struct{}{},
+		work: make(chan *stxn), quit: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -143,6 +182,9 @@ func (s *Server) isClosed() bool {
 // It returns once nothing of the server's runs any more.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.quit)
+	}
 	s.closed = true
 	var ls []net.Listener
 	for l := range s.listeners {
@@ -254,8 +296,9 @@ func (c *sconn) close(cause error) {
 
 // read reads frames until the connection ends.
 func (c *sconn) read(br *bufio.Reader) error {
+	var fr frameReader
 	for {
-		f, err := readFrame(br)
+		f, err := fr.read(br)
 		if err != nil {
 			return err
 		}

@@ -30,9 +30,9 @@ type op struct {
 
 // stxn is a client transaction on the server: the database's transaction
 // (tr; err if it could not be made), and the operations waiting for it.
-// One goroutine at a time applies them (drain, started when the first
-// arrives, gone when none is left), so that a slow one (a commit waiting
-// for the disk, a backoff) holds up its own transaction only.
+// One goroutine at a time applies them (drain, run by a worker when the
+// first arrives, until none is left), so that a slow one (a commit
+// waiting for the disk, a backoff) holds up its own transaction only.
 type stxn struct {
 	c         *sconn
 	id        uint64
@@ -68,7 +68,7 @@ func (x *stxn) enqueue(o op) {
 	if !x.running {
 		x.running = true
 		x.c.wg.Add(1)
-		go x.drain()
+		x.c.s.schedule(x)
 	}
 	x.mu.Unlock()
 }

@@ -212,6 +212,23 @@ func (d *dec) end() error {
 // readFrame reads one frame into a buffer of its own: what is decoded from
 // it may alias it.
 func readFrame(r *bufio.Reader) ([]byte, error) {
+	var fr frameReader
+	return fr.read(r)
+}
+
+// frameReader reads frames. It carves the small ones out of slabs it
+// allocates, one allocation for many frames: each frame is still its own,
+// and a slab lives as long as anything decoded from one of its frames.
+type frameReader struct {
+	slab []byte
+}
+
+const (
+	slabSize     = 16 << 10
+	maxSlabFrame = 1 << 10 // a frame over this has a buffer of its own
+)
+
+func (fr *frameReader) read(r *bufio.Reader) ([]byte, error) {
 	var h [4]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, err
@@ -220,7 +237,15 @@ func readFrame(r *bufio.Reader) ([]byte, error) {
 	if n == 0 || n > maxFrame {
 		return nil, fmt.Errorf("%w: a frame of %d bytes (allowed: 1 to %d)", errProtocol, n, maxFrame)
 	}
-	b := make([]byte, n)
+	var b []byte
+	if n > maxSlabFrame {
+		b = make([]byte, n)
+	} else {
+		if len(fr.slab) < int(n) {
+			fr.slab = make([]byte, slabSize)
+		}
+		b, fr.slab = fr.slab[:n:n], fr.slab[n:]
+	}
 	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, err
 	}

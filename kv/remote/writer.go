@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 )
 
@@ -105,6 +106,10 @@ func (w *writer) loop() {
 		for len(w.buf) == 0 && w.err == nil {
 			w.mu.Unlock()
 			<-w.wake
+			// Let the goroutines that are ready to send (those a batch
+			// of answers just woke) queue their frames: they go out
+			// in this write, not each in one of its own.
+			runtime.Gosched()
 			w.mu.Lock()
 		}
 		if w.err != nil {
