@@ -278,6 +278,8 @@ func TestDocsNameGoIdentifiersThatExist(t *testing.T) {
 			found := otherNames[pkgName+"."+name]
 			for _, p := range r.names[pkgName] {
 				found = found || p.has(name, member)
+				// A plural in prose: "the *kv.Errors of its tree".
+				found = found || member == "" && strings.HasSuffix(name, "s") && p.has(strings.TrimSuffix(name, "s"), "")
 			}
 			if std, ok := otherPackages[pkgName]; ok && !found {
 				found = stdPkg(t, std).has(name, member)
