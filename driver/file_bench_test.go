@@ -86,7 +86,7 @@ func BenchmarkFile(b *testing.B) {
 	}
 }
 
-// BenchmarkFileRestarts is issue 26's repro of a program that restarts:
+// BenchmarkFileRestarts reproduces a program that restarts:
 // four runs, each opening the database, pushing 100,000 rows of 200 bytes
 // in 100-row INSERTs, popping them all and closing it; then it times a
 // fifth open and a COUNT(*). It reports the bytes in the directory after

@@ -160,7 +160,7 @@ func popSome(ctx context.Context, db *sql.DB, tally *popTally) (int, error) {
 	return got, err
 }
 
-// TestPopUnderDeadlines (issue 26): pops whose contexts end while the
+// TestPopUnderDeadlines: pops whose contexts end while the
 // program reads their rows lose none. database/sql closes the rows when
 // the context ends, after the pop committed; the rows the program had not
 // read go back to the table.

@@ -13,11 +13,11 @@
 // the same tables. Every key is the root followed by a packed tuple (see
 // keys.go):
 //
-//	root ("catalog", name)              -> schema (a packed tuple; name lower-cased)
-//	root ("next_table_id")              -> the last table id handed out (little-endian int64)
-//	root ("t", table id, ...)           -> the table's queue (see package queues)
-//	root ("ddl", token)                 -> "": a CREATE or DROP TABLE was applied (see ddlDone)
-//	root ("ddl-expiry", expiry, token)  -> "": when that token may go (unix nanoseconds)
+//	root ("catalog", name)                -> schema (a packed tuple; name lower-cased)
+//	root ("next_table_id")                -> the last table id handed out (little-endian int64)
+//	root ("t", table id, ...)             -> the table's queue (see package queues)
+//	root ("ddl-receipts", expiry, token)  -> "": a CREATE or DROP TABLE was applied (see ddlDone)
+//	root ("ddl", ...), root ("ddl-expiry", ...)  earlier versions' DDL receipts, cleared
 //
 // Every statement takes its table's schema inside its own transaction,
 // with the catalog key's read conflict, so a concurrent DROP TABLE
@@ -60,6 +60,8 @@
 //	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
 //	plan.go      the access paths (plans), choosePlan, and how each runs
 //	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding
+//	lease.go     FOR LEASE, and the plans that lease or see every row (leaseN, allRows)
+//	pseudo.go    the pseudo-columns id, _visible_at, _lease and _attempts
 //	write.go     DELETE and UPDATE
 //	catalog.go   table schemas and their cache
 //	keys.go      every key exec builds under the root

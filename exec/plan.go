@@ -166,7 +166,10 @@ func (f fit) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// The plans. Each finds rows through one kind of queue operation.
+// The plans. Each finds rows through one kind of queue operation. The
+// plans that lease or see every row (leaseN, allRows) are in lease.go, and
+// UPDATE's setVisible in write.go; UPDATE chooses its plan in write.go
+// (planUpdate).
 type (
 	// countAll counts a table's rows from its counter, reading none:
 	// SELECT COUNT(*) without WHERE.

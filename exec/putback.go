@@ -18,7 +18,7 @@ import (
 // QueryContext returned. If the rows are closed first, by the program
 // (an early Close, QueryRow reading one row of LIMIT 3) or by database/sql
 // because the statement's context ended, the rows not handed over would
-// be gone from the table and never seen (issue 26). The driver gives them
+// be gone from the table and never seen. The driver gives them
 // back with PutBack instead, so that a row a pop removed either reaches
 // the program or is in the table again:
 //

@@ -16,9 +16,9 @@ import (
 	"github.com/fdbqueue/fdbqueue/parser"
 )
 
-// The statements of issue 27 on 100,000-row tables, on a modeled
-// FoundationDB cluster (internal/fdbmodel): what testdata/waits pins on
-// small tables, measured where the tables are as large as the issue's.
+// The statements of docs/foundationdb.md's table of waits, on 100,000-row
+// tables, on a modeled FoundationDB cluster (internal/fdbmodel): what
+// testdata/waits pins on small tables, measured on large ones.
 // Each benchmark reports the waits of its statement (mean, median, p99,
 // max), their kinds (mean) and the requests sent (mean). Measured, not
 // asserted: ns/op is the embedded engine's CPU, not a cluster's latency.
@@ -44,7 +44,7 @@ func BenchmarkFDBWaits(b *testing.B) {
 }
 
 // waitsWarmup is how many pop-and-insert rounds make the steady state: the
-// study behind issue 27 saw the median settle after about 5,000.
+// study behind the table saw the median settle after about 5,000.
 const waitsWarmup = 10_000
 
 // TestFDBWaitsWorkloads runs each of BenchmarkFDBWaits's workloads a few

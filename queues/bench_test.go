@@ -15,7 +15,7 @@ import (
 	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
-// The seed task-queue workloads (see DESIGN.md):
+// The task-queue workloads:
 //
 //   - random: 10 priority grades, random cpu (1..32) and mem (128..65536 MB)
 //     for tasks and consumers;
@@ -108,7 +108,7 @@ func fillFresh(b *testing.B, w workload, n int) *filled {
 }
 
 // sizes are the queue sizes the benchmarks fill: 10,000 with -short;
-// 10,000 and 1,000,000; and also DESIGN's 5,000,000 with
+// 10,000 and 1,000,000; and also 5,000,000 with
 // FDBQUEUE_BENCH_LARGE=1 (about 8 GB of memory and a few minutes).
 func sizes() []int {
 	switch {

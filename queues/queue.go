@@ -92,8 +92,11 @@ func (e *DuplicateIDError) Error() string { return fmt.Sprintf("%v: id %d", ErrD
 // Is makes errors.Is(err, ErrDuplicateID) true.
 func (e *DuplicateIDError) Is(target error) bool { return target == ErrDuplicateID }
 
-// Queue is one queue's place in the key space and its shape. It holds no
-// state of its own: every method works through the transaction it is given.
+// Queue is one queue's place in the key space and its shape. Its items
+// live in the key space: every method works through the transaction it is
+// given. Besides, it holds hints that the copies WithOptions makes share
+// (fitHints, topHint): what earlier fit pops missed and the highest
+// priority found, which save reads and do not change what a method returns.
 type Queue struct {
 	prefix    []byte
 	kind      Kind
@@ -143,7 +146,7 @@ func (q *Queue) Range() kv.Range { return kv.PrefixRange(q.prefix) }
 // random start, so that the ids of a batch are neighbours in the id index:
 // their lookups and inserts follow one path of the B-tree, where random ids
 // would each descend a path of their own, missing the cache at every level
-// (issue 11: about a quarter of a 100-row INSERT's time). Two processes (on
+// (about a quarter of a 100-row INSERT's time). Two processes (on
 // one FoundationDB cluster) meet only if their blocks overlap, which is
 // less likely than for the same number of random ids; a push that would
 // reuse an id in the queue fails with ErrDuplicateID, never overwrites.

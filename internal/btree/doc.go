@@ -8,7 +8,7 @@
 // tails (each priority's and each fit-index cell's tail of a queue,
 // consecutive ids), and a node that splits in the middle under appends
 // keeps its empty half for good: the engine's tree took 16 B a key, twice
-// its 8-byte slot (issue 11; BenchmarkMemoryPerTask and
+// its 8-byte slot (BenchmarkMemoryPerTask and
 // BenchmarkMemoryPerRow report it). Upstream has no option for it.
 //
 // To update: copy btreeg.go and the tests from upstream again, and carry

@@ -1,6 +1,8 @@
 // Package lint holds tests that keep the code base's shape: imports flow one
 // way (driver -> exec -> {parser, queues} -> kv, tuple), engines never import
-// upward, and only parser sees sqlparser.
+// upward, and only parser sees sqlparser; and tests that keep the documents
+// true to the code (docs_test.go): the paths, Go names, # Files lists, links
+// and key tables they show.
 package lint
 
 import (

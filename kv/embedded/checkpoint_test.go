@@ -64,7 +64,7 @@ func churnQueue(t *testing.T, db kv.Database, q *queues.Queue, round, n int) {
 	}))
 }
 
-// TestFileRestartsKeepDiskBounded is issue 26's program that restarts: each
+// TestFileRestartsKeepDiskBounded is a program that restarts: each
 // round opens the database, pushes rows into a queue, pops them all and
 // closes it, every round writing less log than makes a checkpoint due while
 // it is open. The log must not pile up round after round: after each
@@ -119,9 +119,9 @@ func counter(t *testing.T, db kv.Database, key string) uint64 {
 }
 
 // TestFileCheckpointsAtOpen: a log that earlier opens left over the
-// threshold (before issue 26's fix, or from a larger CheckpointBytes) is
-// checkpointed by the next read-write open while it serves commits; a
-// read-only open changes nothing.
+// threshold (when only the open's own log counted, or from a larger
+// CheckpointBytes) is checkpointed by the next read-write open while it
+// serves commits; a read-only open changes nothing.
 func TestFileCheckpointsAtOpen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

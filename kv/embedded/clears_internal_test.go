@@ -86,7 +86,7 @@ func BenchmarkClearRowByRow(b *testing.B) {
 	}
 }
 
-// TestRecSize: the tree holds a key as one pointer into a slab (issue 11);
+// TestRecSize: the tree holds a key as one pointer into a slab;
 // a field added to rec grows every key's slot in the tree.
 func TestRecSize(t *testing.T) {
 	t.Parallel()

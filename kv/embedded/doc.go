@@ -88,6 +88,8 @@
 //	txn.go         transactions: reads with read-your-writes, writes, retries (OnError)
 //	writes.go      a transaction's buffered writes and atomic operations
 //	iter.go        range reads merging the tree with a transaction's writes
+//	clears.go      a transaction's range clears, as the union of the ranges
+//	async.go       futures, answered when issued by the synchronous read's path
 //	commit.go      Commit: limits, preparing the batch outside the lock
 //	combine.go     commit combining: one leader checks and installs a queue of commits
 //	yield.go       taking the store's lock: yield a few times before parking
@@ -99,6 +101,9 @@
 //	compact.go     moving records in use out of slabs that are mostly garbage
 //	gc.go          read versions in use and pruning what none can read
 //	record.go      a commit's batch and its log record encoding
+//	watch.go       watches: compared at commit, fired by a change to the key
+//	metadata.go    the metadata version, handed out with the read version
+//	certain.go     CertainCommits: this engine's commits are never unknown
 //	file.go        file databases: open modes, recovery
 //	wal.go         the write-ahead log: a lone commit writes it itself, else
 //	               the writer goroutine, one fsync per group

@@ -20,7 +20,7 @@ import (
 //
 // The tree holds recs by value, so a key costs the tree one pointer and its
 // record about 10 bytes more than its key and value: no per-key object,
-// header or size-class rounding (issue 11). A slab lives while any of its
+// header or size-class rounding. A slab lives while any of its
 // records is referenced (by the tree, a version chain, a pending
 // collection, or a value a reader holds).
 //

@@ -367,7 +367,7 @@ func (t *txn) writeKey(key []byte, extra int) (*write, []byte) {
 // newWrite returns a write to key and room for extra bytes of value,
 // carved out of blocks the transaction allocates: a write costs no
 // object of its own, where two a write (the write, its bytes) made a third
-// of the garbage of a 100-row INSERT (issue 11). The blocks live as long
+// of the garbage of a 100-row INSERT. The blocks live as long
 // as any write in them: the transaction's, until it is reset, and its
 // batch's and write spans', until its commit is installed.
 func (t *txn) newWrite(key []byte, extra int) (*write, []byte) {

@@ -294,7 +294,7 @@ func (w *wal) commitGroup(group []*pending) bool {
 		// while the fsync runs, at versions no reader reads yet (they
 		// read at s.version), and it becomes readable once the fsync
 		// returns. Installing a 100-row INSERT takes about as long as
-		// its fsync (issue 11).
+		// its fsync.
 		staged = true
 		synced := make(chan error, 1)
 		go func() { synced <- w.syncSegment() }()
