@@ -25,7 +25,8 @@
 //     commits). mode=rwc (the default) creates DIR, not its parents, when it
 //     does not exist; mode=rw opens only an existing database, so a mistyped
 //     path is an error; mode=ro opens an existing database read-only (writes
-//     fail with embedded.ErrReadOnly; nothing on disk changes);
+//     fail with embedded.ErrReadOnly). Every process of the host may open
+//     DIR at once: the first serves it to the others (package kv/shared);
 //   - fdb:[CLUSTER_FILE][?root=...&tenant=...&timeout=...&retry_limit=...]
 //     a FoundationDB cluster (needs -tags fdb and the FoundationDB client;
 //     see docs/foundationdb.md).

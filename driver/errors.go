@@ -83,7 +83,9 @@ type RowError = exec.RowError
 
 // Errors of the embedded engine's file databases, and FoundationDB's limits.
 var (
-	// ErrLocked is returned when another process has a file: database open.
+	// ErrLocked is returned (with kv/shared.ErrNoServer) when another
+	// process holds a file: database and does not serve it to others
+	// (an fdbqueue from before databases were shared) for 10 seconds.
 	ErrLocked = embedded.ErrLocked
 	// ErrNoDatabase is returned by file:DIR?mode=rw or mode=ro when DIR
 	// holds no database, and by mode=rwc when DIR's parent does not exist.
