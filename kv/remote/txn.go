@@ -276,25 +276,20 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 		}
 	}
 	var calls []*call
-	for rest := keys; len(rest) > 0 || calls == nil; {
-		n, size := 0, 0
-		for n < len(rest) && (n == 0 || size+len(rest[n]) <= chunkBytes) {
-			size += len(rest[n]) + 3
-			n++
-		}
+	inChunks(len(keys), func(i int) int { return len(keys[i]) + 3 }, func(lo, hi int, _ bool) bool {
 		cl := newCall(mGetMany)
 		a := t.a
 		if e, ok := a.request(cl); ok {
 			e.u8(snapFlag(snapshot))
-			e.uvarint(uint64(n))
-			for _, k := range rest[:n] {
+			e.uvarint(uint64(hi - lo))
+			for _, k := range keys[lo:hi] {
 				e.bytes(k)
 			}
 			a.c.w.send(&e)
 		}
 		calls = append(calls, cl)
-		rest = rest[n:]
-	}
+		return true
+	})
 	vals := make([][]byte, 0, len(keys))
 	var first error
 	for _, cl := range calls {
