@@ -3,8 +3,10 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -396,4 +398,55 @@ func TestWatchOfUncommittedTransaction(t *testing.T) {
 	defer cancel()
 	require.ErrorIs(t, pending.Wait(ctx), kv.ErrConnectionFailed)
 	require.ErrorIs(t, committing.Wait(ctx), kv.ErrCommitUnknownResult)
+}
+
+// TestSharedReconnect: transactions that lose the connection together
+// share one reconnect: one new connection after a restart, whatever the
+// number of transactions retrying; and they all succeed on it.
+func TestSharedReconnect(t *testing.T) {
+	t.Parallel()
+	db := embedded.Open("", embedded.Config{})
+	defer db.Close()
+	s := serve(t, db)
+	var dials, conns atomic.Int64
+	client := s.dial(t, remote.Options{Dial: func(ctx context.Context) (net.Conn, error) {
+		dials.Add(1)
+		c, err := unixDial(s.path)(ctx)
+		if err == nil {
+			conns.Add(1)
+		}
+		return c, err
+	}})
+	const workers = 8
+	var wg sync.WaitGroup
+	started := make(chan struct{}, workers)
+	release := make(chan struct{})
+	for i := range workers {
+		wg.Go(func() {
+			first := true
+			require.NoError(t, client.Transact(bg, func(tr kv.Transaction) error {
+				if _, err := tr.Get([]byte("k")); err != nil {
+					return err
+				}
+				if first {
+					first = false
+					started <- struct{}{}
+					<-release // the server is restarted meanwhile
+				}
+				tr.Set([]byte(fmt.Sprintf("w%d", i)), []byte("done"))
+				return nil
+			}))
+		})
+	}
+	for range workers {
+		<-started
+	}
+	s.stop()
+	s.start()
+	close(release)
+	wg.Wait()
+	require.Equal(t, int64(2), conns.Load(), "the first connection and one reconnect (%d dials)", dials.Load())
+	for i := range workers {
+		require.Equal(t, "done", getKey(t, db, fmt.Sprintf("w%d", i)))
+	}
 }
