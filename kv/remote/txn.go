@@ -42,7 +42,8 @@ var _ kv.Transaction = (*txn)(nil)
 // attempt is one server transaction, on one connection: the client's
 // transaction from its creation or a reset (OnError) to the next.
 type attempt struct {
-	n     uint64 // the attempts before it
+	ctx   context.Context // the transaction's
+	n     uint64          // the attempts before it
 	c     *conn  // nil: none could be had
 	cause error  // why c is nil
 	id    uint64 // the server transaction, on c
@@ -60,7 +61,7 @@ type attempt struct {
 func newTxn(d *DB, ctx context.Context, c *conn, cause error) *txn {
 	t := &txn{d: d, ctx: ctx}
 	t.snap.t = t
-	t.a = newAttempt(0, c, cause)
+	t.a = newAttempt(ctx, 0, c, cause)
 	t.cur.Store(t.a)
 	if ctx.Done() != nil {
 		t.stopCtx = context.AfterFunc(ctx, t.abort)
@@ -68,8 +69,8 @@ func newTxn(d *DB, ctx context.Context, c *conn, cause error) *txn {
 	return t
 }
 
-func newAttempt(n uint64, c *conn, cause error) *attempt {
-	a := &attempt{n: n, c: c, cause: cause}
+func newAttempt(ctx context.Context, n uint64, c *conn, cause error) *attempt {
+	a := &attempt{ctx: ctx, n: n, c: c, cause: cause}
 	if c != nil {
 		a.id = c.nextTxn.Add(1)
 	}
@@ -108,6 +109,12 @@ func (a *attempt) start(typ byte) (enc, bool) {
 	if first == mBegin {
 		a.begun.Store(true)
 		e.uvarint(a.id)
+		if a.ctx.Err() != nil {
+			// The context ended as the transaction began: abort
+			// (txn.abort) may have found it not begun yet.
+			a.c.w.next(&e, mAbort)
+			e.uvarint(a.id)
+		}
 		a.c.w.next(&e, typ)
 	}
 	e.uvarint(a.id)
@@ -665,16 +672,13 @@ func (t *txn) OnError(err error) error {
 func (t *txn) reset(c *conn, fresh bool) {
 	old := t.a
 	if fresh {
-		t.a = newAttempt(old.n+1, c, nil)
+		t.a = newAttempt(t.ctx, old.n+1, c, nil)
 	} else {
-		t.a = &attempt{n: old.n + 1, c: c, id: old.id}
+		t.a = &attempt{ctx: t.ctx, n: old.n + 1, c: c, id: old.id}
 		t.a.begun.Store(true)
 	}
 	t.cur.Store(t.a)
 	t.state = txnActive
-	if t.ctx.Err() != nil {
-		t.abort()
-	}
 }
 
 // snapshot is the transaction's snapshot view.
