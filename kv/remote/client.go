@@ -340,6 +340,10 @@ func (c *conn) fail(cause error) {
 	c.mu.Unlock()
 	c.w.fail(cause)
 	_ = c.nc.Close()
+	// The watches first: one of a transaction whose commit was in flight
+	// fails with 1021, which it learns from its attempt's committing,
+	// cleared once the commit's call has its answer.
+	c.d.lost(c, cause, watches)
 	for _, cl := range calls {
 		if cl.typ == mCommit {
 			cl.err = errLostCommit(cause)
@@ -348,7 +352,6 @@ func (c *conn) fail(cause error) {
 		}
 		cl.ch <- struct{}{}
 	}
-	c.d.lost(c, cause, watches)
 }
 
 // register gives cl a request id and files it to wait for its answer;

@@ -269,8 +269,14 @@ func (c *sconn) serve() error {
 }
 
 // close ends the connection, once: its transactions are cancelled as soon
-// as what they apply returns, and its watches.
+// as what they apply returns, and its watches. Nothing is sent from then
+// on: the client must not take the watches cancelled here, or those of its
+// transactions cancelled here, for its own.
 func (c *sconn) close(cause error) {
+	if cause == nil {
+		cause = io.EOF
+	}
+	c.w.fail(cause)
 	c.mu.Lock()
 	select {
 	case <-c.done:
@@ -278,16 +284,12 @@ func (c *sconn) close(cause error) {
 		return
 	default:
 	}
-	if cause == nil {
-		cause = io.EOF
-	}
 	c.cause = cause
 	close(c.done)
 	txns := c.txns
 	c.txns = nil
 	c.room.Broadcast()
 	c.mu.Unlock()
-	c.w.fail(cause)
 	_ = c.nc.Close()
 	for _, x := range txns {
 		x.end()

@@ -44,9 +44,9 @@ var _ kv.Transaction = (*txn)(nil)
 type attempt struct {
 	ctx   context.Context // the transaction's
 	n     uint64          // the attempts before it
-	c     *conn  // nil: none could be had
-	cause error  // why c is nil
-	id    uint64 // the server transaction, on c
+	c     *conn           // nil: none could be had
+	cause error           // why c is nil
+	id    uint64          // the server transaction, on c
 	// used is set once an operation was sent, or would have been had
 	// the connection lasted; begun once the server was told of the
 	// transaction (its first operation), read by abort.
