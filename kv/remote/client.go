@@ -22,7 +22,11 @@ import (
 type Options struct {
 	// Dial opens a connection to the server; required. Dial (the
 	// package's) calls it once, and the DB again each time it reconnects
-	// after losing its connection.
+	// after losing its connection, with a context that ends when
+	// ReconnectTimeout does. It may do whatever ends in a connection: a
+	// process that takes over serving the database may open it, serve it
+	// (Server), and return one end of a net.Pipe whose other it hands to
+	// Server.ServeConn, so that its own DB goes on through its server.
 	Dial func(ctx context.Context) (net.Conn, error)
 	// RetryLimit bounds how many times OnError retries one transaction
 	// after it lost its connection: 0 means DefaultRetryLimit, -1 no
