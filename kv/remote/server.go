@@ -205,6 +205,10 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// maxTxns bounds the transactions a connection has open at once: a client
+// that opens more (and never ends them) is cut off.
+const maxTxns = 1 << 16
+
 // maxInflight is how many bytes of a connection's frames may wait for its
 // transactions before the connection is read further.
 const maxInflight = 16 << 20
@@ -451,10 +455,13 @@ func (c *sconn) begin(id uint64) error {
 		}
 		return nil
 	}
-	if c.txns[id] != nil {
+	if c.txns[id] != nil || len(c.txns) >= maxTxns {
 		cancel()
 		if x.tr != nil {
 			x.tr.Cancel()
+		}
+		if len(c.txns) >= maxTxns {
+			return fmt.Errorf("%w: more than %d transactions open at once", errProtocol, maxTxns)
 		}
 		return fmt.Errorf("%w: transaction %d begun twice", errProtocol, id)
 	}

@@ -370,8 +370,11 @@ func (t *txn) metadataVersion(snapshot bool) ([]byte, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	cl := newCall(mMetadataVersion)
 	a := t.a
+	if !a.metadataVersion() {
+		return nil, kv.ErrNoMetadataVersion
+	}
+	cl := newCall(mMetadataVersion)
 	if e, ok := a.request(cl); ok {
 		e.u8(snapFlag(snapshot))
 		a.c.w.send(&e)
@@ -477,6 +480,13 @@ func (t *txn) sendRange(typ byte, r kv.Range) {
 	}
 }
 
+// metadataVersion reports whether the server's engine has a metadata
+// version, as far as the attempt knows (without a connection, it says yes:
+// the operation fails anyway).
+func (a *attempt) metadataVersion() bool {
+	return a.c == nil || a.c.caps&capMetadataVersion != 0
+}
+
 // BumpMetadataVersion is kv.BumpMetadataVersion. The server's engine
 // bumps it if it has a metadata version; if not, MetadataVersion says so
 // (kv.ErrNoMetadataVersion), and the bump does nothing.
@@ -485,6 +495,9 @@ func (t *txn) BumpMetadataVersion() {
 		return
 	}
 	a := t.a
+	if !a.metadataVersion() {
+		return
+	}
 	if e, ok := a.start(mBump); ok {
 		a.c.w.send(&e)
 	}
