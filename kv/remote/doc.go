@@ -213,9 +213,8 @@
 // A frame that does not decode (a field past its end, a count its bytes
 // cannot hold, unknown flags or types, bytes left over, a key over 64 KiB,
 // a transaction begun twice, more than 65,536 transactions open at once)
-// closes its connection, with the reason
-// logged on the Server's logger; the server serves its other connections
-// on.
+// closes its connection, with the reason logged on the Server's logger;
+// the server serves its other connections on.
 //
 // # Errors
 //
