@@ -144,3 +144,27 @@ func BenchmarkTransact8(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkTransact8Conns: as BenchmarkTransact8, each goroutine with a
+// DB (a connection) of its own, as 8 client processes would be. The
+// embedded engine's figure is BenchmarkTransact8's.
+func BenchmarkTransact8Conns(b *testing.B) {
+	mem := embedded.Open("", embedded.Config{})
+	defer mem.Close()
+	s := serve(b, mem)
+	dbs := make(chan kv.Database, 8)
+	for range 8 {
+		dbs <- s.dial(b, remote.Options{})
+	}
+	var n atomic.Int64
+	b.SetParallelism(max(1, 8/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		db := <-dbs
+		defer func() { dbs <- db }()
+		for pb.Next() {
+			transact(b, db, &n)
+		}
+	})
+}

@@ -22,7 +22,11 @@ import (
 type Options struct {
 	// Dial opens a connection to the server; required. Dial (the
 	// package's) calls it once, and the DB again each time it reconnects
-	// after losing its connection.
+	// after losing its connection, with a context that ends when
+	// ReconnectTimeout does. It may do whatever ends in a connection: a
+	// process that takes over serving the database may open it, serve it
+	// (Server), and return one end of a net.Pipe whose other it hands to
+	// Server.ServeConn, so that its own DB goes on through its server.
 	Dial func(ctx context.Context) (net.Conn, error)
 	// RetryLimit bounds how many times OnError retries one transaction
 	// after it lost its connection: 0 means DefaultRetryLimit, -1 no
@@ -340,6 +344,10 @@ func (c *conn) fail(cause error) {
 	c.mu.Unlock()
 	c.w.fail(cause)
 	_ = c.nc.Close()
+	// The watches first: one of a transaction whose commit was in flight
+	// fails with 1021, which it learns from its attempt's committing,
+	// cleared once the commit's call has its answer.
+	c.d.lost(c, cause, watches)
 	for _, cl := range calls {
 		if cl.typ == mCommit {
 			cl.err = errLostCommit(cause)
@@ -348,7 +356,6 @@ func (c *conn) fail(cause error) {
 		}
 		cl.ch <- struct{}{}
 	}
-	c.d.lost(c, cause, watches)
 }
 
 // register gives cl a request id and files it to wait for its answer;

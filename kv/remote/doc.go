@@ -65,8 +65,10 @@
 // frames as it takes. GetMany is one request (or one per 256 KiB of keys,
 // all sent before the first answer is awaited), First one, the metadata
 // version one. Commit sends the iterators' read conflicts and the commit:
-// one round trip. A server's engine without a metadata version answers
-// MetadataVersion with kv.ErrNoMetadataVersion, and ignores a bump.
+// one round trip. A server whose engine has no metadata version says so in
+// the handshake: MetadataVersion then answers kv.ErrNoMetadataVersion
+// without asking, and a bump does nothing (BumpMetadataVersion still
+// reports true: the client cannot know before it connects).
 //
 // # Connections and goroutines
 //
@@ -210,9 +212,9 @@
 //
 // A frame that does not decode (a field past its end, a count its bytes
 // cannot hold, unknown flags or types, bytes left over, a key over 64 KiB,
-// a transaction begun twice) closes its connection, with the reason
-// logged on the Server's logger; the server serves its other connections
-// on.
+// a transaction begun twice, more than 65,536 transactions open at once)
+// closes its connection, with the reason logged on the Server's logger;
+// the server serves its other connections on.
 //
 // # Errors
 //

@@ -166,3 +166,22 @@ func TestOptionalInterfaces(t *testing.T) {
 	}
 	require.True(t, kv.BumpMetadataVersion(tr))
 }
+
+// TestNoMetadataVersion: a server whose engine has no metadata version
+// says so in the handshake: MetadataVersion answers
+// kv.ErrNoMetadataVersion (itself), and a bump does nothing.
+func TestNoMetadataVersion(t *testing.T) {
+	t.Parallel()
+	hold, _ := newHoldDB(t) // its transactions hide the engine's metadata version
+	client := serve(t, hold).dial(t, remote.Options{})
+	require.NoError(t, client.Transact(bg, func(tr kv.Transaction) error {
+		_, err := kv.MetadataVersion(tr)
+		require.True(t, err == kv.ErrNoMetadataVersion, "%v", err)
+		_, err = kv.MetadataVersion(tr.Snapshot())
+		require.True(t, err == kv.ErrNoMetadataVersion, "%v", err)
+		kv.BumpMetadataVersion(tr)
+		tr.Set([]byte("k"), []byte("v"))
+		return nil
+	}))
+	require.Equal(t, "v", getKey(t, client, "k"))
+}

@@ -205,18 +205,25 @@ type future struct {
 	err error // the read's
 }
 
-// await takes the answer, once; false if the context ended first (err is
-// then its error, and the answer may still be taken later).
-func (f *future) await() (bool, error) {
-	if f.cl == nil {
-		return true, f.err
+// get takes the answer, once, handing its call to take; then it returns
+// the read's error, or that of its attempt if that is over. The context
+// ending before the answer came is an error too, and the answer may still
+// be taken later.
+func (f *future) get(take func(cl *call)) error {
+	if f.cl != nil {
+		ok, err := f.t.wait(f.cl)
+		if !ok {
+			return err
+		}
+		f.err = err
+		take(f.cl)
+		freeCall(f.cl)
+		f.cl = nil
 	}
-	ok, err := f.t.wait(f.cl)
-	if !ok {
-		return false, err
+	if f.err != nil {
+		return f.err
 	}
-	f.err = err
-	return true, nil
+	return f.t.live(f.n)
 }
 
 // valueFuture is a point read in flight.
@@ -245,19 +252,7 @@ func (t *txn) getAsync(key []byte, snapshot bool) kv.FutureValue {
 }
 
 func (f *valueFuture) Get() ([]byte, error) {
-	if f.cl != nil {
-		ok, err := f.await()
-		if !ok {
-			return nil, err
-		}
-		f.v = f.cl.val
-		freeCall(f.cl)
-		f.cl = nil
-	}
-	if f.err != nil {
-		return nil, f.err
-	}
-	if err := f.t.live(f.n); err != nil {
+	if err := f.get(func(cl *call) { f.v = cl.val }); err != nil {
 		return nil, err
 	}
 	return f.v, nil
@@ -302,19 +297,7 @@ func (t *txn) getRangeAsync(r kv.Range, opts kv.RangeOptions, snapshot bool) kv.
 }
 
 func (f *rangeFuture) Get() ([]kv.KeyValue, error) {
-	if f.cl != nil {
-		ok, err := f.await()
-		if !ok {
-			return nil, err
-		}
-		f.rows = f.cl.rows
-		freeCall(f.cl)
-		f.cl = nil
-	}
-	if f.err != nil {
-		return nil, f.err
-	}
-	if err := f.t.live(f.n); err != nil {
+	if err := f.get(func(cl *call) { f.rows = cl.rows }); err != nil {
 		return nil, err
 	}
 	return f.rows, nil

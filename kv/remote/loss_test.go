@@ -3,8 +3,10 @@ package remote_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,13 +71,22 @@ func setKey(t *testing.T, db kv.Database, key, value string) {
 
 func getKey(t *testing.T, db kv.Database, key string) string {
 	t.Helper()
-	var v []byte
-	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
-		var err error
-		v, err = tr.Get([]byte(key))
-		return err
-	}))
-	return string(v)
+	return string(getKeyBytes(t, db, key))
+}
+
+// slowCommitsDB is a memory database whose read-write commits never end
+// (unless their context does).
+func slowCommitsDB(t *testing.T) *embedded.DB {
+	db := embedded.Open("", embedded.Config{Faults: &embedded.Faults{CommitLatency: time.Hour}})
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// newHoldDB is a holdDB over a memory database, which it returns too.
+func newHoldDB(t *testing.T) (*holdDB, *embedded.DB) {
+	plain := embedded.Open("", embedded.Config{})
+	t.Cleanup(func() { _ = plain.Close() })
+	return &holdDB{Database: plain, release: make(chan struct{}), waiting: make(chan struct{}, 8)}, plain
 }
 
 // TestServerClosed: the server is closed while a client has reads, a
@@ -87,11 +98,8 @@ func getKey(t *testing.T, db kv.Database, key string) string {
 // transaction, through Transact's retries, succeeds on the new server.
 func TestServerClosed(t *testing.T) {
 	t.Parallel()
-	mem := embedded.Open("", embedded.Config{Faults: &embedded.Faults{CommitLatency: time.Hour}})
-	defer mem.Close()
-	plain := embedded.Open("", embedded.Config{})
-	defer plain.Close()
-	hold := &holdDB{Database: plain, release: make(chan struct{}), waiting: make(chan struct{}, 8)}
+	mem := slowCommitsDB(t)
+	hold, plain := newHoldDB(t)
 	// Two servers, on two paths: one whose commits never end, one whose
 	// reads of "held" wait.
 	slow := serve(t, mem)
@@ -277,9 +285,7 @@ func TestServerDies(t *testing.T) {
 // and the handle refuses new transactions.
 func TestCloseUnblocks(t *testing.T) {
 	t.Parallel()
-	db := embedded.Open("", embedded.Config{Faults: &embedded.Faults{CommitLatency: time.Hour}})
-	defer db.Close()
-	s := serve(t, db)
+	s := serve(t, slowCommitsDB(t))
 	client := s.dial(t, remote.Options{})
 	w := func() kv.Watch {
 		tr, err := client.CreateTransaction(bg)
@@ -330,13 +336,9 @@ func TestVersionMismatch(t *testing.T) {
 // and a commit waiting there fails with the context's error, promptly.
 func TestContextCancelsServerTransaction(t *testing.T) {
 	t.Parallel()
-	slowCommits := embedded.Open("", embedded.Config{Faults: &embedded.Faults{CommitLatency: time.Hour}})
-	defer slowCommits.Close()
-	plain := embedded.Open("", embedded.Config{})
-	defer plain.Close()
-	hold := &holdDB{Database: plain, release: make(chan struct{}), waiting: make(chan struct{}, 8)}
+	hold, _ := newHoldDB(t)
 	chold := serve(t, hold).dial(t, remote.Options{})
-	cslow := serve(t, slowCommits).dial(t, remote.Options{})
+	cslow := serve(t, slowCommitsDB(t)).dial(t, remote.Options{})
 
 	ctx, cancel := context.WithCancel(bg)
 	tr, err := chold.CreateTransaction(ctx)
@@ -374,9 +376,7 @@ func TestContextCancelsServerTransaction(t *testing.T) {
 // connection_failed, or commit_unknown_result if its commit was in flight.
 func TestWatchOfUncommittedTransaction(t *testing.T) {
 	t.Parallel()
-	slowCommits := embedded.Open("", embedded.Config{Faults: &embedded.Faults{CommitLatency: time.Hour}})
-	defer slowCommits.Close()
-	s := serve(t, slowCommits)
+	s := serve(t, slowCommitsDB(t))
 	client := s.dial(t, remote.Options{})
 	tr, err := client.CreateTransaction(bg)
 	require.NoError(t, err)
@@ -398,4 +398,55 @@ func TestWatchOfUncommittedTransaction(t *testing.T) {
 	defer cancel()
 	require.ErrorIs(t, pending.Wait(ctx), kv.ErrConnectionFailed)
 	require.ErrorIs(t, committing.Wait(ctx), kv.ErrCommitUnknownResult)
+}
+
+// TestSharedReconnect: transactions that lose the connection together
+// share one reconnect: one new connection after a restart, whatever the
+// number of transactions retrying; and they all succeed on it.
+func TestSharedReconnect(t *testing.T) {
+	t.Parallel()
+	db := embedded.Open("", embedded.Config{})
+	defer db.Close()
+	s := serve(t, db)
+	var dials, conns atomic.Int64
+	client := s.dial(t, remote.Options{Dial: func(ctx context.Context) (net.Conn, error) {
+		dials.Add(1)
+		c, err := unixDial(s.path)(ctx)
+		if err == nil {
+			conns.Add(1)
+		}
+		return c, err
+	}})
+	const workers = 8
+	var wg sync.WaitGroup
+	started := make(chan struct{}, workers)
+	release := make(chan struct{})
+	for i := range workers {
+		wg.Go(func() {
+			first := true
+			require.NoError(t, client.Transact(bg, func(tr kv.Transaction) error {
+				if _, err := tr.Get([]byte("k")); err != nil {
+					return err
+				}
+				if first {
+					first = false
+					started <- struct{}{}
+					<-release // the server is restarted meanwhile
+				}
+				tr.Set([]byte(fmt.Sprintf("w%d", i)), []byte("done"))
+				return nil
+			}))
+		})
+	}
+	for range workers {
+		<-started
+	}
+	s.stop()
+	s.start()
+	close(release)
+	wg.Wait()
+	require.Equal(t, int64(2), conns.Load(), "the first connection and one reconnect (%d dials)", dials.Load())
+	for i := range workers {
+		require.Equal(t, "done", getKey(t, db, fmt.Sprintf("w%d", i)))
+	}
 }

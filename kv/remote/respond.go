@@ -81,64 +81,67 @@ func boolByte(b bool) byte {
 	return 0
 }
 
-// respondValues answers a GetMany: as many frames as it takes, each of
-// about chunkBytes at most.
-func (c *sconn) respondValues(req uint64, vals [][]byte) {
-	for {
-		n, size := 0, 0
-		for n < len(vals) && (n == 0 || size+len(vals[n]) <= chunkBytes) {
-			size += len(vals[n]) + 4
-			n++
+// inChunks calls emit with consecutive runs [lo, hi) of n items, each
+// run's sizes adding up to chunkBytes at most (or one item, if larger),
+// the last run with last set; at least once, for n 0. It stops when emit
+// returns false.
+func inChunks(n int, size func(i int) int, emit func(lo, hi int, last bool) bool) {
+	for lo := 0; ; {
+		hi, total := lo, 0
+		for hi < n && (hi == lo || total+size(hi) <= chunkBytes) {
+			total += size(hi)
+			hi++
 		}
-		status := byte(stOK)
-		if n < len(vals) {
-			status = stMore
-		}
-		e, ok := c.resp(req, status)
-		if !ok {
+		if !emit(lo, hi, hi == n) || hi == n {
 			return
 		}
-		e.uvarint(uint64(n))
-		for _, v := range vals[:n] {
-			e.opt(v)
-		}
-		c.w.send(&e)
-		if vals = vals[n:]; len(vals) == 0 {
-			return
-		}
+		lo = hi
 	}
 }
 
-// respondRows answers a range read: as many frames as it takes, the last
-// saying whether more rows may follow (a page cut short).
-func (c *sconn) respondRows(req uint64, rows []kv.KeyValue, more bool) {
-	for {
-		n, size := 0, 0
-		for n < len(rows) && (n == 0 || size+rowSize(rows[n]) <= chunkBytes) {
-			size += rowSize(rows[n])
-			n++
-		}
-		status := byte(stOK)
-		if n < len(rows) {
-			status = stMore
-		}
-		e, ok := c.resp(req, status)
+// status is an answer frame's: more frames follow it, or not.
+func status(last bool) byte {
+	if last {
+		return stOK
+	}
+	return stMore
+}
+
+// respondValues answers a GetMany, in frames of about chunkBytes.
+func (c *sconn) respondValues(req uint64, vals [][]byte) {
+	inChunks(len(vals), func(i int) int { return len(vals[i]) + 4 }, func(lo, hi int, last bool) bool {
+		e, ok := c.resp(req, status(last))
 		if !ok {
-			return
+			return false
 		}
-		e.uvarint(uint64(n))
-		for _, r := range rows[:n] {
+		e.uvarint(uint64(hi - lo))
+		for _, v := range vals[lo:hi] {
+			e.opt(v)
+		}
+		c.w.send(&e)
+		return true
+	})
+}
+
+// respondRows answers a range read, in frames of about chunkBytes, the
+// last saying whether more rows may follow (a page cut short).
+func (c *sconn) respondRows(req uint64, rows []kv.KeyValue, more bool) {
+	inChunks(len(rows), func(i int) int { return rowSize(rows[i]) }, func(lo, hi int, last bool) bool {
+		e, ok := c.resp(req, status(last))
+		if !ok {
+			return false
+		}
+		e.uvarint(uint64(hi - lo))
+		for _, r := range rows[lo:hi] {
 			e.bytes(r.Key)
 			e.bytes(r.Value)
 		}
-		if status == stOK {
+		if last {
 			e.u8(boolByte(more))
 		}
 		c.w.send(&e)
-		if rows = rows[n:]; len(rows) == 0 {
-			return
-		}
-	}
+		return true
+	})
 }
 
 // sendWatchValue tells the client what a watch compares with.

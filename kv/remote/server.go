@@ -205,6 +205,10 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// maxTxns bounds the transactions a connection has open at once: a client
+// that opens more (and never ends them) is cut off.
+const maxTxns = 1 << 16
+
 // maxInflight is how many bytes of a connection's frames may wait for its
 // transactions before the connection is read further.
 const maxInflight = 16 << 20
@@ -269,8 +273,14 @@ func (c *sconn) serve() error {
 }
 
 // close ends the connection, once: its transactions are cancelled as soon
-// as what they apply returns, and its watches.
+// as what they apply returns, and its watches. Nothing is sent from then
+// on: the client must not take the watches cancelled here, or those of its
+// transactions cancelled here, for its own.
 func (c *sconn) close(cause error) {
+	if cause == nil {
+		cause = io.EOF
+	}
+	c.w.fail(cause)
 	c.mu.Lock()
 	select {
 	case <-c.done:
@@ -278,16 +288,12 @@ func (c *sconn) close(cause error) {
 		return
 	default:
 	}
-	if cause == nil {
-		cause = io.EOF
-	}
 	c.cause = cause
 	close(c.done)
 	txns := c.txns
 	c.txns = nil
 	c.room.Broadcast()
 	c.mu.Unlock()
-	c.w.fail(cause)
 	_ = c.nc.Close()
 	for _, x := range txns {
 		x.end()
@@ -449,10 +455,13 @@ func (c *sconn) begin(id uint64) error {
 		}
 		return nil
 	}
-	if c.txns[id] != nil {
+	if c.txns[id] != nil || len(c.txns) >= maxTxns {
 		cancel()
 		if x.tr != nil {
 			x.tr.Cancel()
+		}
+		if len(c.txns) >= maxTxns {
+			return fmt.Errorf("%w: more than %d transactions open at once", errProtocol, maxTxns)
 		}
 		return fmt.Errorf("%w: transaction %d begun twice", errProtocol, id)
 	}

@@ -42,10 +42,11 @@ var _ kv.Transaction = (*txn)(nil)
 // attempt is one server transaction, on one connection: the client's
 // transaction from its creation or a reset (OnError) to the next.
 type attempt struct {
-	n     uint64 // the attempts before it
-	c     *conn  // nil: none could be had
-	cause error  // why c is nil
-	id    uint64 // the server transaction, on c
+	ctx   context.Context // the transaction's
+	n     uint64          // the attempts before it
+	c     *conn           // nil: none could be had
+	cause error           // why c is nil
+	id    uint64          // the server transaction, on c
 	// used is set once an operation was sent, or would have been had
 	// the connection lasted; begun once the server was told of the
 	// transaction (its first operation), read by abort.
@@ -60,7 +61,7 @@ type attempt struct {
 func newTxn(d *DB, ctx context.Context, c *conn, cause error) *txn {
 	t := &txn{d: d, ctx: ctx}
 	t.snap.t = t
-	t.a = newAttempt(0, c, cause)
+	t.a = newAttempt(ctx, 0, c, cause)
 	t.cur.Store(t.a)
 	if ctx.Done() != nil {
 		t.stopCtx = context.AfterFunc(ctx, t.abort)
@@ -68,8 +69,8 @@ func newTxn(d *DB, ctx context.Context, c *conn, cause error) *txn {
 	return t
 }
 
-func newAttempt(n uint64, c *conn, cause error) *attempt {
-	a := &attempt{n: n, c: c, cause: cause}
+func newAttempt(ctx context.Context, n uint64, c *conn, cause error) *attempt {
+	a := &attempt{ctx: ctx, n: n, c: c, cause: cause}
 	if c != nil {
 		a.id = c.nextTxn.Add(1)
 	}
@@ -108,6 +109,12 @@ func (a *attempt) start(typ byte) (enc, bool) {
 	if first == mBegin {
 		a.begun.Store(true)
 		e.uvarint(a.id)
+		if a.ctx.Err() != nil {
+			// The context ended as the transaction began: abort
+			// (txn.abort) may have found it not begun yet.
+			a.c.w.next(&e, mAbort)
+			e.uvarint(a.id)
+		}
 		a.c.w.next(&e, typ)
 	}
 	e.uvarint(a.id)
@@ -276,25 +283,20 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 		}
 	}
 	var calls []*call
-	for rest := keys; len(rest) > 0 || calls == nil; {
-		n, size := 0, 0
-		for n < len(rest) && (n == 0 || size+len(rest[n]) <= chunkBytes) {
-			size += len(rest[n]) + 3
-			n++
-		}
+	inChunks(len(keys), func(i int) int { return len(keys[i]) + 3 }, func(lo, hi int, _ bool) bool {
 		cl := newCall(mGetMany)
 		a := t.a
 		if e, ok := a.request(cl); ok {
 			e.u8(snapFlag(snapshot))
-			e.uvarint(uint64(n))
-			for _, k := range rest[:n] {
+			e.uvarint(uint64(hi - lo))
+			for _, k := range keys[lo:hi] {
 				e.bytes(k)
 			}
 			a.c.w.send(&e)
 		}
 		calls = append(calls, cl)
-		rest = rest[n:]
-	}
+		return true
+	})
 	vals := make([][]byte, 0, len(keys))
 	var first error
 	for _, cl := range calls {
@@ -368,8 +370,11 @@ func (t *txn) metadataVersion(snapshot bool) ([]byte, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	cl := newCall(mMetadataVersion)
 	a := t.a
+	if !a.metadataVersion() {
+		return nil, kv.ErrNoMetadataVersion
+	}
+	cl := newCall(mMetadataVersion)
 	if e, ok := a.request(cl); ok {
 		e.u8(snapFlag(snapshot))
 		a.c.w.send(&e)
@@ -475,6 +480,13 @@ func (t *txn) sendRange(typ byte, r kv.Range) {
 	}
 }
 
+// metadataVersion reports whether the server's engine has a metadata
+// version, as far as the attempt knows (without a connection, it says yes:
+// the operation fails anyway).
+func (a *attempt) metadataVersion() bool {
+	return a.c == nil || a.c.caps&capMetadataVersion != 0
+}
+
 // BumpMetadataVersion is kv.BumpMetadataVersion. The server's engine
 // bumps it if it has a metadata version; if not, MetadataVersion says so
 // (kv.ErrNoMetadataVersion), and the bump does nothing.
@@ -483,6 +495,9 @@ func (t *txn) BumpMetadataVersion() {
 		return
 	}
 	a := t.a
+	if !a.metadataVersion() {
+		return
+	}
 	if e, ok := a.start(mBump); ok {
 		a.c.w.send(&e)
 	}
@@ -670,16 +685,13 @@ func (t *txn) OnError(err error) error {
 func (t *txn) reset(c *conn, fresh bool) {
 	old := t.a
 	if fresh {
-		t.a = newAttempt(old.n+1, c, nil)
+		t.a = newAttempt(t.ctx, old.n+1, c, nil)
 	} else {
-		t.a = &attempt{n: old.n + 1, c: c, id: old.id}
+		t.a = &attempt{ctx: t.ctx, n: old.n + 1, c: c, id: old.id}
 		t.a.begun.Store(true)
 	}
 	t.cur.Store(t.a)
 	t.state = txnActive
-	if t.ctx.Err() != nil {
-		t.abort()
-	}
 }
 
 // snapshot is the transaction's snapshot view.

@@ -6,6 +6,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -213,8 +214,9 @@ func (w *watch) rearm() {
 func (w *watch) armOnce() error {
 	c, err := w.d.awaitConn(w.ctx)
 	if err != nil {
-		if err == w.ctx.Err() {
-			return err
+		var ve *VersionError
+		if err == w.ctx.Err() || errors.As(err, &ve) {
+			return err // the end, or final
 		}
 		return errLost(err)
 	}

@@ -135,21 +135,16 @@ func (d *dec) u8() byte {
 	return v
 }
 
-func (d *dec) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *dec) uvarint() uint64 { return number(d, binary.Uvarint) }
+func (d *dec) varint() int64   { return number(d, binary.Varint) }
 
-func (d *dec) varint() int64 {
-	v, n := binary.Varint(d.b)
+// number reads a varint with read.
+func number[T any](d *dec, read func([]byte) (T, int)) T {
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail()
-		return 0
+		var zero T
+		return zero
 	}
 	d.b = d.b[n:]
 	return v
