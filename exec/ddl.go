@@ -129,6 +129,7 @@ func (e *Executor) addTable(tr kv.Transaction, t *Table) error {
 		names[i] = t.Columns[r].Name
 	}
 	t.Queue = queues.New(tableKey(e.cat.root, t.ID), t.Kind(), names...).WithOptions(e.opts)
+	t.Queue.StartStats(tr)
 	if err := e.cat.changed(tr); err != nil {
 		return err
 	}

@@ -165,8 +165,8 @@ func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, b *bound) (*
 	var rows []row
 	if st.Takes() && b.token.ID != 0 {
 		rows, err = s.popOnce(q.plan)
-	} else {
-		rows, _, err = q.plan.run(s)
+	} else if rows, _, err = q.plan.run(s); err == nil {
+		s.countTaken(rows)
 	}
 	if err == nil && st.Takes() {
 		err = s.armWait(rows, q.plan)
@@ -207,6 +207,7 @@ func (s *stmtCtx) popOnce(p plan) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.countTaken(rows)
 	items = make([]queues.Item, len(rows))
 	for i, r := range rows {
 		items[i] = r.item

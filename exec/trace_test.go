@@ -50,7 +50,38 @@ func (r *recorder) wrap(tr kv.Transaction) kv.Transaction {
 
 // queueTags names the tags under a queue's prefix (see package queues'
 // doc and layout.go).
-var queueTags = []string{"item", "id", "count", "cell", "celldir", "shape", "shapedir", "mark", "markexp", "oldreceipt", "oldreceiptexp", "signal", "due", "hidden", "receipt"}
+var queueTags = []string{"item", "id", "count", "cell", "celldir", "shape", "shapedir", "mark", "markexp", "oldreceipt", "oldreceiptexp", "signal", "due", "hidden", "receipt", "unique", "uniquewin", "stats"}
+
+// statsNames names the elements after a queue's statistics tag (see
+// queues/stats.go): its sub-tags, the counters, and the kinds of hidden
+// rows.
+var statsNames = struct{ sub, counter, kind []string }{
+	sub:     []string{"counter", "due", "visible", "since", "migrate"},
+	counter: []string{"", "pushed", "popped", "leased", "acked", "released", "expired", "deadlettered", "deleted", "returned"},
+	kind:    []string{"", "leased", "delayed"},
+}
+
+// statsElem names the i-th element of a key under a queue's statistics
+// tag (t/<table id>/stats/...), if it has a name.
+func statsElem(t tuple.Tuple, i int) (string, bool) {
+	n, ok := t[i].(int64)
+	sub, _ := t[3].(int64)
+	var names []string
+	switch {
+	case !ok:
+		return "", false
+	case i == 3:
+		names = statsNames.sub
+	case i == 4 && sub == 0:
+		names = statsNames.counter
+	case i == 4 && sub == 1:
+		names = statsNames.kind
+	}
+	if n < 0 || int(n) >= len(names) {
+		return "", false
+	}
+	return names[n], true
+}
 
 // key renders a key as /elem/elem/... : the tuple after the root, with a
 // queue's tags by name (t/<table id>/item/...). Expiry times come from the
@@ -66,6 +97,14 @@ func (r *recorder) key(k []byte) string {
 	}
 	var b strings.Builder
 	for i, el := range t {
+		if i >= 3 && t[0] == "t" && t[2] == int64(len(queueTags)-1) {
+			if name, ok := statsElem(t, i); ok {
+				if name != "" {
+					b.WriteString("/" + name)
+				}
+				continue
+			}
+		}
 		b.WriteByte('/')
 		switch {
 		case i == 2 && t[0] == "t":

@@ -42,6 +42,7 @@ func (e *Executor) deleteRows(tr kv.Transaction, st *parser.Delete, b *bound) (*
 	if err != nil {
 		return nil, err
 	}
+	s.countDeleted(st, count)
 	if err := s.t.Queue.RecordCount(tr, b.token, count); err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func (q *Queue) Remove(tr kv.Transaction, id int64) (Item, bool, error) {
 	if err != nil || !ok {
 		return Item{}, false, err
 	}
-	return it, true, q.remove(tr, p, it.Resources)
+	return it, true, q.remove(tr, p, it)
 }
 
 // Move re-prioritises the item with id: it keeps its id, value, lease and
@@ -61,6 +61,9 @@ func (q *Queue) Move(tr kv.Transaction, id, priority int64) (bool, error) {
 	it, ok, err := q.Remove(tr, id)
 	if err != nil || !ok {
 		return false, err
+	}
+	if it.Held && !it.VisibleAt.After(q.opts.now()) {
+		q.AddStat(tr, StatExpired, 1) // its lease ended: it comes back visible
 	}
 	it.Priority = priority
 	return true, q.push(tr, it) // the same id again: no push marker

@@ -2,6 +2,7 @@ package queues
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -15,7 +16,7 @@ import (
 // item; the directories list
 // every non-empty cell and shape (they may still list emptied ones, which
 // fit pops clear as they find them); the counter equals the number of
-// items. It returns an error wrapping ErrCorrupt for the first violation.
+// items; the statistics' buckets count the items (stats.go). It returns an error wrapping ErrCorrupt for the first violation.
 // It reads the whole queue: it is meant for tests and for offline checks.
 func (q *Queue) Check(tr kv.ReadTransaction) error {
 	type entryKey struct {
@@ -27,7 +28,8 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 	ids := map[int64]pos{}
 	var n int64
 
-	dues := map[string]bool{} // the due index keys the invisible items imply
+	dues := map[string]bool{}    // the due index keys the invisible items imply
+	gauges := map[string]int64{} // the statistics' counts the items imply (stats.go)
 	for _, tag := range []int{tagItems, tagHidden} {
 		it := tr.GetRange(kv.PrefixRange(q.sub[tag]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
 		for it.Next() {
@@ -41,6 +43,12 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 			}
 			ids[p.id] = p
 			n++
+			if p.due == 0 && item.Held {
+				return fmt.Errorf("%w: visible item %d is held by a lease", ErrCorrupt, p.id)
+			}
+			for _, k := range q.gaugeKeys(stateOf(item, p.due)) {
+				gauges[string(k)]++
+			}
 			if p.due != 0 {
 				dues[string(q.dueKey(p))] = true
 				continue // no fit index entries
@@ -130,6 +138,27 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 	}
 	for k := range expected {
 		return fmt.Errorf("%w: missing fit index key %x (tag %d)", ErrCorrupt, k.key, k.tag)
+	}
+
+	// The statistics count the stamped items, and no bucket is left at 0.
+	for _, sub := range []int64{statDue, statVisible} {
+		it := tr.GetRange(q.prefixRange(tagStats, sub), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
+		for it.Next() {
+			e := it.KeyValue()
+			if len(e.Value) != counterLen {
+				return fmt.Errorf("%w: statistics bucket %x of %d bytes", ErrCorrupt, e.Key, len(e.Value))
+			}
+			if got, want := int64(binary.LittleEndian.Uint64(e.Value)), gauges[string(e.Key)]; got != want {
+				return fmt.Errorf("%w: statistics bucket %x counts %d items, %d are there", ErrCorrupt, e.Key, got, want)
+			}
+			delete(gauges, string(e.Key))
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+	}
+	for k, want := range gauges {
+		return fmt.Errorf("%w: statistics bucket %x is missing (%d items)", ErrCorrupt, k, want)
 	}
 
 	count, err := q.Count(tr)

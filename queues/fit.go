@@ -66,7 +66,7 @@ func (q *Queue) PopFit(tr kv.Transaction, order Order, limits []int64) (Item, bo
 	if err != nil || !ok {
 		return Item{}, false, err
 	}
-	return it, true, q.remove(tr, p, it.Resources)
+	return it, true, q.remove(tr, p, it)
 }
 
 // findFit finds the item a fit pop takes, and claims it (see pick).

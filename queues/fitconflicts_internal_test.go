@@ -191,7 +191,7 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
 				if ok {
 					got = append(got, it)
 					log.on = false // the removal's reads are not the choice's
-					require.NoError(t, q.remove(rw, p, it.Resources))
+					require.NoError(t, q.remove(rw, p, it))
 					log.on = true
 				}
 			}
@@ -226,7 +226,7 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
 			kind, seed, step, op, []string{"min", "max"}[order], limits, n, mode, took, len(log.cleared), cleared[:4], len(conflicts), digest(conflicts))
 		for i, it := range got {
 			if op == "popN" {
-				require.NoError(t, q.remove(rw, poss[i], it.Resources))
+				require.NoError(t, q.remove(rw, poss[i], it))
 			}
 		}
 		if r.IntN(3) == 0 {

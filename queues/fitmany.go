@@ -36,11 +36,7 @@ func (q *Queue) PopFitN(tr kv.Transaction, order Order, limits []int64, n int) (
 	if err != nil {
 		return nil, err
 	}
-	for i, it := range items {
-		if err := q.remove(tr, poss[i], it.Resources); err != nil {
-			return nil, err
-		}
-	}
+	q.removeAll(tr, poss, items)
 	return items, nil
 }
 

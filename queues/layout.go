@@ -20,9 +20,12 @@ import (
 // FoundationDB's tuple layer in any language can read them:
 //
 //	key                                     value                                         written by
-//	P (0, seq, id)                          FIFO item: packed (resources..., value),      insert, rewrite
-//	                                        or (resources..., value, visible_at,
-//	                                        lease, attempts) once it has any of those
+//	P (0, seq, id)                          FIFO item: packed (resources..., value,       insert, rewrite
+//	                                        pushed_at), or (resources..., value,
+//	                                        visible_at, lease, attempts, pushed_at,
+//	                                        held) once it has any of those; without
+//	                                        pushed_at and held, a row from before
+//	                                        statistics (see stats.go)
 //	P (0, priority, seq, id)                priority item: the same                       insert, rewrite
 //	P (1, id)                               id index: packed (seq) for FIFO,              insert, rewrite
 //	                                        (priority, seq) for priority queues;
@@ -58,6 +61,19 @@ import (
 //	                                        packed (id, priority, (resources...), value,
 //	                                        [visible_at, lease, attempts,] seq), the three
 //	                                        when any is set (a lease's receipt)
+//	P (15, ...), P (16, ...)                reserved (exec's unique keys)                 -
+//	P (17, 0, stat)                         a statistic's counter: little-endian int64,   AddStat, Push,
+//	                                        kept with atomic ADD (Stat)                   pushAll, Lease, ...
+//	P (17, 1, kind, level, bucket)          hidden items by due time: little-endian       tally
+//	                                        int64, ADD, COMPARE_AND_CLEAR at 0 (kind
+//	                                        1 leased, 2 delayed; level 0: seconds,
+//	                                        1: dueLevel seconds)
+//	P (17, 2, second)                       visible items by the second they became       tally
+//	                                        visible: the same
+//	P (17, 3)                               statistics exact since: little-endian         StartStats,
+//	                                        int64, unix nanoseconds                       MigrateStats
+//	P (17, 4)                               migration's cursor: packed (since, tag,       MigrateStats
+//	                                        last key)
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so
@@ -106,6 +122,12 @@ import (
 //     Receipts.Lookup reads every key under P (14, expiry, token),
 //     whichever form the receipt took. Receipts sort by expiry, so one
 //     range clear of [P (14), P (14, now)) drops every expired one.
+//   - An item with pushed_at (stamped) is counted by the statistics
+//     under tag 17 (see stats.go): a visible one under the second it
+//     became visible, an invisible one under its due time and kind;
+//     ClearItems clears those counts with the items, and keeps the
+//     counters. An item without pushed_at (written before statistics) is
+//     not counted until MigrateStats stamps it, or a rewrite does.
 //   - The push signal sorts above the items (tagSignal > tagMarks), so
 //     ClearItems keeps it: a DELETE is no push, and changing the signal
 //     would wake every waiter for nothing. Clear removes it, which wakes
@@ -126,8 +148,9 @@ const (
 	tagDue         = 12
 	tagHidden      = 13
 	tagReceipts    = 14
+	tagStats       = 17 // 15 and 16: reserved
 
-	numTags = tagReceipts + 1
+	numTags = tagStats + 1
 )
 
 // tupleEnd is above every tuple type code: see extending.
@@ -318,17 +341,20 @@ func (q *Queue) decodeKeyUnder(tag int, k []byte) (pos, error) {
 }
 
 // encodeValue packs an item's resources and value as a tuple, followed by
-// its visible_at, lease and attempts when any of them is set.
+// its pushed_at, or, when any of them is set, its visible_at, lease,
+// attempts, pushed_at and held. An item without a pushed_at (a row from
+// before statistics, see stats.go) keeps the earlier forms: its resources
+// and value, and its visible_at, lease and attempts when any is set.
 func encodeValue(it Item) []byte { return appendValue(nil, it) }
 
 // MaxRecordSize returns the most bytes the record of an item with value
 // and n resources takes in the store, whether leased or not: its
-// resources, its value with each 0x00 escaped by one more byte, and the
-// lease fields (visible_at, lease, attempts) a lease adds. A record is one
-// value of the store, so this must stay within kv.MaxValueSize for the
-// item to be pushed, leased and moved.
+// resources, its value with each 0x00 escaped by one more byte, the lease
+// fields (visible_at, lease, attempts) a lease adds, and its pushed_at and
+// held. A record is one value of the store, so this must stay within
+// kv.MaxValueSize for the item to be pushed, leased and moved.
 func MaxRecordSize(value []byte, n int) int {
-	return maxIntLen*(n+3) + len(value) + bytes.Count(value, []byte{0}) + 2
+	return maxIntLen*(n+4) + len(value) + bytes.Count(value, []byte{0}) + 4
 }
 
 // appendValue appends the item record's value of it (encodeValue) to dst.
@@ -338,11 +364,32 @@ func appendValue(dst []byte, it Item) []byte {
 	size := MaxRecordSize(it.Value, len(it.Resources))
 	b := appendInts(slices.Grow(dst, size), it.Resources...)
 	b, _ = tuple.Tuple{it.Value}.AppendPack(b)
-	if vis := nanos(it.VisibleAt); vis != 0 || it.Lease != 0 || it.Attempts != 0 {
-		b = appendInts(b, vis, it.Lease, it.Attempts)
+	vis := nanos(it.VisibleAt)
+	meta := vis != 0 || it.Lease != 0 || it.Attempts != 0
+	switch {
+	case it.PushedAt.IsZero():
+		if meta {
+			b = appendInts(b, vis, it.Lease, it.Attempts)
+		}
+	case meta || it.Held:
+		held := int64(0)
+		if it.Held {
+			held = 1
+		}
+		b = appendInts(b, vis, it.Lease, it.Attempts, pushedSeconds(it.PushedAt), held)
+	default:
+		b = appendInts(b, pushedSeconds(it.PushedAt))
 	}
 	return b
 }
+
+// pushedSeconds returns t (not the zero time) in unix seconds, at least
+// 1: an item's pushed_at, kept to the second (5 bytes packed), as the
+// statistics count it.
+func pushedSeconds(t time.Time) int64 { return max(t.Unix(), 1) }
+
+// stampTime returns t as an item's pushed_at keeps it: to the second.
+func stampTime(t time.Time) time.Time { return time.Unix(pushedSeconds(t), 0) }
 
 // MaxVisibleAt is the latest time an item can become visible, and so the
 // latest a delay, a lease or an extension can end: a visible_at is kept
@@ -388,7 +435,7 @@ func (q *Queue) decodeItemUnder(tag int, k, v []byte) (Item, pos, error) {
 	}
 	t, err := tuple.Unpack(v)
 	nres := len(q.resources)
-	if err != nil || (len(t) != nres+1 && len(t) != nres+4) {
+	if err != nil || len(t) != nres+1 && len(t) != nres+2 && len(t) != nres+4 && len(t) != nres+6 {
 		return Item{}, p, fmt.Errorf("%w: item %d has a malformed value", ErrCorrupt, p.id)
 	}
 	it := Item{ID: p.id, Priority: p.prio, Seq: p.seq}
@@ -407,16 +454,25 @@ func (q *Queue) decodeItemUnder(tag int, k, v []byte) (Item, pos, error) {
 		return Item{}, p, fmt.Errorf("%w: item %d has a malformed value", ErrCorrupt, p.id)
 	}
 	it.Value = val
-	if len(t) == nres+4 {
-		var meta [3]int64
-		for i := range meta {
+	if len(t) > nres+1 {
+		var meta [5]int64
+		ms := meta[:len(t)-nres-1]
+		for i := range ms {
 			m, ok := t[nres+1+i].(int64)
 			if !ok {
 				return Item{}, p, fmt.Errorf("%w: item %d has a malformed lease", ErrCorrupt, p.id)
 			}
-			meta[i] = m
+			ms[i] = m
 		}
-		it.VisibleAt, it.Lease, it.Attempts = fromNanos(meta[0]), meta[1], meta[2]
+		switch len(ms) {
+		case 1:
+			it.PushedAt = time.Unix(ms[0], 0)
+		case 5:
+			it.PushedAt, it.Held = time.Unix(ms[3], 0), ms[4] != 0
+			fallthrough
+		default:
+			it.VisibleAt, it.Lease, it.Attempts = fromNanos(ms[0]), ms[1], ms[2]
+		}
 	}
 	if tag == tagHidden {
 		p.due = nanos(it.VisibleAt)

@@ -30,6 +30,7 @@ func TestKeyLayout(t *testing.T) {
 			prefix := tuple.Tuple{"q", t.Name()}.Pack()
 			const id, prio = 42, 5
 			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				q.StartStats(tr)
 				return q.Push(tr, queues.Item{ID: id, Priority: prio, Resources: []int64{3, 1000}, Value: []byte("v")})
 			}))
 			// A delayed item: invisible, filed by its due time.
@@ -88,7 +89,8 @@ func TestKeyLayout(t *testing.T) {
 				itemKey = []any{int64(0), int64(1), int64(id)}
 				idValue = packInts(1)
 			}
-			require.Equal(t, tuple.Tuple{int64(3), int64(1000), []byte("v")}.Pack(), value(itemKey...))
+			pushedAt := at.Unix()
+			require.Equal(t, append(tuple.Tuple{int64(3), int64(1000), []byte("v")}.Pack(), packInts(pushedAt)...), value(itemKey...))
 			require.Equal(t, idValue, value(int64(1), int64(id)))
 			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 2), value(int64(2)), "the count has both items")
 			// cell (3, 960): 3 is exact; 1000 falls in [960, 1023].
@@ -119,12 +121,23 @@ func TestKeyLayout(t *testing.T) {
 				hiddenKey = []any{int64(13), int64(2), int64(delayed)}
 				hiddenID = packInts(2, dueNanos)
 			}
-			require.Equal(t, append(tuple.Tuple{int64(3), int64(1000), []byte("d")}.Pack(), packInts(dueNanos, 0, 0)...), value(hiddenKey...))
+			require.Equal(t, append(tuple.Tuple{int64(3), int64(1000), []byte("d")}.Pack(), packInts(dueNanos, 0, 0, pushedAt, 0)...), value(hiddenKey...))
 			require.Equal(t, hiddenID, value(int64(1), int64(delayed)))
 			require.Empty(t, value(int64(12), dueNanos, p, int64(2), int64(delayed)))
 			require.Empty(t, value(int64(7), int64(delayed)))
 			require.Empty(t, value(int64(8), expiry, int64(delayed)))
-			require.Len(t, keys, 17, "one key per row of the table: %v", keys)
+			// The statistics: the pushes counted, the visible item under
+			// the second it became visible, the delayed one (kind 2) under
+			// its due time in one-second and coarse buckets, and since when
+			// they are exact.
+			one := binary.LittleEndian.AppendUint64(nil, 1)
+			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 2), value(int64(17), int64(0), int64(queues.StatPushed)))
+			require.Equal(t, one, value(int64(17), int64(2), at.Unix()))
+			dueSecond := (dueNanos - 1) / int64(time.Second)
+			require.Equal(t, one, value(int64(17), int64(1), int64(2), int64(0), dueSecond))
+			require.Equal(t, one, value(int64(17), int64(1), int64(2), int64(1), dueSecond/1024))
+			require.Equal(t, binary.LittleEndian.AppendUint64(nil, uint64(at.UnixNano())), value(int64(17), int64(3)))
+			require.Len(t, keys, 22, "one key per row of the table (but the reserved tags and the migration's cursor): %v", keys)
 		})
 	}
 }

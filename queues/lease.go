@@ -153,6 +153,7 @@ func (pr *promotion) run(tr kv.Transaction) (moved bool, earliest int64, err err
 	if err != nil {
 		return false, 0, err
 	}
+	expired := int64(0)
 	for i, p := range due {
 		if vals[i] == nil {
 			continue
@@ -161,11 +162,15 @@ func (pr *promotion) run(tr kv.Transaction) (moved bool, earliest int64, err err
 		if err != nil {
 			return false, 0, err
 		}
-		if _, err := q.rewrite(tr, p, item, pr.now); err != nil {
+		if item.Held {
+			expired++ // its lease ended unacked: the queue takes it back
+		}
+		if _, err := q.rewrite(tr, p, item, item, pr.now); err != nil {
 			return false, 0, err
 		}
 		moved = true
 	}
+	q.AddStat(tr, StatExpired, expired)
 	return moved, earliest, nil
 }
 
@@ -191,16 +196,24 @@ func (q *Queue) getAt(tr kv.ReadTransaction, p pos) (Item, bool, error) {
 	return it, err == nil, err
 }
 
-// rewrite stores it, the item at old, with its new visible_at, lease and
-// attempts: visible if it.VisibleAt has passed (now, unix nanoseconds),
-// invisible until then otherwise, at the same (priority, seq, id). It
-// returns the item's new position. The count does not change.
-func (q *Queue) rewrite(tr kv.Transaction, old pos, it Item, now int64) (pos, error) {
+// rewrite stores it, the item at old (which was was), with its new
+// visible_at, lease and attempts: visible if it.VisibleAt has passed (now,
+// unix nanoseconds), invisible until then otherwise, at the same
+// (priority, seq, id). It returns the item's new position. The count does
+// not change; the statistics move the item from was's state to its new
+// one, stamping an item from before statistics with now (see stats.go).
+func (q *Queue) rewrite(tr kv.Transaction, old pos, was, it Item, now int64) (pos, error) {
 	np := old
 	np.due = 0
 	if vis := nanos(it.VisibleAt); vis > now {
 		np.due = vis
+	} else {
+		it.Held = false
 	}
+	if it.PushedAt.IsZero() {
+		it.PushedAt = stampTime(time.Unix(0, now))
+	}
+	q.tally(tr, stateOf(was, old.due), stateOf(it, np.due))
 	if old.due != 0 {
 		tr.Clear(q.dueKey(old))
 	}
@@ -356,8 +369,11 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 		}
 		dead := 0
 		for i, it := range items {
+			if poss[i].due != 0 && it.Held {
+				q.AddStat(tr, StatExpired, 1) // by id: its lease ended unacked
+			}
 			if req.MaxAttempts > 0 && it.Attempts >= req.MaxAttempts {
-				if err := q.remove(tr, poss[i], it.Resources); err != nil {
+				if err := q.remove(tr, poss[i], it); err != nil {
 					return nil, err
 				}
 				if req.Dead != nil {
@@ -365,11 +381,13 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 						return nil, err
 					}
 				}
+				q.AddStat(tr, StatDeadLettered, 1)
 				dead++
 				continue
 			}
-			it.VisibleAt, it.Lease, it.Attempts = until, newToken(), it.Attempts+1
-			if _, err := q.rewrite(tr, poss[i], it, now.UnixNano()); err != nil {
+			was := it
+			it.VisibleAt, it.Lease, it.Attempts, it.Held = until, newToken(), it.Attempts+1, true
+			if _, err := q.rewrite(tr, poss[i], was, it, now.UnixNano()); err != nil {
 				return nil, err
 			}
 			out = append(out, it)
@@ -380,6 +398,7 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 	}
 	if len(out) > 0 {
 		q.wakeIfSooner(tr, until.UnixNano(), pr.earliest)
+		q.AddStat(tr, StatLeased, int64(len(out)))
 	}
 	return out, nil
 }
@@ -424,7 +443,7 @@ func (q *Queue) Ack(tr kv.Transaction, id, lease int64) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, q.remove(tr, p, it.Resources)
+	return true, q.remove(tr, p, it)
 }
 
 // Extend makes the lease of the item with id last until now + d, if it is
@@ -437,7 +456,7 @@ func (q *Queue) Extend(tr kv.Transaction, id, lease int64, d time.Duration) (boo
 	if err := checkEnd("an extension", d, until); err != nil {
 		return false, err
 	}
-	return q.setVisibleIfHeld(tr, id, lease, until)
+	return q.setVisibleIfHeld(tr, id, lease, until, false)
 }
 
 // Release ends the lease of the item with id, if it is still lease, and
@@ -449,7 +468,7 @@ func (q *Queue) Release(tr kv.Transaction, id, lease int64, delay time.Duration)
 	if err := checkEnd("a delay", delay, at); err != nil {
 		return false, err
 	}
-	return q.setVisibleIfHeld(tr, id, lease, at)
+	return q.setVisibleIfHeld(tr, id, lease, at, true)
 }
 
 // checkEnd reports a lease, an extension or a delay of d that would end
@@ -461,12 +480,14 @@ func checkEnd(what string, d time.Duration, end time.Time) error {
 	return nil
 }
 
-func (q *Queue) setVisibleIfHeld(tr kv.Transaction, id, lease int64, at time.Time) (bool, error) {
+// setVisibleIfHeld is setVisible for the holder of lease; release ends
+// the lease (see setVisible).
+func (q *Queue) setVisibleIfHeld(tr kv.Transaction, id, lease int64, at time.Time, release bool) (bool, error) {
 	it, p, ok, err := q.holding(tr, id, lease)
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, q.setVisible(tr, it, p, at)
+	return true, q.setVisible(tr, it, p, at, release)
 }
 
 // holding returns the item with id if its lease is lease.
@@ -483,7 +504,9 @@ func (q *Queue) holding(tr kv.Transaction, id, lease int64) (Item, pos, bool, er
 
 // SetVisibleAt sets the visible_at of the item with id, whoever holds it:
 // invisible until at if at is in the future, visible at once otherwise,
-// at its original place. It reports whether the item is queued.
+// at its original place. It reports whether the item is queued. An item
+// hidden by a lease stays leased while it stays invisible (a heartbeat:
+// see setVisible).
 func (q *Queue) SetVisibleAt(tr kv.Transaction, id int64, at time.Time) (bool, error) {
 	if !ValidVisibleAt(at) {
 		return false, fmt.Errorf("%w: visible_at %s: it is %s", ErrInvalidItem, at.UTC().Format(time.RFC3339Nano), VisibleAtRange)
@@ -492,19 +515,29 @@ func (q *Queue) SetVisibleAt(tr kv.Transaction, id int64, at time.Time) (bool, e
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, q.setVisible(tr, it, p, at)
+	return true, q.setVisible(tr, it, p, at, false)
 }
 
-func (q *Queue) setVisible(tr kv.Transaction, it Item, p pos, at time.Time) error {
+// setVisible rewrites it, the item at p, visible at at. An item hidden by
+// a lease (Held) that stays invisible stays leased, unless release; one
+// that becomes visible, or delayed, counts as released.
+func (q *Queue) setVisible(tr kv.Transaction, it Item, p pos, at time.Time, release bool) error {
 	earliest, err := q.earliestDue(tr)
 	if err != nil {
 		return err
 	}
 	now := q.opts.now().UnixNano()
+	was := it
 	it.VisibleAt = at
-	np, err := q.rewrite(tr, p, it, now)
+	if release {
+		it.Held = false
+	}
+	np, err := q.rewrite(tr, p, was, it, now)
 	if err != nil {
 		return err
+	}
+	if p.due != 0 && was.Held && (np.due == 0 || release) {
+		q.AddStat(tr, StatReleased, 1)
 	}
 	switch {
 	case np.due == 0 && p.due != 0:

@@ -81,11 +81,7 @@ func (q *Queue) PopN(tr kv.Transaction, order Order, n int) ([]Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, it := range items {
-		if err := q.remove(tr, poss[i], it.Resources); err != nil {
-			return nil, err
-		}
-	}
+	q.removeAll(tr, poss, items)
 	return items, nil
 }
 

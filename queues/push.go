@@ -26,6 +26,7 @@ func (q *Queue) Push(tr kv.Transaction, it Item) error {
 		return err
 	}
 	q.signal(tr, 1)
+	q.AddStat(tr, StatPushed, 1)
 	return nil
 }
 
@@ -80,9 +81,15 @@ func (q *Queue) pushAll(tr kv.Transaction, token Token, items []Item, next bool)
 			return false, err
 		}
 	}
+	sc.tallies.flush(tr)
 	if len(items) > 0 { // one ADD each for the whole operation
 		tr.Add(q.countKey(), int64(len(items)))
 		q.signal(tr, len(items))
+		stat := StatPushed
+		if !next {
+			stat = StatReturned
+		}
+		q.AddStat(tr, stat, int64(len(items)))
 	}
 	return true, q.receipts.Record(tr, token, nil)
 }
@@ -283,18 +290,29 @@ func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error
 
 // pushChecked is pushAt for an item whose id is known to be new. Its keys
 // and values go through sc, if not nil.
+//
+// An item without a PushedAt gets the clock's time: every item pushed is
+// counted by the statistics (see stats.go). An invisible one is leased if
+// it.Held says so (Move keeps it), delayed otherwise.
 func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs dirSet, sc *scratch) error {
 	p := pos{id: it.ID, seq: seq}
 	if q.kind == Priority {
 		p.prio = it.Priority
 	}
-	if due := nanos(it.VisibleAt); due > q.opts.now().UnixNano() {
+	now := q.opts.now()
+	if it.PushedAt.IsZero() {
+		it.PushedAt = stampTime(now)
+	}
+	if due := nanos(it.VisibleAt); due > now.UnixNano() {
 		p.due = due
 		q.insert(tr, p, it, sc)
 		tr.Set(q.dueKey(p), nil)
+		sc.tally(tr, q, stateOf(it, p.due))
 		return nil
 	}
+	it.Held = false
 	q.insert(tr, p, it, sc)
+	sc.tally(tr, q, stateOf(it, 0))
 	return q.indexAdd(tr, p, it.Resources, dirs, sc)
 }
 
@@ -425,8 +443,21 @@ func (q *Queue) insert(tr kv.Transaction, p pos, it Item, sc *scratch) {
 // scratch is a buffer that a push writes its keys and values through, one
 // after the other, as the writes copy them (kv.Transaction): a 100-row
 // INSERT allocated 3,445 bytes a row, 600 of them keys and values built
-// only to be copied.
-type scratch struct{ b []byte }
+// only to be copied. It gathers the push's statistics counts too.
+type scratch struct {
+	b       []byte
+	tallies tallies
+}
+
+// tally counts a new item in state s: gathered in sc, or at once without
+// a scratch.
+func (sc *scratch) tally(tr kv.Transaction, q *Queue, s rowState) {
+	if sc == nil {
+		q.tally(tr, rowState{}, s)
+		return
+	}
+	sc.tallies.tally(q, rowState{}, s)
+}
 
 // take returns the buffer, empty (nil without a scratch).
 func (sc *scratch) take() []byte {
@@ -503,21 +534,42 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs dirSet, sc 
 	return nil
 }
 
-// remove deletes the item at p (whose resources are res), visible or
-// not. It leaves the directory keys of the item's cell and shape even if
-// they are now empty: a fit pop that finds a listed cell empty clears its
-// key (see bestFromIndex). Checking for emptiness here would read the cell
+// removeAll removes items, at poss (remove), and writes their statistics
+// counts once for all.
+func (q *Queue) removeAll(tr kv.Transaction, poss []pos, items []Item) {
+	var tl tallies
+	for i, it := range items {
+		q.removeCounted(tr, poss[i], it, &tl)
+	}
+	tl.flush(tr)
+}
+
+// remove deletes it, the item at p, visible or not. It leaves the
+// directory keys of the item's cell and shape even if they are now empty:
+// a fit pop that finds a listed cell empty clears its key (see
+// bestFromIndex). Checking for emptiness here would read the cell
 // serializably and make concurrent pops of one cell conflict.
-func (q *Queue) remove(tr kv.Transaction, p pos, res []int64) error {
+func (q *Queue) remove(tr kv.Transaction, p pos, it Item) error {
+	q.removeCounted(tr, p, it, nil)
+	return nil
+}
+
+// removeCounted is remove, with the statistics counts gathered in tl if
+// not nil.
+func (q *Queue) removeCounted(tr kv.Transaction, p pos, it Item, tl *tallies) {
 	tr.Clear(q.itemKey(p))
 	tr.Clear(q.idKey(p.id))
 	tr.Add(q.countKey(), -1)
+	if tl != nil {
+		tl.tally(q, stateOf(it, p.due), rowState{})
+	} else {
+		q.tally(tr, stateOf(it, p.due), rowState{})
+	}
 	if p.due != 0 {
 		tr.Clear(q.dueKey(p))
-		return nil
+		return
 	}
-	q.indexRemove(tr, p, res)
-	return nil
+	q.indexRemove(tr, p, it.Resources)
 }
 
 // indexRemove clears a visible item's fit index entries. It clears the

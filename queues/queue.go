@@ -67,6 +67,16 @@ type Item struct {
 	// it (see layout.go). Push and PushAll ignore it and give the item
 	// the next place; PutBack puts an item back at it.
 	Seq int64
+	// PushedAt is when the item was pushed, to the second: the zero
+	// time for an item pushed before statistics were kept (see stats.go).
+	// A push of an item without one gives it the clock's time; PutBack
+	// and Move keep it.
+	PushedAt time.Time
+	// Held reports that an invisible item is hidden by a lease: Lease
+	// sets it, Extend and SetVisibleAt keep it while the item stays
+	// invisible, Release clears it, and so does the item's becoming
+	// visible. An invisible item without it is delayed (see stats.go).
+	Held bool
 }
 
 // Errors of the queue layer.
@@ -225,8 +235,10 @@ func (q *Queue) Clear(tr kv.Transaction) {
 // ClearItems removes every item, visible or not, with its indexes and
 // count, and keeps the push markers and pop receipts, so that a push or pop
 // retried after commit_unknown_result still finds what its committed
-// attempt did.
+// attempt did. It clears the statistics' counts of the items too, and
+// keeps their counters (a caller counts what it removed: AddStat).
 func (q *Queue) ClearItems(tr kv.Transaction) {
 	tr.ClearRange(kv.Range{Begin: q.sub[tagItems], End: q.sub[tagMarks]})
 	tr.ClearRange(kv.Range{Begin: q.sub[tagDue], End: kv.PrefixRange(q.sub[tagHidden]).End})
+	tr.ClearRange(kv.Range{Begin: q.key(tagStats, statDue), End: q.key(tagStats, statSince)})
 }

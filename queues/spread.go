@@ -80,7 +80,7 @@ func (q *Queue) takeSpread(tr kv.Transaction, order Order, key []byte) (Item, bo
 	if err != nil {
 		return Item{}, false, err
 	}
-	return it, true, q.remove(tr, p, it.Resources)
+	return it, true, q.remove(tr, p, it)
 }
 
 // PopFitSpread is PopFit for many consumers with the same limits: it reads
