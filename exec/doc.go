@@ -62,7 +62,7 @@
 //	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding
 //	lease.go     FOR LEASE, and the plans that lease or see every row (leaseN, allRows)
 //	pseudo.go    the pseudo-columns id, _visible_at, _lease and _attempts
-//	stats.go     what exec counts for the tables' statistics
+//	stats.go     the system table fdbqueue_queues, and what exec counts for it
 //	write.go     DELETE and UPDATE
 //	catalog.go   table schemas and their cache
 //	keys.go      every key exec builds under the root

@@ -129,6 +129,9 @@ type Result struct {
 	LastInsertID int64
 	// popped is what an autocommit pop took, for PutBack (putback.go).
 	popped popped
+	// migrate names the tables of a SELECT of the system table whose
+	// statistics need a migration (stats.go).
+	migrate []string
 }
 
 // IsReadOnly reports whether the statement writes nothing.
@@ -168,6 +171,8 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 		res, err = e.waitPop(ctx, b)
 	case e.combinable(b):
 		res, err = e.combined(ctx, b)
+	case isSystemSelect(p.Stmt):
+		res, err = e.autoQueues(ctx, b)
 	default:
 		res, err = e.auto(ctx, b)
 	}

@@ -142,6 +142,9 @@ func (s *stmtCtx) planSelect(st *parser.Select) (*query, error) {
 }
 
 func (e *Executor) selectRows(tr kv.Transaction, st *parser.Select, b *bound) (*Result, error) {
+	if isSystemTable(st.Table) {
+		return e.selectQueues(tr, st, b)
+	}
 	s, err := e.stmt(tr, st.Table, b)
 	if err != nil {
 		return nil, err

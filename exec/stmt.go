@@ -111,7 +111,7 @@ type stmtCtx struct {
 func (e *Executor) stmt(tr kv.Transaction, table string, b *bound) (*stmtCtx, error) {
 	t, err := e.cat.table(tr, table)
 	if err != nil {
-		return nil, err
+		return nil, systemTableError(err, table)
 	}
 	return &stmtCtx{tr: tr, t: t, b: b, now: e.now, e: e}, nil
 }

@@ -1,0 +1,94 @@
+package exec_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/exec"
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// downgrade rewrites table's rows (a table without INDEX) as a version
+// before statistics wrote them, without pushed_at and held, and removes
+// its counts and the mark of exact statistics, keeping its counters.
+func downgrade(t *testing.T, e *exec.Executor, table string) {
+	t.Helper()
+	require.NoError(t, e.DB().Transact(bg, func(tr kv.Transaction) error {
+		tables, err := e.TablesIn(tr)
+		if err != nil {
+			return err
+		}
+		var prefix []byte
+		for _, tb := range tables {
+			if tb.Name == table {
+				prefix = tb.Queue.Range().Begin
+			}
+		}
+		require.NotNil(t, prefix, table)
+		key := func(elems ...any) []byte { return append(append([]byte{}, prefix...), tuple.Tuple(elems).Pack()...) }
+		for _, tag := range []int64{0, 13} {
+			rows, err := kv.Collect(tr.GetRange(kv.PrefixRange(key(tag)), kv.RangeOptions{}))
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				v, err := tuple.Unpack(r.Value)
+				require.NoError(t, err)
+				switch len(v) {
+				case 2: // value, pushed_at
+					v = v[:1]
+				case 6: // value, visible_at, lease, attempts, pushed_at, held
+					v = v[:4]
+				}
+				tr.Set(r.Key, v.Pack())
+			}
+		}
+		tr.ClearRange(kv.Range{Begin: key(int64(17), int64(1)), End: key(int64(17), int64(5))})
+		return nil
+	}))
+}
+
+// TestQueuesMigration: a table from before statistics has NULL gauges
+// inside a transaction; its first read in autocommit migrates it, and
+// then says what its rows say.
+func TestQueuesMigration(t *testing.T) {
+	t.Parallel()
+	e := newExec(t, tuple.Tuple{"fdbqueue"}.Pack())
+	mustRun(t, e, "CREATE TABLE jobs (priority INT NOT NULL, v TEXT)")
+	for i := range 2500 { // more than a migration's batch
+		mustRun(t, e, "INSERT INTO jobs VALUES (?, 'v')", int64(i%5))
+	}
+	mustRun(t, e, "INSERT INTO jobs (priority, v, _visible_at) VALUES (1, 'later', NOW() + INTERVAL 1 HOUR)")
+	mustRun(t, e, "SELECT id FROM jobs LIMIT 3 FOR LEASE 60")
+	mustRun(t, e, "SELECT id FROM jobs LIMIT 2 FOR POP")
+	downgrade(t, e, "jobs")
+
+	// Inside a transaction: the counters and rows, no gauges.
+	p, err := parser.Parse("SELECT name, rows, visible, delayed, leased, oldest_visible_age_s, pushed, popped, leased_total, stats_since FROM fdbqueue_queues")
+	require.NoError(t, err)
+	tr, err := e.DB().CreateTransaction(bg)
+	require.NoError(t, err)
+	res, err := e.Exec(tr, p, exec.Args{})
+	require.NoError(t, err)
+	tr.Cancel()
+	require.Equal(t, [][]any{{"jobs", int64(2499), nil, nil, nil, nil, int64(2501), int64(2), int64(3), nil}}, res.Rows)
+
+	// In autocommit: migrated, in batches, then exact.
+	res = mustRun(t, e, "SELECT name, rows, visible, delayed, leased, oldest_visible_age_s, pushed, popped, leased_total FROM fdbqueue_queues")
+	require.Equal(t, [][]any{{"jobs", int64(2499), int64(2495), int64(1), int64(3), int64(0), int64(2501), int64(2), int64(3)}}, res.Rows)
+	since := mustRun(t, e, "SELECT stats_since FROM fdbqueue_queues").Rows[0][0]
+	require.IsType(t, time.Time{}, since)
+	// A table dropped and created again starts exact.
+	mustRun(t, e, "DROP TABLE jobs")
+	mustRun(t, e, "CREATE TABLE jobs (v TEXT)")
+	tr, err = e.DB().CreateTransaction(bg)
+	require.NoError(t, err)
+	defer tr.Cancel()
+	res, err = e.Exec(tr, p, exec.Args{})
+	require.NoError(t, err)
+	require.Equal(t, int64(0), res.Rows[0][2], "visible")
+}
