@@ -279,11 +279,12 @@ func (s *stmtCtx) countTaken(rows []row) {
 }
 
 // countDeleted counts the n rows an attempt of a DELETE removed: acked
-// when its WHERE has _lease = v (the holder's ack), deleted otherwise.
+// when its WHERE has _lease = v, a lease's token (never 0: the holder's
+// ack), deleted otherwise.
 func (s *stmtCtx) countDeleted(st *parser.Delete, n int64) {
 	stat := queues.StatDeleted
 	for _, c := range st.Where {
-		if strings.EqualFold(c.Column, parser.ColLease) && c.Op == parser.OpEq {
+		if v, ok := s.b.value(c.Value).(int64); ok && v != 0 && c.Op == parser.OpEq && strings.EqualFold(c.Column, parser.ColLease) {
 			stat = queues.StatAcked
 		}
 	}
