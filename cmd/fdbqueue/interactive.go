@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -336,10 +337,6 @@ func (sh *shell) describe(name string) error {
 		if err := sh.show([]string{"column", "type", "null", "role"}, rows, false); err != nil {
 			return err
 		}
-		var n int64
-		if err := sh.conn.QueryRowContext(sh.ctx, "SELECT COUNT(*) FROM "+quoteIdent(t.Name)).Scan(&n); err != nil {
-			return err
-		}
 		// The summary is prose: it follows the table on the results, but
 		// goes with the messages in csv and json, whose output must stay
 		// one machine-readable document.
@@ -347,8 +344,7 @@ func (sh *shell) describe(name string) error {
 		if sh.format.format != "table" && sh.format.format != "" {
 			w = sh.msg
 		}
-		fmt.Fprintf(w, "%s queue, %d rows", t.Kind, n)
-		if err := sh.describeVisibility(w, t.Name, n); err != nil {
+		if err := sh.describeRows(w, t.Kind, t.Name); err != nil {
 			return err
 		}
 		if len(t.Index) > 0 {
@@ -360,48 +356,28 @@ func (sh *shell) describe(name string) error {
 	return fmt.Errorf("no table %s; \\dt lists them", name)
 }
 
-// describeScanCap is the most rows \d scans to count the leased and
-// delayed rows of a table: a count that needs a scan, and a scan of a big
-// table takes seconds (and longer than a FoundationDB transaction lives).
-const describeScanCap = 100_000
-
-// describeVisibility prints, after \d's row count n, how many of the n
-// rows are visible, leased and delayed: a row is invisible while its
-// _visible_at is in the future, leased if it has a lease (_lease != 0),
-// delayed if it was pushed or released for later without one. Over the
-// cap it says so instead of scanning.
-func (sh *shell) describeVisibility(w io.Writer, table string, n int64) error {
-	limit := sh.describeCap
-	if limit <= 0 {
-		limit = describeScanCap
-	}
-	if n > limit {
-		_, err := fmt.Fprintf(w, " (visible, leased and delayed not counted above %d rows: SELECT COUNT(*) FROM %s WHERE _visible_at > NOW() scans them)", limit, quoteIdent(table))
-		return err
-	}
-	rows, err := sh.conn.QueryContext(sh.ctx, "SELECT _lease FROM "+quoteIdent(table)+" WHERE _visible_at > NOW()")
+// describeRows prints \d's summary of a table's rows: how many, how many
+// of them are visible, leased and delayed, and how many dead letters the
+// table has: fdbqueue_queues's counts, O(1) whatever the table holds (see
+// docs/sql.md). A table from before statistics has no such counts until
+// fdbqueue_queues is read outside a transaction, on a handle that may
+// write: then it says so.
+func (sh *shell) describeRows(w io.Writer, kind, table string) error {
+	var rows int64
+	var visible, leased, delayed, dead sql.NullInt64
+	err := sh.conn.QueryRowContext(sh.ctx, "SELECT rows, visible, leased, delayed, dead FROM fdbqueue_queues WHERE name = ?", table).
+		Scan(&rows, &visible, &leased, &delayed, &dead)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	var leased, delayed int64
-	for rows.Next() {
-		var lease int64
-		if err := rows.Scan(&lease); err != nil {
-			return err
-		}
-		if lease != 0 {
-			leased++
-		} else {
-			delayed++
-		}
+	fmt.Fprintf(w, "%s queue, %d rows", kind, rows)
+	if visible.Valid {
+		_, err = fmt.Fprintf(w, " (%d visible, %d leased, %d delayed)", visible.Int64, leased.Int64, delayed.Int64)
+	} else {
+		_, err = fmt.Fprintf(w, " (visible, leased and delayed not counted yet: the table is from before statistics, which SELECT * FROM fdbqueue_queues counts once, outside a transaction)")
 	}
-	if err := rows.Err(); err != nil {
-		return err
+	if err == nil && dead.Valid {
+		_, err = fmt.Fprintf(w, ", %d dead in %s", dead.Int64, table+"_dead")
 	}
-	// The count and the scan are two reads: rows taken between them
-	// must not make the visible ones negative.
-	visible := max(0, n-leased-delayed)
-	_, err = fmt.Fprintf(w, " (%d visible, %d leased, %d delayed)", visible, leased, delayed)
 	return err
 }

@@ -205,8 +205,17 @@ func TestDescribeVisibility(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "priority queue, 4 rows (2 visible, 1 leased, 1 delayed)", summary())
 
-	sh.describeCap = 3
-	require.Equal(t, "priority queue, 4 rows (visible, leased and delayed not counted above 3 rows: SELECT COUNT(*) FROM `q` WHERE _visible_at > NOW() scans them)", summary())
-	sh.describeCap = 4
-	require.Equal(t, "priority queue, 4 rows (2 visible, 1 leased, 1 delayed)", summary())
+	// A table with dead letters counts them.
+	_, err = sh.conn.ExecContext(ctx, "CREATE TABLE d (v TEXT) MAX_ATTEMPTS=1")
+	require.NoError(t, err)
+	_, err = sh.conn.ExecContext(ctx, "INSERT INTO d (id, v, _attempts) VALUES (1, 'x', 1), (2, 'y', 0)")
+	require.NoError(t, err)
+	var id int64
+	require.NoError(t, sh.conn.QueryRowContext(ctx, "SELECT id FROM d LIMIT 1 FOR LEASE 3600").Scan(&id))
+	require.Equal(t, int64(2), id, "1 died")
+	out.Reset()
+	_, err = sh.meta(`\d d`)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Equal(t, "fifo queue, 1 rows (0 visible, 1 leased, 0 delayed), 1 dead in d_dead", lines[len(lines)-1])
 }

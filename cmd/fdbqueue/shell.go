@@ -36,9 +36,6 @@ type shell struct {
 	depth int
 	// interrupts delivers Ctrl-C at the interactive prompt.
 	interrupts chan os.Signal
-	// describeCap is the most rows \d scans to count the leased and
-	// delayed ones (0: describeScanCap).
-	describeCap int64
 }
 
 // runAll runs a script's statements; it returns the exit status.
