@@ -18,6 +18,7 @@ import (
 type conn struct {
 	exec   *exec.Executor
 	pops   *openPops      // the connector's
+	obs    *observers     // the connector's (Observe)
 	tx     kv.Transaction // the open transaction, or nil
 	txRO   bool
 	viaSQL bool // opened by a BEGIN statement rather than BeginTx
@@ -214,12 +215,12 @@ func (c *conn) run(ctx context.Context, p *parser.Parsed, args []driver.NamedVal
 	}
 	a := toArgs(args)
 	if c.tx == nil {
-		return c.exec.Auto(ctx, p, a)
+		return c.observed(p, func() (*exec.Result, error) { return c.exec.Auto(ctx, p, a) })
 	}
 	if c.txRO && !exec.IsReadOnly(p.Stmt) {
 		return nil, fmt.Errorf("%w: this statement writes; the transaction was opened with ReadOnly", ErrReadOnly)
 	}
-	return c.exec.Exec(c.tx, p, a)
+	return c.observed(p, func() (*exec.Result, error) { return c.exec.Exec(c.tx, p, a) })
 }
 
 func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {

@@ -172,6 +172,7 @@ type connector struct {
 	cfg  Config
 	exec *exec.Executor
 	pops openPops
+	obs  observers
 }
 
 var _ driver.Connector = (*connector)(nil)
@@ -180,7 +181,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return &conn{exec: c.exec, pops: &c.pops}, nil
+	return &conn{exec: c.exec, pops: &c.pops, obs: &c.obs}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return &Driver{} }

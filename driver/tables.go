@@ -38,7 +38,7 @@ type TableInfo struct {
 func Tables(ctx context.Context, c *sql.Conn) ([]TableInfo, error) {
 	var out []TableInfo
 	err := c.Raw(func(dc any) error {
-		cn, err := unwrapConn(dc)
+		cn, err := unwrapConn(dc, "Tables")
 		if err != nil {
 			return err
 		}
@@ -71,12 +71,12 @@ func Tables(ctx context.Context, c *sql.Conn) ([]TableInfo, error) {
 // returns itself must not loop.
 const maxWrappers = 16
 
-// unwrapConn finds fdbqueue's connection under those of wrapping drivers.
-// Tables needs the connection itself, not only its engine: inside a
-// transaction it lists the tables as that transaction sees them. otelsql
-// (github.com/XSAM/otelsql) exposes the connection it wraps with Raw, as
-// other wrappers do; some call it Unwrap.
-func unwrapConn(dc any) (*conn, error) {
+// unwrapConn finds fdbqueue's connection under those of wrapping drivers,
+// for caller (named in errors). Tables needs the connection itself, not
+// only its engine: inside a transaction it lists the tables as that
+// transaction sees them. otelsql (github.com/XSAM/otelsql) exposes the
+// connection it wraps with Raw, as other wrappers do; some call it Unwrap.
+func unwrapConn(dc any, caller string) (*conn, error) {
 	var chain []string
 	for range maxWrappers {
 		chain = append(chain, fmt.Sprintf("%T", dc))
@@ -88,8 +88,8 @@ func unwrapConn(dc any) (*conn, error) {
 		case interface{ Unwrap() driver.Conn }:
 			dc = c.Unwrap()
 		default:
-			return nil, fmt.Errorf("%w: Tables got a %s connection; a driver that wraps fdbqueue's must expose the connection it wraps with a method Raw() driver.Conn or Unwrap() driver.Conn", ErrNotFdbqueue, strings.Join(chain, " wrapping a "))
+			return nil, fmt.Errorf("%w: %s got a %s connection; a driver that wraps fdbqueue's must expose the connection it wraps with a method Raw() driver.Conn or Unwrap() driver.Conn", ErrNotFdbqueue, caller, strings.Join(chain, " wrapping a "))
 		}
 	}
-	return nil, fmt.Errorf("%w: Tables found no fdbqueue connection under %d wrappers (%s)", ErrNotFdbqueue, maxWrappers, strings.Join(chain, ", "))
+	return nil, fmt.Errorf("%w: %s found no fdbqueue connection under %d wrappers (%s)", ErrNotFdbqueue, caller, maxWrappers, strings.Join(chain, ", "))
 }
