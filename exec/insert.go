@@ -22,6 +22,9 @@ const MaxRowSize = kv.MaxValueSize
 
 // insert pushes an INSERT's rows, all of them checked first.
 func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Result, error) {
+	if st.Ignore {
+		return nil, fmt.Errorf("%w: INSERT IGNORE: no table has unique keys yet", ErrStatement)
+	}
 	s, err := e.stmt(tr, st.Table, b)
 	if err != nil {
 		return nil, err
