@@ -30,9 +30,6 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 	if st.MaxAttempts < 0 {
 		return nil, fmt.Errorf("%w: MAX_ATTEMPTS=%d: how many times a row may be leased is an integer, 1 or more", ErrSchema, st.MaxAttempts)
 	}
-	if len(st.Unique) > 0 {
-		return nil, fmt.Errorf("%w: UNIQUE is not enforced yet", ErrSchema)
-	}
 	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName, MaxAttempts: st.MaxAttempts}
 	seen := map[string]bool{}
 	for _, pc := range st.Columns {
@@ -88,6 +85,9 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 		return nil, fmt.Errorf("%w: a table needs at least one column", ErrSchema)
 	}
 	t.markRequired()
+	if err := t.addUnique(st.Unique); err != nil {
+		return nil, err
+	}
 
 	ck := catalogKey(e.cat.root, st.Name)
 	existing, err := tr.Get(ck)
