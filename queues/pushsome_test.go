@@ -26,33 +26,29 @@ func TestPushSome(t *testing.T) {
 	keep := []bool{true, false, true}
 	token := queues.Token{ID: queues.NewID(), At: time.Now()}
 	calls := 0
-	var pushed []bool
-	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-		var applied bool
-		var err error
-		pushed, applied, err = q.PushSome(tr, token, items, func() ([]bool, error) {
-			calls++
-			return keep, nil
-		})
-		require.True(t, applied)
-		return err
-	}))
+	// pushSome runs PushSome under tok, keep counting its calls.
+	pushSome := func(tok queues.Token) (pushed []bool, applied bool) {
+		t.Helper()
+		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+			var err error
+			pushed, applied, err = q.PushSome(tr, tok, items, func() ([]bool, error) {
+				calls++
+				return keep, nil
+			})
+			return err
+		}))
+		return pushed, applied
+	}
+	pushed, applied := pushSome(token)
+	require.True(t, applied)
 	require.Equal(t, keep, pushed)
 	require.Equal(t, 1, calls)
 
 	// A retry after commit_unknown_result finds the receipt.
 	retry := token
 	retry.Unsure = true
-	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-		var applied bool
-		var err error
-		pushed, applied, err = q.PushSome(tr, retry, items, func() ([]bool, error) {
-			calls++
-			return nil, nil
-		})
-		require.False(t, applied)
-		return err
-	}))
+	pushed, applied = pushSome(retry)
+	require.False(t, applied)
 	require.Equal(t, keep, pushed)
 	require.Equal(t, 1, calls, "keep is not called when the receipt is found")
 
