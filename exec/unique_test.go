@@ -2,6 +2,7 @@ package exec_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
 
@@ -141,5 +142,33 @@ func TestUniqueKeyTooLong(t *testing.T) {
 
 	n := mustRun(t, e, "SELECT COUNT(*) FROM blobs").Rows[0][0]
 	require.Equal(t, int64(2), n)
+	checkUnique(t, e)
+}
+
+// A pop settled after a commit of unknown outcome (see
+// TestPopSettledAfterUnknownOutcome) puts its rows back with their keys,
+// as a put-back does: they stay taken.
+func TestUniqueKeysOfASettledPop(t *testing.T) {
+	t.Parallel()
+	db, err := embedded.OpenFile(t.TempDir(), embedded.FileConfig{
+		Config: embedded.Config{Faults: &embedded.Faults{UnknownApplied: 1}},
+		Sync:   embedded.SyncNone,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	e := exec.New(db, []byte("u"))
+	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL, ref TEXT UNIQUE)")
+	mustRun(t, e, "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+
+	p, err := parser.Parse("SELECT ref FROM t ORDER BY priority LIMIT 2 FOR POP")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	_, err = e.Auto(exec.WithQueued(ctx, cancel), p, exec.Args{})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "went back to their places")
+
+	require.Equal(t, int64(3), mustRun(t, e, "SELECT COUNT(*) FROM t").Rows[0][0])
+	require.Zero(t, mustRun(t, e, "INSERT IGNORE INTO t VALUES (1, 'a'), (2, 'b')").RowsAffected)
 	checkUnique(t, e)
 }
