@@ -263,10 +263,12 @@ func bucketOf(until int64, w time.Duration) int64 { return until / int64(w) }
 // the reads of their entries.
 type uniqueRows struct {
 	s *stmtCtx
-	// values[r][k] are row r's values in key k, packed (nil: not in it);
-	// shown[r][k] the same as SQL literals, for errors.
-	values, shown [][][]byte
-	// live[r][k] reads the entry of values[r][k]; until[r][k] the window
+	// values[r][k] are row r's values in key k, packed (nil: not in it),
+	// keys[r][k] their entry's key, and shown[r][k] the values as SQL
+	// literals, for errors.
+	values, keys [][][]byte
+	shown        [][]string
+	// live[r][k] reads the entry keys[r][k]; until[r][k] the window
 	// entries of the two buckets that can hold an until after the
 	// statement's time.
 	live  [][]kv.FutureValue
@@ -279,7 +281,7 @@ func (s *stmtCtx) newUniqueRows(n int) *uniqueRows {
 	if len(s.t.Unique) == 0 {
 		return nil
 	}
-	return &uniqueRows{s: s, values: make([][][]byte, 0, n), shown: make([][][]byte, 0, n)}
+	return &uniqueRows{s: s, values: make([][][]byte, 0, n), keys: make([][][]byte, 0, n), shown: make([][]string, 0, n)}
 }
 
 // add adds the next row, whose declared columns' values are vals, and
@@ -290,7 +292,8 @@ func (u *uniqueRows) add(vals []any) error {
 	}
 	t := u.s.t
 	row := make([][]byte, len(t.Unique))
-	shown := make([][]byte, len(t.Unique))
+	keys := make([][]byte, len(t.Unique))
+	shown := make([]string, len(t.Unique))
 	for k := range t.Unique {
 		uk := &t.Unique[k]
 		if row[k] = uniqueValues(uk, vals); row[k] == nil {
@@ -300,8 +303,9 @@ func (u *uniqueRows) add(vals []any) error {
 		for j, c := range uk.Columns {
 			lits[j] = short(sqlLiteral(vals[c]))
 		}
-		shown[k] = []byte("(" + strings.Join(lits, ", ") + ")")
-		size := len(t.Queue.UniqueKey(nil, k, row[k]))
+		shown[k] = "(" + strings.Join(lits, ", ") + ")"
+		keys[k] = t.Queue.UniqueKey(nil, k, row[k])
+		size := len(keys[k])
 		if uk.Window > 0 {
 			size = len(t.Queue.UniqueUntilKey(nil, k, math.MaxInt64, row[k]))
 		}
@@ -311,6 +315,7 @@ func (u *uniqueRows) add(vals []any) error {
 		}
 	}
 	u.values = append(u.values, row)
+	u.keys = append(u.keys, keys)
 	u.shown = append(u.shown, shown)
 	return nil
 }
@@ -336,7 +341,7 @@ func (u *uniqueRows) read() {
 			if v == nil {
 				continue
 			}
-			u.live[r][k] = kv.GetAsync(tr, t.Queue.UniqueKey(nil, k, v))
+			u.live[r][k] = kv.GetAsync(tr, u.keys[r][k])
 			if w := t.Unique[k].Window; w > 0 {
 				b := bucketOf(now, w)
 				u.until[r][k] = [2]kv.FutureValue{
@@ -348,62 +353,68 @@ func (u *uniqueRows) read() {
 	}
 }
 
+// held returns the row holding row r's values in key k, as the reads
+// found it: in the table, or removed, with the end of the key's window
+// (until, 0 for a row in the table); id 0 when none holds them.
+func (u *uniqueRows) held(r, k int) (id int64, until time.Time, err error) {
+	e, err := u.live[r][k].Get()
+	if err != nil || e != nil {
+		if err == nil {
+			if id, _, err = tuple.DecodeInt(e); err != nil || id <= 0 {
+				return 0, until, fmt.Errorf("%w: unique key %s of %s: an entry holds %x", ErrCatalog, u.s.t.Unique[k].Name, u.s.t.Name, e)
+			}
+		}
+		return id, until, err
+	}
+	for _, f := range u.until[r][k] {
+		if f == nil {
+			continue
+		}
+		e, err := f.Get()
+		if err != nil || e == nil {
+			if err != nil {
+				return 0, until, err
+			}
+			continue
+		}
+		tu, err := tuple.Unpack(e)
+		if err != nil || len(tu) != 2 {
+			return 0, until, fmt.Errorf("%w: unique key %s of %s: a window entry holds %x", ErrCatalog, u.s.t.Unique[k].Name, u.s.t.Name, e)
+		}
+		end, _ := tu[0].(int64)
+		if id, _ = tu[1].(int64); end > u.s.b.now.UnixNano() {
+			return id, time.Unix(0, end), nil
+		}
+	}
+	return 0, until, nil
+}
+
 // keep decides, once the reads are in, which rows go in (PushSome's
 // keep): a row whose values in a key are held is skipped with ignore, and
 // fails the statement without.
 func (u *uniqueRows) keep(items []queues.Item, ignore bool) ([]bool, error) {
-	t, now := u.s.t, u.s.b.now.UnixNano()
+	t := u.s.t
 	pushed := make([]bool, len(u.values))
-	earlier := map[string]int{} // a key's values (k, values) -> the row kept that holds them
+	earlier := map[string]int{} // an entry's key -> the row kept that holds it
 	for r, row := range u.values {
 		var dup *DuplicateKeyError
 		for k, v := range row {
 			if v == nil {
 				continue
 			}
-			d := DuplicateKeyError{Table: t.Name, Key: t.Unique[k].Name, Columns: u.columnNames(&t.Unique[k]), Values: string(u.shown[r][k])}
-			if i, ok := earlier[string(t.Queue.UniqueKey(nil, k, v))]; ok {
-				d.ID, d.Earlier = items[i].ID, true
-				dup = &d
-				break
-			}
-			held, err := u.live[r][k].Get()
-			if err != nil {
+			id, until, err := u.held(r, k)
+			i, early := earlier[string(u.keys[r][k])]
+			switch {
+			case err != nil:
 				return nil, err
+			case early:
+				id, until = items[i].ID, time.Time{}
+			case id == 0:
+				continue
 			}
-			if held != nil {
-				if d.ID, _, err = tuple.DecodeInt(held); err != nil {
-					return nil, fmt.Errorf("%w: unique key %s of %s: an entry holds %x", ErrCatalog, d.Key, t.Name, held)
-				}
-				dup = &d
-				break
-			}
-			for _, f := range u.until[r][k] {
-				if f == nil {
-					continue
-				}
-				e, err := f.Get()
-				if err != nil {
-					return nil, err
-				}
-				if e == nil {
-					continue
-				}
-				var ue [2]int64 // until, id
-				tu, err := tuple.Unpack(e)
-				if err == nil && len(tu) == 2 {
-					ue[0], _ = tu[0].(int64)
-					ue[1], _ = tu[1].(int64)
-				}
-				if ue[0] > now {
-					d.ID, d.Until = ue[1], time.Unix(0, ue[0])
-					dup = &d
-					break
-				}
-			}
-			if dup != nil {
-				break
-			}
+			dup = &DuplicateKeyError{Table: t.Name, Key: t.Unique[k].Name, Columns: u.columnNames(&t.Unique[k]),
+				Values: u.shown[r][k], ID: id, Earlier: early, Until: until}
+			break
 		}
 		if dup != nil {
 			if !ignore {
@@ -412,9 +423,9 @@ func (u *uniqueRows) keep(items []queues.Item, ignore bool) ([]bool, error) {
 			continue
 		}
 		pushed[r] = true
-		for k, v := range row {
-			if v != nil {
-				earlier[string(t.Queue.UniqueKey(nil, k, v))] = r
+		for _, key := range u.keys[r] {
+			if key != nil {
+				earlier[string(key)] = r
 			}
 		}
 	}
@@ -423,13 +434,13 @@ func (u *uniqueRows) keep(items []queues.Item, ignore bool) ([]bool, error) {
 
 // write writes the entries of the rows pushed (nil: all).
 func (u *uniqueRows) write(items []queues.Item, pushed []bool) {
-	for r, row := range u.values {
+	for r, keys := range u.keys {
 		if pushed != nil && !pushed[r] {
 			continue
 		}
-		for k, v := range row {
-			if v != nil {
-				u.s.tr.Set(u.s.t.Queue.UniqueKey(nil, k, v), queues.UniqueEntry(items[r].ID))
+		for _, key := range keys {
+			if key != nil {
+				u.s.tr.Set(key, queues.UniqueEntry(items[r].ID))
 			}
 		}
 	}
