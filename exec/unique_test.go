@@ -2,7 +2,6 @@ package exec_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"testing"
 
@@ -150,23 +149,10 @@ func TestUniqueKeyTooLong(t *testing.T) {
 // as a put-back does: they stay taken.
 func TestUniqueKeysOfASettledPop(t *testing.T) {
 	t.Parallel()
-	db, err := embedded.OpenFile(t.TempDir(), embedded.FileConfig{
-		Config: embedded.Config{Faults: &embedded.Faults{UnknownApplied: 1}},
-		Sync:   embedded.SyncNone,
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	e := exec.New(db, []byte("u"))
+	e := unknownApplied(t)
 	mustRun(t, e, "CREATE TABLE t (priority INT NOT NULL, ref TEXT UNIQUE)")
 	mustRun(t, e, "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
-
-	p, err := parser.Parse("SELECT ref FROM t ORDER BY priority LIMIT 2 FOR POP")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(bg)
-	defer cancel()
-	_, err = e.Auto(exec.WithQueued(ctx, cancel), p, exec.Args{})
-	require.ErrorIs(t, err, context.Canceled)
-	require.ErrorContains(t, err, "went back to their places")
+	popSettled(t, e, "SELECT ref FROM t ORDER BY priority LIMIT 2 FOR POP")
 
 	require.Equal(t, int64(3), mustRun(t, e, "SELECT COUNT(*) FROM t").Rows[0][0])
 	require.Zero(t, mustRun(t, e, "INSERT IGNORE INTO t VALUES (1, 'a'), (2, 'b')").RowsAffected)
