@@ -40,6 +40,8 @@ type Table struct {
 	// dead-letter table instead (see dead.go).
 	MaxAttempts int64
 	Queue       *queues.Queue
+	// Unique are the table's unique keys (see unique.go).
+	Unique []UniqueKey
 }
 
 // Kind returns the table's queue kind.
@@ -82,17 +84,22 @@ func (t *Table) encode() []byte {
 		res = append(res, int64(r))
 	}
 	tup := tuple.Tuple{int64(schemaVersion), t.Name, t.ID, int64(t.Priority), cols, res, t.IndexName}
-	if t.MaxAttempts > 0 {
+	if t.MaxAttempts > 0 || len(t.Unique) > 0 {
 		// Only then: a table without the option keeps the 7 elements
 		// versions before MAX_ATTEMPTS read.
 		tup = append(tup, t.MaxAttempts)
+	}
+	if len(t.Unique) > 0 {
+		// Only then, as the 9th: versions before unique keys refuse such a
+		// schema, rather than insert without checking its keys.
+		tup = append(tup, t.encodeUnique())
 	}
 	return tup.Pack()
 }
 
 func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	tup, err := tuple.Unpack(b)
-	if err != nil || len(tup) != 7 && len(tup) != 8 {
+	if err != nil || len(tup) < 7 || len(tup) > 9 {
 		return nil, fmt.Errorf("%w: unreadable schema", ErrCatalog)
 	}
 	if v, _ := tup[0].(int64); v != schemaVersion {
@@ -139,9 +146,15 @@ func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	}
 	t.IndexName, _ = tup[6].(string)
 	t.markRequired() // schemas stored before CREATE marked them
-	if len(tup) == 8 {
-		if t.MaxAttempts, _ = tup[7].(int64); t.MaxAttempts <= 0 {
+	if len(tup) >= 8 {
+		// 0 only before unique keys: a table with them and no MAX_ATTEMPTS.
+		if t.MaxAttempts, _ = tup[7].(int64); t.MaxAttempts < 0 || t.MaxAttempts == 0 && len(tup) == 8 {
 			return nil, fmt.Errorf("%w: MAX_ATTEMPTS %v", ErrCatalog, tup[7])
+		}
+	}
+	if len(tup) == 9 {
+		if err := t.decodeUnique(tup[8]); err != nil {
+			return nil, err
 		}
 	}
 	t.Queue = queues.New(tableKey(root, t.ID), t.Kind(), names...).WithOptions(opts)

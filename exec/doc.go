@@ -32,8 +32,9 @@
 //
 // A row is stored as the queue item's value: a packed tuple of every
 // declared column, in order. A column named priority makes the table a
-// priority queue; INDEX (cols) names the resource columns of the fit index.
-// The implicit id column is the item's id.
+// priority queue; INDEX (cols) names the resource columns of the fit index;
+// UNIQUE (cols) a unique key, whose index lives under the table's queue
+// too (unique.go). The implicit id column is the item's id.
 //
 // # Statements
 //
@@ -57,6 +58,7 @@
 //	ddl.go       CREATE and DROP TABLE, and their retry tokens
 //	dead.go      MAX_ATTEMPTS: the dead-letter table, and moving rows there
 //	insert.go    INSERT
+//	unique.go    unique keys: their index, checked by INSERT, freed by every removal
 //	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
 //	plan.go      the access paths (plans), choosePlan, and how each runs
 //	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding

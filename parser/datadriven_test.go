@@ -185,6 +185,13 @@ func printParsed(p *Parsed) string {
 		if s.MaxAttempts != 0 {
 			line("MaxAttempts %d", s.MaxAttempts)
 		}
+		for _, u := range s.Unique {
+			key := fmt.Sprintf("Unique %s (%s)", printName(u.Name), printNames(u.Columns))
+			if u.Window != 0 {
+				key += " Window=" + u.Window.String()
+			}
+			line("%s", key)
+		}
 	case *DropTable:
 		fmt.Fprintf(&b, "DropTable %s\n", printName(s.Name))
 		if s.IfExists {
@@ -192,6 +199,9 @@ func printParsed(p *Parsed) string {
 		}
 	case *Insert:
 		fmt.Fprintf(&b, "Insert %s\n", printName(s.Table))
+		if s.Ignore {
+			line("Ignore")
+		}
 		if s.Columns != nil {
 			line("Columns %s", printNames(s.Columns))
 		}
@@ -326,8 +336,8 @@ func TestPrintCoversFields(t *testing.T) {
 		fields int
 	}{
 		{Parsed{}, 3},
-		{CreateTable{}, 6}, {Column{}, 5}, {DropTable{}, 2},
-		{Insert{}, 3},
+		{CreateTable{}, 7}, {UniqueKey{}, 3}, {Column{}, 5}, {DropTable{}, 2},
+		{Insert{}, 4},
 		{Select{}, 10}, {Cond{}, 3}, {OrderBy{}, 2},
 		{Delete{}, 4},
 		{Update{}, 3}, {Assignment{}, 2},

@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/xwb1989/sqlparser"
 )
 
 // prepass recognises what sqlparser does not: a trailing FOR POP [WAIT n],
 // CREATE TABLE IF NOT EXISTS, BOOL/BOOLEAN column types, negative and
-// boolean DEFAULTs, and unnamed indexes. It returns the text for sqlparser.
+// boolean DEFAULTs, unnamed indexes and unique keys, and unique keys'
+// windows. It returns the text for sqlparser.
 type prepass struct {
 	forPop      bool
 	lease       *Value // FOR LEASE's seconds or placeholder
@@ -23,6 +25,10 @@ type prepass struct {
 	boolCols    map[string]bool
 	positional  int // ? placeholders
 	named       bool
+
+	// uniqueWindows are the windows of CREATE TABLE's table-level unique
+	// keys, in order (0: none; see unique.go).
+	uniqueWindows []time.Duration
 }
 
 func (pp *prepass) run(sql string, toks []token) (string, error) {
@@ -76,7 +82,7 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 	for k := end; k < n; k++ {
 		drop[code[k]] = true
 	}
-	if pp.lease == nil && end >= 2 && tokAt(end-2).typ == sqlparser.FOR {
+	if pp.lease == nil && end >= 2 && tokAt(end-2).typ == sqlparser.FOR && tokAt(0).typ != sqlparser.CREATE {
 		last := tokAt(end - 1)
 		if last.typ == sqlparser.ID && strings.EqualFold(last.val, "pop") {
 			pp.forPop = true
@@ -95,6 +101,9 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 		}
 		pp.boolCols = map[string]bool{}
 		if err := pp.maxAttemptsOption(sql, tokAt, code, n, drop); err != nil {
+			return "", err
+		}
+		if err := pp.uniqueClauses(sql, tokAt, code, n, replace, drop); err != nil {
 			return "", err
 		}
 		for ; k < n; k++ {
