@@ -49,26 +49,19 @@ func (b *bencher) popRun(consumers int, mode string) (popResult, error) {
 	if err := b.fill("random", b.o.prefill); err != nil {
 		return popResult{}, err
 	}
-	ids := make([][]int64, consumers)
-	res, err := b.workers(consumers, 1, func(c *sql.Conn, i int) (opFn, error) {
-		st, err := c.PrepareContext(b.ctx, b.q.pop)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, r *rand.Rand) (int, error) {
-			cpu, mem := consumerLimits(mode, r)
-			t, ok, err := b.popOne(ctx, st, cpu, mem)
-			if err != nil || !ok {
-				return 0, err
-			}
-			ids[i] = append(ids[i], t.id)
-			return 1, nil
-		}, nil
-	})
+	var res runResult
+	var rss *rssStats
+	var err error
+	if b.procs != nil {
+		rss = b.procs.rss()
+		res, err = b.procs.run(procCmd{Op: "pop", Clients: consumers, Mode: mode})
+	} else {
+		res, err = b.popClients(consumers, mode)
+	}
 	if err != nil {
 		return popResult{}, err
 	}
-	if err := checkOnce(ids, "popped"); err != nil {
+	if err := checkOnce(res.ids, "popped"); err != nil {
 		return popResult{}, err
 	}
 	if err := b.afterRun(); err != nil {
@@ -87,6 +80,30 @@ func (b *bencher) popRun(consumers int, mode string) (popResult, error) {
 		Rows: res.rows, EmptyPops: res.empty, Seconds: sec, RowsPerS: perSecond(res.rows, sec),
 		Samples: int64(len(res.lat)), P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
 		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
-		Waits: b.newWaitStats(res.waits),
+		Waits: b.newWaitStats(res.waits), RSS: rss,
 	}, nil
+}
+
+// popClients runs the consumers of a pop run, on the table as filled: in
+// this process, or in a child process its share of them. res.ids are the
+// tasks each consumer popped, checked (checkTask).
+func (b *bencher) popClients(consumers int, mode string) (runResult, error) {
+	ids := make([][]int64, consumers)
+	res, err := b.workers(consumers, 1, func(c *sql.Conn, i int) (opFn, error) {
+		st, err := c.PrepareContext(b.ctx, b.q.pop)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, r *rand.Rand) (int, error) {
+			cpu, mem := consumerLimits(mode, r)
+			t, ok, err := b.popOne(ctx, st, cpu, mem)
+			if err != nil || !ok {
+				return 0, err
+			}
+			ids[i] = append(ids[i], t.id)
+			return 1, nil
+		}, nil
+	})
+	res.ids = ids
+	return res, err
 }
