@@ -113,7 +113,9 @@ process 0 is killed. Runs on a fill also report the resident memory
 (VmRSS, Linux) at its end of the serving process and the largest of the
 others (JSON: rss, with this one's). latency, fsync and lease run in one
 process only; the default --bench is then push,pop. Every JSON object
-carries "processes".
+carries "processes"; push and pop objects also "by_process": each
+process's clients, rows, seconds, p50_ms, p99_ms and stop (halt: stopped
+by another's count).
 
 Output: a table on standard output, or with --json one JSON object a run
 (bench, mode, clients, consumers, rows, rows_per_s, p50_ms, p99_ms, stop,

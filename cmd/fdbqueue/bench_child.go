@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"sync"
@@ -23,8 +24,12 @@ import (
 // procProfileEnv, when set, has each child write a CPU profile of its
 // whole life to the file it names, with -N (the child's index) appended:
 // FDBQUEUE_BENCH_CPUPROFILE=/tmp/bench.pprof gives /tmp/bench.pprof-0
-// (the serving process) and so on.
-const procProfileEnv = "FDBQUEUE_BENCH_CPUPROFILE"
+// (the serving process) and so on. procTraceEnv does the same with an
+// execution trace (go tool trace), which shows where statements wait.
+const (
+	procProfileEnv = "FDBQUEUE_BENCH_CPUPROFILE"
+	procTraceEnv   = "FDBQUEUE_BENCH_TRACE"
+)
 
 // benchChild is child idx's side of fdbqueue bench --processes.
 func benchChild(ctx context.Context, o *benchOptions, idx int, stdin io.Reader, stdout io.Writer) (err error) {
@@ -38,6 +43,17 @@ func benchChild(ctx context.Context, o *benchOptions, idx int, stdin io.Reader, 
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if path := os.Getenv(procTraceEnv); path != "" {
+		f, err := os.Create(path + "-" + strconv.Itoa(idx))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -80,7 +80,7 @@ func (b *bencher) popRun(consumers int, mode string) (popResult, error) {
 		Rows: res.rows, EmptyPops: res.empty, Seconds: sec, RowsPerS: perSecond(res.rows, sec),
 		Samples: int64(len(res.lat)), P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
 		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
-		Waits: b.newWaitStats(res.waits), RSS: rss,
+		Waits: b.newWaitStats(res.waits), RSS: rss, ByProcess: res.byProcess,
 	}, nil
 }
 

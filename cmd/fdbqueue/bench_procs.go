@@ -35,6 +35,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -344,6 +345,14 @@ func (g *procGroup) run(cmd procCmd) (runResult, error) {
 			_ = g.sendAll(all, procCmd{Op: "stop"})
 		}
 		stops[m.Stop] = true
+		lat := make([]time.Duration, len(m.LatNS))
+		for i, ns := range m.LatNS {
+			lat[i] = time.Duration(ns)
+		}
+		res.byProcess = append(res.byProcess, procRun{Process: m.from, Serving: g.children[m.from].serving,
+			Clients: clients[m.from], Rows: m.Rows, Stmts: m.Stmts, Seconds: time.Duration(m.EndNS - m.StartNS).Seconds(),
+			P50MS: pct(lat, 50), P99MS: pct(lat, 99), Stop: m.Stop})
+		res.lat = append(res.lat, lat...)
 		res.rows += m.Rows
 		res.stmts += m.Stmts
 		res.empty += m.Empty
@@ -351,9 +360,6 @@ func (g *procGroup) run(cmd procCmd) (runResult, error) {
 			first = m.StartNS
 		}
 		last = max(last, m.EndNS)
-		for _, ns := range m.LatNS {
-			res.lat = append(res.lat, time.Duration(ns))
-		}
 		res.ids = append(res.ids, m.IDs)
 		g.tasks.Add(m.Tasks)
 	})
@@ -361,6 +367,7 @@ func (g *procGroup) run(cmd procCmd) (runResult, error) {
 		return runResult{}, err
 	}
 	res.start, res.elapsed = time.Unix(0, first), time.Duration(last-first)
+	slices.SortFunc(res.byProcess, func(a, b procRun) int { return a.Process - b.Process })
 	switch {
 	case stops["count"]:
 		res.stop = "count"
@@ -368,6 +375,20 @@ func (g *procGroup) run(cmd procCmd) (runResult, error) {
 		res.stop = "time"
 	}
 	return res, nil
+}
+
+// procRun is one process's share of a run across processes (JSON
+// by_process).
+type procRun struct {
+	Process int     `json:"process"`
+	Serving bool    `json:"serving"`
+	Clients int     `json:"clients"`
+	Rows    int64   `json:"rows"`
+	Stmts   int64   `json:"stmts"`
+	Seconds float64 `json:"seconds"`
+	P50MS   float64 `json:"p50_ms"`
+	P99MS   float64 `json:"p99_ms"`
+	Stop    string  `json:"stop"` // count, time, or halt: another process's count
 }
 
 // servingHere reports whether this process serves the file database in

@@ -49,7 +49,7 @@ func (b *bencher) push(clients, batch int) error {
 		RowsPerS: perSecond(res.rows, sec), StmtsPerS: perSecond(res.stmts, sec),
 		Samples: int64(len(res.lat)), P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
 		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
-		Waits: b.newWaitStats(res.waits),
+		Waits: b.newWaitStats(res.waits), ByProcess: res.byProcess,
 	})
 }
 

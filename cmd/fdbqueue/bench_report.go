@@ -41,6 +41,8 @@ type pushResult struct {
 	LimitS    float64 `json:"limit_s"`
 	// Waits are the INSERTs' on the modeled cluster (--model).
 	Waits *waitStats `json:"waits,omitempty"`
+	// ByProcess is each process's share (--processes).
+	ByProcess []procRun `json:"by_process,omitempty"`
 	resultMeta
 }
 
@@ -66,6 +68,8 @@ type popResult struct {
 	// RSS is the processes' resident memory at the end of the prefill
 	// (--processes).
 	RSS *rssStats `json:"rss,omitempty"`
+	// ByProcess is each process's share (--processes).
+	ByProcess []procRun `json:"by_process,omitempty"`
 	resultMeta
 }
 

@@ -781,6 +781,14 @@ func TestBenchProcesses(t *testing.T) {
 			require.Positive(t, rss["server_mb"], line)
 			require.Positive(t, rss["parent_mb"], line)
 			require.Len(t, rss["clients_mb"], 1, line)
+			by := v["by_process"].([]any)
+			require.Len(t, by, 2, line)
+			for i, p := range by {
+				p := p.(map[string]any)
+				require.EqualValues(t, i, p["process"], line)
+				require.Equal(t, i == 0, p["serving"], "process 0 serves: %s", line)
+				require.EqualValues(t, 1, p["clients"], line)
+			}
 		} else {
 			require.Equal(t, "checks", v["bench"])
 			require.Equal(t, true, v["passed"], line)

@@ -35,6 +35,8 @@ type runResult struct {
 	// ids are the tasks each client popped (pop runs), by client; by
 	// process across processes.
 	ids [][]int64
+	// byProcess is each process's share, across processes.
+	byProcess []procRun
 	// waits are what the operations cost on the modeled cluster, one
 	// each, in no order (none off it).
 	waits []fdbmodel.Counts
