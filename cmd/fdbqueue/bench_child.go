@@ -33,28 +33,16 @@ const (
 
 // benchChild is child idx's side of fdbqueue bench --processes.
 func benchChild(ctx context.Context, o *benchOptions, idx int, stdin io.Reader, stdout io.Writer) (err error) {
-	if path := os.Getenv(procProfileEnv); path != "" {
-		f, err := os.Create(path + "-" + strconv.Itoa(idx))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := childProfile(procProfileEnv, idx, pprof.StartCPUProfile, pprof.StopCPUProfile)
+	if err != nil {
+		return err
 	}
-	if path := os.Getenv(procTraceEnv); path != "" {
-		f, err := os.Create(path + "-" + strconv.Itoa(idx))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return err
-		}
-		defer trace.Stop()
+	defer stopProfile()
+	stopTrace, err := childProfile(procTraceEnv, idx, trace.Start, trace.Stop)
+	if err != nil {
+		return err
 	}
+	defer stopTrace()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	db, err := openBenchDB(o)
@@ -91,6 +79,27 @@ func benchChild(ctx context.Context, o *benchOptions, idx int, stdin io.Reader, 
 		}
 	}
 	return nil
+}
+
+// childProfile starts what env asks for (start, writing to env's file
+// with -idx appended); the function it returns stops it.
+func childProfile(env string, idx int, start func(io.Writer) error, stop func()) (func(), error) {
+	path := os.Getenv(env)
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path + "-" + strconv.Itoa(idx))
+	if err != nil {
+		return nil, err
+	}
+	if err := start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		stop()
+		f.Close()
+	}, nil
 }
 
 // child is a child process's state.

@@ -61,17 +61,7 @@ func (b *bencher) popRun(consumers int, mode string) (popResult, error) {
 	if err != nil {
 		return popResult{}, err
 	}
-	if err := checkOnce(res.ids, "popped"); err != nil {
-		return popResult{}, err
-	}
-	if err := b.afterRun(); err != nil {
-		return popResult{}, err
-	}
-	left, err := b.count()
-	if err != nil {
-		return popResult{}, err
-	}
-	if err := checkPopped(int64(b.o.prefill), res.rows, left); err != nil {
+	if err := b.checkTaken(res.ids, int64(b.o.prefill), res.rows); err != nil {
 		return popResult{}, err
 	}
 	sec := res.elapsed.Seconds()

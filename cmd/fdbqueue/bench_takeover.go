@@ -99,17 +99,7 @@ func (b *bencher) takeover() error {
 		return err
 	}
 	res := takeoverResult{Bench: "takeover", Prefill: b.o.prefill, Survivors: len(survivors), Rows: popped, RSS: rss}
-	if err := checkOnce(ids, "popped"); err != nil {
-		return err
-	}
-	if err := b.afterRun(); err != nil {
-		return err
-	}
-	left, err := b.count()
-	if err != nil {
-		return err
-	}
-	if err := checkPopped(int64(b.o.prefill), popped, left); err != nil {
+	if err := b.checkTaken(ids, int64(b.o.prefill), popped); err != nil {
 		return err
 	}
 	// Who took over: a survivor said so when it stopped, or it is this

@@ -184,14 +184,7 @@ func (b *bencher) waitWake(waiters int) error {
 	if err := stop(); err != nil {
 		return err
 	}
-	if err := b.afterRun(); err != nil {
-		return err
-	}
-	left, err := b.count()
-	if err != nil {
-		return err
-	}
-	if err := checkPopped(int64(len(lat)), int64(len(lat)), left); err != nil {
+	if err := b.checkTaken(nil, int64(len(lat)), int64(len(lat))); err != nil {
 		return err
 	}
 	return b.rep.waitWake(waitWakeResult{
