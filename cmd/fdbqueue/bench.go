@@ -98,24 +98,28 @@ checks passed, with the runs and tasks checked, or which one failed.
 With --processes N (file: only), the bench runs again as N processes on
 the DSN, which they share as any processes of a host share a file:
 database: the first to open it, process 0, serves it on a Unix socket in
-its directory and runs its transactions in the engine; the others run
+its directory and runs its own transactions in the engine; the others run
 theirs through it (3 to 6 round trips a statement). This process starts
 them (process 0 first), fills and checks as a client of process 0, and
 sums what they measured: rows over the span from the first process's
 start to the last one's end, latencies merged (percentiles over every
 process's statements), the checks over every process's tasks. push and
 pop: the --clients and --consumers split between the N processes (32 and
---processes 4: 8 each, process 0 included); each stops at its share of
---limit-ops, the others then stop too, or at --limit-s. wait (wait_wake
-only): the --waiters spread over processes 1..N-1, and this process
-pushes, so each wake-up crosses processes. takeover: processes 1..N-1 pop,
-process 0 is killed. Runs on a fill also report the resident memory
-(VmRSS, Linux) at its end of the serving process and the largest of the
-others (JSON: rss, with this one's). latency, fsync and lease run in one
-process only; the default --bench is then push,pop. Every JSON object
-carries "processes"; push and pop objects also "by_process": each
-process's clients, rows, seconds, p50_ms, p99_ms and stop (halt: stopped
-by another's count).
+--processes 4: 8 each, process 0 included, as the first of N worker
+processes would run its share); each gets its share of --limit-ops, and
+the first to spend it stops the others, or all stop at --limit-s. wait
+(wait_wake only): the --waiters spread over processes 1..N-1, and this
+process pushes, so each wake-up crosses processes. takeover: processes
+1..N-1 pop, process 0 is killed. pop and takeover report the resident
+memory (VmRSS, Linux) at the end of their fill: the serving process's and
+the largest of the others' (JSON rss, with this process's). latency,
+fsync and lease run in one process only; the default --bench is then
+push,pop. Every JSON object carries "processes"; push and pop objects also
+"by_process": each process's clients, rows, seconds, p50_ms, p99_ms and
+stop (halt: stopped by another's count), since process 0's clients, which
+skip the socket, can outrun the others. $FDBQUEUE_BENCH_CPUPROFILE=FILE
+($FDBQUEUE_BENCH_TRACE=FILE) has each process write a CPU profile (an
+execution trace) of its life to FILE-N.
 
 Output: a table on standard output, or with --json one JSON object a run
 (bench, mode, clients, consumers, rows, rows_per_s, p50_ms, p99_ms, stop,
