@@ -81,12 +81,45 @@ priority 0..9, cpu 1..8, mem 1..32 and a 64-byte payload:
            a lease it never acks, and the others take those tasks again
            once the leases expire. Its check: every task acked exactly
            once (an ack that removed the row), the table empty
+  takeover (--processes only, not in the default list: it kills a process)
+           the processes that do not serve pop in a loop, one connection
+           each, on --prefill tasks; the serving one is killed (SIGKILL):
+           the time from the kill to each one's first pop begun after it
+           that succeeded, once another process took the database over
+           (recovering its log). Checked: no task popped twice, popped +
+           left = filled
 Each push and pop run stops at --limit-ops rows or --limit-s seconds,
 whichever comes first (0: no such limit). Every run checks its result and
 fails the bench if it is wrong: rows pushed = rows in the table; rows popped
 = rows filled - rows left; no task popped twice; every popped task fits its
 consumer and carries its payload intact. The last line says that the
 checks passed, with the runs and tasks checked, or which one failed.
+
+With --processes N (file: only), the bench runs again as N processes on
+the DSN, which they share as any processes of a host share a file:
+database: the first to open it, process 0, serves it on a Unix socket in
+its directory and runs its own transactions in the engine; the others run
+theirs through it (3 to 6 round trips a statement). This process starts
+them (process 0 first), fills and checks as a client of process 0, and
+sums what they measured: rows over the span from the first process's
+start to the last one's end, latencies merged (percentiles over every
+process's statements), the checks over every process's tasks. push and
+pop: the --clients and --consumers split between the N processes (32 and
+--processes 4: 8 each, process 0 included, as the first of N worker
+processes would run its share); each gets its share of --limit-ops, and
+the first to spend it stops the others, or all stop at --limit-s. wait
+(wait_wake only): the --waiters spread over processes 1..N-1, and this
+process pushes, so each wake-up crosses processes. takeover: processes
+1..N-1 pop, process 0 is killed. pop and takeover report the resident
+memory (VmRSS, Linux) at the end of their fill: the serving process's and
+the largest of the others' (JSON rss, with this process's). latency,
+fsync and lease run in one process only; the default --bench is then
+push,pop. Every JSON object carries "processes"; push and pop objects also
+"by_process": each process's clients, rows, seconds, p50_ms, p99_ms and
+stop (halt: stopped by another's count), since process 0's clients, which
+skip the socket, can outrun the others. $FDBQUEUE_BENCH_CPUPROFILE=FILE
+($FDBQUEUE_BENCH_TRACE=FILE) has each process write a CPU profile (an
+execution trace) of its life to FILE-N.
 
 Output: a table on standard output, or with --json one JSON object a run
 (bench, mode, clients, consumers, rows, rows_per_s, p50_ms, p99_ms, stop,
@@ -112,13 +145,18 @@ examples:
   fdbqueue bench --bench latency --sizes 10000,100000,1000000 file:/tmp/benchdb
   fdbqueue bench --bench pop --consumers 1,64 --limit-s 10 --json memory: > pop.jsonl
   fdbqueue bench --bench wait file:/tmp/benchdb
+  fdbqueue bench --processes 4 --bench push,pop --clients 32 --consumers 32 file:/tmp/benchdb
+  fdbqueue bench --processes 4 --bench takeover --prefill 1000000 file:/tmp/benchdb
   fdbqueue bench --bench lease --consumer-resources random memory:
   fdbqueue bench --model --bench push,pop --limit-ops 2000 memory:
   fdbqueue bench --model --model-commit 5ms --bench latency memory:
 `
 
 // The benchmarks, in the order they run.
-var benchNames = []string{"fsync", "push", "pop", "latency", "wait", "lease"}
+var benchNames = []string{"fsync", "push", "pop", "latency", "wait", "lease", "takeover"}
+
+// procBenches are the benchmarks that run across --processes.
+var procBenches = []string{"push", "pop", "wait", "takeover"}
 
 // Consumer resources of the pop runs.
 var resourceModes = []string{"random", "any"}
@@ -174,6 +212,11 @@ type benchOptions struct {
 	// (bench_model.go) of these latencies.
 	model    bool
 	modelLat fdbmodel.Latencies
+	// processes is --processes: the runs' clients are split between that
+	// many processes (bench_procs.go); args are the arguments, which
+	// each is given.
+	processes int
+	args      []string
 }
 
 func (o *benchOptions) runs(name string) bool { return slices.Contains(o.benches, name) }
@@ -191,13 +234,14 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 // or after the DSN. It returns nil options and the exit status when there
 // is nothing to run (help, or an error it reported on stderr).
 func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
-	o := &benchOptions{}
+	o := &benchOptions{args: args}
 	fs := flag.NewFlagSet("fdbqueue bench", flag.ContinueOnError)
 	// The flag package's own messages are replaced by ours: a mistyped
 	// flag gets one line, not the whole help.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	benches := fs.String("bench", "push,pop,latency,fsync", "the benchmarks to run: `LIST` of push, pop, latency, fsync, wait, lease (fsync runs on file: DSNs only; by default it is skipped elsewhere)")
+	benches := fs.String("bench", "push,pop,latency,fsync", "the benchmarks to run: `LIST` of push, pop, latency, fsync, wait, lease, takeover (fsync runs on file: DSNs only; by default it is skipped elsewhere; with --processes, push, pop, wait and takeover, by default push,pop)")
+	fs.IntVar(&o.processes, "processes", 1, "run the clients in `N` processes sharing the file: DSN (process 0 serves it; see above): push and pop split --clients and --consumers between them, wait_wake spreads --waiters over processes 1..N-1 and pushes from this one, takeover kills process 0")
 	clients := fs.String("clients", "1,8", "push: numbers of concurrent clients, a `LIST`")
 	batches := fs.String("batch", "1,100", "push: rows per INSERT, a `LIST`")
 	consumers := fs.String("consumers", "1,8,32", "pop: numbers of concurrent consumers, a `LIST`")
@@ -256,6 +300,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, int) {
 	}
 	if err == nil {
 		err = o.checkModel(set, lat)
+	}
+	if err == nil {
+		err = o.checkProcesses(set)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -398,6 +445,59 @@ func (o *benchOptions) checkLease(leaseS float64) error {
 	return nil
 }
 
+// checkProcesses checks --processes against the DSN, the benchmarks and
+// the numbers of clients; without --bench, it runs push and pop.
+func (o *benchOptions) checkProcesses(set map[string]bool) error {
+	switch {
+	case o.processes < 1 || o.processes > maxProcesses:
+		return usagef("--processes %d: from 1 to %d", o.processes, maxProcesses)
+	case o.processes == 1:
+		if o.runs("takeover") {
+			return usagef("--bench takeover kills the process that serves a database others share: give --processes 2 or more")
+		}
+		return nil
+	case o.cfg.Engine != fdbqueue.EngineFile:
+		return usagef("--processes %d shares a file: database between processes; %s is one process's own (give file:DIR)", o.processes, o.dsn)
+	}
+	if !set["bench"] {
+		o.benches = slices.DeleteFunc(o.benches, func(n string) bool { return !slices.Contains(procBenches, n) })
+	}
+	for _, n := range o.benches {
+		if !slices.Contains(procBenches, n) {
+			return usagef("--bench %s runs in one process; with --processes, give %s", n, strings.Join(procBenches, ", "))
+		}
+	}
+	check := func(name string, counts []int) error {
+		if slices.Min(counts) < o.processes {
+			return usagef("%s %s: each of --processes %d runs one at least; give %d or more", name, joinInts(counts), o.processes, o.processes)
+		}
+		return nil
+	}
+	if o.runs("push") {
+		if err := check("--clients", o.clients); err != nil {
+			return err
+		}
+	}
+	if o.runs("pop") {
+		if err := check("--consumers", o.consumers); err != nil {
+			return err
+		}
+	}
+	if o.lim.ops > 0 && o.lim.ops < o.processes && (o.runs("push") || o.runs("pop")) {
+		return usagef("--limit-ops %d: fewer rows than --processes %d; give 0 (no limit) or %d or more", o.lim.ops, o.processes, o.processes)
+	}
+	return nil
+}
+
+// joinInts writes a list flag's value back.
+func joinInts(n []int) string {
+	s := make([]string, len(n))
+	for i, v := range n {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
 // parseInts reads a comma-separated list of integers from lo to hi.
 func parseInts(flagName, s string, lo, hi int) ([]int, error) {
 	var out []int
@@ -429,10 +529,22 @@ func parseWords(flagName, s string, allowed []string) ([]string, error) {
 }
 
 // runBench is fdbqueue bench; it returns the exit status.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, status := parseBenchFlags(args, stderr)
 	if o == nil {
 		return status
+	}
+	if v, ok := os.LookupEnv(procChildEnv); ok {
+		// A process of --processes: its parent reports.
+		idx, err := strconv.Atoi(v)
+		if err == nil {
+			err = benchChild(ctx, o, idx, stdin, stdout)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "fdbqueue: bench process %s: %v\n", v, err)
+			return 1
+		}
+		return 0
 	}
 	// Ctrl-C stops the runs, and the bench drops its table; a second
 	// Ctrl-C, with the default handling back, kills it.
@@ -460,6 +572,24 @@ var ErrBenchTableExists = errors.New("fdbqueue: bench: its table exists")
 // benchMain opens the database, checks that the bench's table is its own to
 // drop, runs the benchmarks and drops the table.
 func benchMain(ctx context.Context, o *benchOptions, stdout, stderr io.Writer, faults benchFaults) (err error) {
+	var procs *procGroup
+	if o.processes > 1 {
+		// The children's standard error is this one's.
+		stderr = &syncWriter{w: stderr}
+		// Started before this process opens the database, so that
+		// process 0 serves it; ended after it closed it (deferred first).
+		procs, err = startProcs(ctx, o, stderr)
+		if procs != nil {
+			defer func() {
+				if cerr := procs.close(); cerr != nil && err == nil {
+					err = cerr
+				}
+			}()
+		}
+		if err != nil {
+			return err
+		}
+	}
 	db, err := openBenchDB(o)
 	if err != nil {
 		return err
@@ -493,6 +623,10 @@ func benchMain(ctx context.Context, o *benchOptions, stdout, stderr io.Writer, f
 		}
 	}()
 	b := newBencher(ctx, db, o, stdout, stderr, faults)
+	if procs != nil {
+		b.procs = procs
+		procs.tasks = &b.tasksChecked
+	}
 	err = b.run()
 	if err == nil || errors.Is(err, errSelfCheck) {
 		// The checks' verdict closes the output, as pgbench's count of

@@ -45,6 +45,23 @@ func (b *bencher) afterRun() error {
 	return b.faults.afterRun(b.ctx, b.db, b.o.table)
 }
 
+// checkTaken runs the checks of a run that took tasks from a table of
+// filled rows: none taken twice (ids, by client or process), and taken +
+// left = filled.
+func (b *bencher) checkTaken(ids [][]int64, filled, taken int64) error {
+	if err := checkOnce(ids, "popped"); err != nil {
+		return err
+	}
+	if err := b.afterRun(); err != nil {
+		return err
+	}
+	left, err := b.count()
+	if err != nil {
+		return err
+	}
+	return checkPopped(filled, taken, left)
+}
+
 // checkPushed: every row a client pushed is in the table, and no other.
 func checkPushed(pushed, counted int64) error {
 	if pushed != counted {

@@ -49,6 +49,35 @@ func (b *bencher) popRun(consumers int, mode string) (popResult, error) {
 	if err := b.fill("random", b.o.prefill); err != nil {
 		return popResult{}, err
 	}
+	var res runResult
+	var rss *rssStats
+	var err error
+	if b.procs != nil {
+		rss = b.procs.rss()
+		res, err = b.procs.run(procCmd{Op: "pop", Clients: consumers, Mode: mode})
+	} else {
+		res, err = b.popClients(consumers, mode)
+	}
+	if err != nil {
+		return popResult{}, err
+	}
+	if err := b.checkTaken(res.ids, int64(b.o.prefill), res.rows); err != nil {
+		return popResult{}, err
+	}
+	sec := res.elapsed.Seconds()
+	return popResult{
+		Bench: "pop", Consumers: consumers, ConsumerResources: mode, Prefill: b.o.prefill,
+		Rows: res.rows, EmptyPops: res.empty, Seconds: sec, RowsPerS: perSecond(res.rows, sec),
+		Samples: int64(len(res.lat)), P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
+		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
+		Waits: b.newWaitStats(res.waits), RSS: rss, ByProcess: res.byProcess,
+	}, nil
+}
+
+// popClients runs the consumers of a pop run, on the table as filled: in
+// this process, or in a child process its share of them. res.ids are the
+// tasks each consumer popped, checked (checkTask).
+func (b *bencher) popClients(consumers int, mode string) (runResult, error) {
 	ids := make([][]int64, consumers)
 	res, err := b.workers(consumers, 1, func(c *sql.Conn, i int) (opFn, error) {
 		st, err := c.PrepareContext(b.ctx, b.q.pop)
@@ -65,28 +94,6 @@ func (b *bencher) popRun(consumers int, mode string) (popResult, error) {
 			return 1, nil
 		}, nil
 	})
-	if err != nil {
-		return popResult{}, err
-	}
-	if err := checkOnce(ids, "popped"); err != nil {
-		return popResult{}, err
-	}
-	if err := b.afterRun(); err != nil {
-		return popResult{}, err
-	}
-	left, err := b.count()
-	if err != nil {
-		return popResult{}, err
-	}
-	if err := checkPopped(int64(b.o.prefill), res.rows, left); err != nil {
-		return popResult{}, err
-	}
-	sec := res.elapsed.Seconds()
-	return popResult{
-		Bench: "pop", Consumers: consumers, ConsumerResources: mode, Prefill: b.o.prefill,
-		Rows: res.rows, EmptyPops: res.empty, Seconds: sec, RowsPerS: perSecond(res.rows, sec),
-		Samples: int64(len(res.lat)), P50MS: pct(res.lat, 50), P99MS: pct(res.lat, 99),
-		Stop: res.stop, LimitOps: b.o.lim.ops, LimitS: b.o.lim.dur.Seconds(),
-		Waits: b.newWaitStats(res.waits),
-	}, nil
+	res.ids = ids
+	return res, err
 }

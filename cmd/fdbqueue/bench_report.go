@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -15,6 +16,8 @@ import (
 type resultMeta struct {
 	System string `json:"system"` // fdbqueue
 	Config string `json:"config"` // memory, file-full, file-none, fdb, fdb-model
+	// Processes is --processes: the processes that ran the clients.
+	Processes int `json:"processes"`
 	// Model is the modeled cluster's latencies (--model).
 	Model *modelMeta `json:"model,omitempty"`
 }
@@ -38,6 +41,8 @@ type pushResult struct {
 	LimitS    float64 `json:"limit_s"`
 	// Waits are the INSERTs' on the modeled cluster (--model).
 	Waits *waitStats `json:"waits,omitempty"`
+	// ByProcess is each process's share (--processes).
+	ByProcess []procRun `json:"by_process,omitempty"`
 	resultMeta
 }
 
@@ -60,6 +65,11 @@ type popResult struct {
 	// Waits are the pops' on the modeled cluster (--model), the empty
 	// ones included.
 	Waits *waitStats `json:"waits,omitempty"`
+	// RSS is the processes' resident memory at the end of the prefill
+	// (--processes).
+	RSS *rssStats `json:"rss,omitempty"`
+	// ByProcess is each process's share (--processes).
+	ByProcess []procRun `json:"by_process,omitempty"`
 	resultMeta
 }
 
@@ -193,6 +203,28 @@ type leaseKillResult struct {
 	resultMeta
 }
 
+// takeoverResult is the run that kills the serving process
+// (bench_takeover.go).
+type takeoverResult struct {
+	Bench     string `json:"bench"` // takeover
+	Prefill   int    `json:"prefill"`
+	Survivors int    `json:"survivors"` // processes that pop through the kill
+	Rows      int64  `json:"rows"`      // tasks they popped, before and after it
+	// From the kill to the end of each survivor's first pop begun after
+	// it: their median, their slowest, and each, from the fastest.
+	P50MS float64   `json:"p50_ms"`
+	MaxMS float64   `json:"max_ms"`
+	AllMS []float64 `json:"all_ms"`
+	// TakenOverBy is the process that serves the database after the
+	// kill: process N, or parent (this one).
+	TakenOverBy string    `json:"taken_over_by"`
+	RSS         *rssStats `json:"rss,omitempty"` // at the end of the prefill, before the kill
+	// NewServerMB is the resident memory of the process that took over,
+	// once every survivor went on.
+	NewServerMB float64 `json:"new_server_mb"`
+	resultMeta
+}
+
 // checksResult closes the output: the verdict of the runs' self-checks.
 type checksResult struct {
 	Bench  string `json:"bench"` // checks
@@ -220,7 +252,7 @@ type benchReport struct {
 }
 
 func newBenchReport(w io.Writer, o *benchOptions) *benchReport {
-	r := &benchReport{w: w, o: o, meta: resultMeta{System: "fdbqueue", Config: o.config, Model: newModelMeta(o)}}
+	r := &benchReport{w: w, o: o, meta: resultMeta{System: "fdbqueue", Config: o.config, Processes: o.processes, Model: newModelMeta(o)}}
 	if o.json {
 		r.enc = json.NewEncoder(w)
 	}
@@ -239,8 +271,9 @@ func (l limits) String() string {
 	return strings.Join(lim, " or ")
 }
 
-// header prints what runs where, and the limits (table only).
-func (r *benchReport) header(env string) error {
+// header prints what runs where, and the limits (table only); procs says
+// who the processes are (--processes).
+func (r *benchReport) header(env, procs string) error {
 	if r.enc != nil {
 		return nil
 	}
@@ -248,6 +281,7 @@ func (r *benchReport) header(env string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fdbqueue bench %s (%s), table %s\n%s, %s\n", o.dsn, o.config, o.table, env, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	b.WriteString(modelHeader(o))
+	b.WriteString(procs)
 	if o.runs("push") || o.runs("pop") {
 		fmt.Fprintf(&b, "push and pop runs stop at %s", o.lim)
 		if o.runs("pop") {
@@ -264,8 +298,13 @@ func (r *benchReport) header(env string) error {
 	if o.runs("lease") {
 		fmt.Fprintf(&b, "lease: each lease run after a pop run on the same prefill; lease_kill: %d tasks, %d consumers, %d die, leases of %v\n", o.killTasks, o.killConsumers, deadConsumers(o.killConsumers, o.killShare), o.leaseDur)
 	}
-	if o.runs("wait") {
+	if o.runs("wait") && o.processes > 1 {
+		fmt.Fprintf(&b, "wait: %d timed pushes a wake run, by this process; the waiters spread over the processes that do not serve\n", o.waitReps)
+	} else if o.runs("wait") {
 		fmt.Fprintf(&b, "wait: %d timed pushes a wake run; %d idle consumers for %v; producers stop at %s\n", o.waitReps, o.idleConsumers, o.idleDur, o.lim)
+	}
+	if o.runs("takeover") {
+		fmt.Fprintf(&b, "takeover: the processes that do not serve pop, one connection each, on %d tasks; %v later the serving one is killed (SIGKILL): ms from the kill to each one's first pop begun after it\n", o.prefill, takeoverWarm)
 	}
 	_, err := io.WriteString(r.w, b.String())
 	return err
@@ -289,18 +328,53 @@ func (r *benchReport) row(section, head string, v any, line string) error {
 	return err
 }
 
+// procsHead and procsCell are the procs column (--processes), after a
+// row's first.
+func (r *benchReport) procsHead() string {
+	if r.o.processes == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" %5s", "procs")
+}
+
+func (r *benchReport) procsCell() string {
+	if r.o.processes == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" %5d", r.o.processes)
+}
+
+// rssHead and rssCells are the resident memory columns of the runs that
+// fill (--processes): the serving process's, the largest of the others.
+func (r *benchReport) rssHead() string {
+	if r.o.processes == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" %7s %7s", "srv MB", "cli MB")
+}
+
+func (r *benchReport) rssCells(s *rssStats) string {
+	switch {
+	case r.o.processes == 1:
+		return ""
+	case s == nil:
+		return fmt.Sprintf(" %7s %7s", "-", "-")
+	}
+	return fmt.Sprintf(" %7.1f %7.1f", s.ServerMB, slices.Max(append([]float64{0}, s.ClientsMB...)))
+}
+
 func (r *benchReport) push(v pushResult) error {
 	v.resultMeta = r.meta
 	return r.row("push",
-		fmt.Sprintf("%-9s %7s %9s %9s %11s %10s %7s %9s %9s%s  %s", "push", "clients", "rows", "stmts", "rows/s", "stmts/s", "n", "p50 ms", "p99 ms", r.waitsHead(""), "stop"), v,
-		fmt.Sprintf("%-9s %7d %9d %9d %11.0f %10.0f %7d %9.3f %s%s  %s", v.Mode, v.Clients, v.Rows, v.Stmts, v.RowsPerS, v.StmtsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), r.waitsCells("", v.Waits), v.Stop))
+		fmt.Sprintf("%-9s%s %7s %9s %9s %11s %10s %7s %9s %9s%s  %s", "push", r.procsHead(), "clients", "rows", "stmts", "rows/s", "stmts/s", "n", "p50 ms", "p99 ms", r.waitsHead(""), "stop"), v,
+		fmt.Sprintf("%-9s%s %7d %9d %9d %11.0f %10.0f %7d %9.3f %s%s  %s", v.Mode, r.procsCell(), v.Clients, v.Rows, v.Stmts, v.RowsPerS, v.StmtsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), r.waitsCells("", v.Waits), v.Stop))
 }
 
 func (r *benchReport) pop(v popResult) error {
 	v.resultMeta = r.meta
 	return r.row("pop",
-		fmt.Sprintf("%-9s %9s %9s %9s %11s %7s %9s %9s%s %7s  %s", "pop", "consumers", "prefill", "pops", "pops/s", "n", "p50 ms", "p99 ms", r.waitsHead(""), "empty", "stop"), v,
-		fmt.Sprintf("%-9s %9d %9d %9d %11.0f %7d %9.3f %s%s %7d  %s", v.ConsumerResources, v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), r.waitsCells("", v.Waits), v.EmptyPops, v.Stop))
+		fmt.Sprintf("%-9s%s %9s %9s %9s %11s %7s %9s %9s%s %7s%s  %s", "pop", r.procsHead(), "consumers", "prefill", "pops", "pops/s", "n", "p50 ms", "p99 ms", r.waitsHead(""), "empty", r.rssHead(), "stop"), v,
+		fmt.Sprintf("%-9s%s %9d %9d %9d %11.0f %7d %9.3f %s%s %7d%s  %s", v.ConsumerResources, r.procsCell(), v.Consumers, v.Prefill, v.Rows, v.RowsPerS, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), r.waitsCells("", v.Waits), v.EmptyPops, r.rssCells(v.RSS), v.Stop))
 }
 
 func (r *benchReport) getTask(v getTaskResult) error {
@@ -324,8 +398,8 @@ func (r *benchReport) fsync(v fsyncResult) error {
 func (r *benchReport) waitWake(v waitWakeResult) error {
 	v.resultMeta = r.meta
 	return r.row("wait_wake",
-		fmt.Sprintf("%-9s %9s %7s %9s %9s %11s", "wait_wake", "waiters", "n", "p50 ms", "p99 ms", "push p50 ms"), v,
-		fmt.Sprintf("%-9s %9d %7d %9.3f %s %11.3f", "", v.Waiters, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), v.PushP50MS))
+		fmt.Sprintf("%-9s%s %9s %7s %9s %9s %11s", "wait_wake", r.procsHead(), "waiters", "n", "p50 ms", "p99 ms", "push p50 ms"), v,
+		fmt.Sprintf("%-9s%s %9d %7d %9.3f %s %11.3f", "", r.procsCell(), v.Waiters, v.Samples, v.P50MS, p99Cell(v.P99MS, v.Samples), v.PushP50MS))
 }
 
 func (r *benchReport) waitIdle(v waitIdleResult) error {
@@ -358,6 +432,17 @@ func (r *benchReport) leaseKill(v leaseKillResult) error {
 	return r.row("lease_kill",
 		fmt.Sprintf("%-10s %9s %5s %7s %7s %7s %9s %11s %10s %9s %8s %9s", "lease_kill", "consumers", "dead", "lease s", "tasks", "acked", "abandoned", "redelivered", "max leases", "lost acks", "seconds", "tasks/s"), v,
 		fmt.Sprintf("%-10s %9d %5d %7.2f %7d %7d %9d %11d %10d %9d %8.2f %9.0f", "", v.Consumers, v.Dead, v.LeaseS, v.Tasks, v.Acked, v.Abandoned, v.Redelivered, v.MaxLeases, v.LostAcks, v.Seconds, v.RowsPerS))
+}
+
+func (r *benchReport) takeover(v takeoverResult) error {
+	v.resultMeta = r.meta
+	all := make([]string, len(v.AllMS))
+	for i, m := range v.AllMS {
+		all[i] = fmt.Sprintf("%.1f", m)
+	}
+	return r.row("takeover",
+		fmt.Sprintf("%-9s%s %9s %9s %9s %9s %9s%s %10s  %s", "takeover", r.procsHead(), "prefill", "survivors", "pops", "p50 ms", "max ms", r.rssHead(), "new srv MB", "taken over by; each survivor's ms"), v,
+		fmt.Sprintf("%-9s%s %9d %9d %9d %9.1f %9.1f%s %10.1f  %s; %s", "", r.procsCell(), v.Prefill, v.Survivors, v.Rows, v.P50MS, v.MaxMS, r.rssCells(v.RSS), v.NewServerMB, v.TakenOverBy, strings.Join(all, ", ")))
 }
 
 // checks prints the verdict of the self-checks: failed is the error of the

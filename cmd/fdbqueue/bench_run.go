@@ -86,6 +86,13 @@ type bencher struct {
 	// tasksChecked counts the tasks taken (popped, leased, waited for)
 	// that passed checkTask, by every client.
 	tasksChecked atomic.Int64
+	// procs runs the clients in child processes (--processes, in the
+	// parent); nil: in this one.
+	procs *procGroup
+	// In a child process: gate runs once a run's clients are ready and
+	// waits for the parent's go; halt ends the run (workers).
+	gate func() error
+	halt context.Context
 }
 
 func newBencher(ctx context.Context, db *sql.DB, o *benchOptions, stdout, stderr io.Writer, faults benchFaults) *bencher {
@@ -109,7 +116,11 @@ func benchPayload() []byte {
 
 // run runs the benchmarks o asks for, in benchNames' order.
 func (b *bencher) run() error {
-	if err := b.rep.header(benchEnv()); err != nil {
+	procs := ""
+	if b.procs != nil {
+		procs = b.procs.describe()
+	}
+	if err := b.rep.header(benchEnv(), procs); err != nil {
 		return err
 	}
 	if b.o.runs("fsync") {
@@ -155,7 +166,15 @@ func (b *bencher) run() error {
 		}
 	}
 	if b.o.runs("lease") {
-		return b.leaseRuns()
+		if err := b.leaseRuns(); err != nil {
+			return err
+		}
+	}
+	if b.o.runs("takeover") {
+		// Last: the serving process is gone after it.
+		if err := b.takeover(); err != nil {
+			return fmt.Errorf("bench takeover prefill=%d: %w", b.o.prefill, err)
+		}
 	}
 	return nil
 }

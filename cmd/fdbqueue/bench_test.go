@@ -339,14 +339,14 @@ func TestBenchChecksVerdict(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[2]), &v))
 	require.Equal(t, checksResult{Bench: "checks", Passed: false, Runs: 2,
 		Failure:    "bench push batch5 clients=1: self-check failed: 20 rows pushed, 21 in the table",
-		resultMeta: resultMeta{System: "fdbqueue", Config: "memory"}}, v)
+		resultMeta: resultMeta{System: "fdbqueue", Config: "memory", Processes: 1}}, v)
 
 	out, err = runBenchOut(t, benchFaults{}, "--bench", "pop", "--consumers", "2", "--consumer-resources", "any", "--json", "memory:")
 	require.NoError(t, err)
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	v = checksResult{}
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &v))
-	require.Equal(t, checksResult{Bench: "checks", Passed: true, Runs: 1, Tasks: 20, resultMeta: resultMeta{System: "fdbqueue", Config: "memory"}}, v)
+	require.Equal(t, checksResult{Bench: "checks", Passed: true, Runs: 1, Tasks: 20, resultMeta: resultMeta{System: "fdbqueue", Config: "memory", Processes: 1}}, v)
 
 	fault = benchFaults{afterRun: onRun(2, func(context.Context, *sql.DB, string) error { return errors.New("disk on fire") })}
 	out, err = runBenchOut(t, fault, "--bench", "push", "memory:")
@@ -425,6 +425,17 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"file:/tmp/x?mode=ro"}, "opens the database read-only; the bench writes"},
 		{[]string{"--nope", "memory:"}, "fdbqueue: bench: flag provided but not defined: -nope (fdbqueue bench --help lists the flags)\n"},
 		{[]string{"memory:", "--limit-ops", "x"}, `fdbqueue: bench: invalid value "x" for flag -limit-ops`},
+		{[]string{"--processes", "2", "memory:"}, "--processes 2 shares a file: database between processes; memory: is one process's own (give file:DIR)"},
+		{[]string{"--processes", "2", "memory:shared"}, "memory:shared is one process's own"},
+		{[]string{"--processes", "0", "file:/tmp/x"}, "--processes 0: from 1 to 64"},
+		{[]string{"--processes", "65", "file:/tmp/x"}, "--processes 65: from 1 to 64"},
+		{[]string{"--processes", "4", "--bench", "push", "--clients", "2,8", "file:/tmp/x"}, "--clients 2,8: each of --processes 4 runs one at least; give 4 or more"},
+		{[]string{"--processes", "4", "file:/tmp/x"}, "--clients 1,8: each of --processes 4 runs one at least"},
+		{[]string{"--processes", "2", "--bench", "pop", "--consumers", "1", "file:/tmp/x"}, "--consumers 1: each of --processes 2"},
+		{[]string{"--processes", "2", "--bench", "push,latency", "--clients", "2", "file:/tmp/x"}, "--bench latency runs in one process; with --processes, give push, pop, wait, takeover"},
+		{[]string{"--processes", "2", "--bench", "lease", "file:/tmp/x"}, "--bench lease runs in one process"},
+		{[]string{"--processes", "4", "--bench", "push", "--clients", "8", "--limit-ops", "3", "file:/tmp/x"}, "--limit-ops 3: fewer rows than --processes 4"},
+		{[]string{"--bench", "takeover", "file:/tmp/x"}, "--bench takeover kills the process that serves a database others share: give --processes 2 or more"},
 	} {
 		out, errs, code := shellRun(t, "", append([]string{"bench"}, tc.args...)...)
 		require.Equal(t, 2, code, "%q: %s", tc.args, errs)
@@ -437,6 +448,9 @@ func TestBenchBadFlags(t *testing.T) {
 	require.NotNil(t, o, "exit %d", code)
 	require.Equal(t, limits{ops: 0, dur: 5 * time.Second}, o.lim)
 	require.Equal(t, []string{"push", "pop", "latency"}, o.benches, "fsync skipped by default off file:")
+	o, code = parseBenchFlags([]string{"--processes", "2", "--clients", "8", "--consumers", "8", "file:/tmp/x"}, io.Discard)
+	require.NotNil(t, o, "exit %d", code)
+	require.Equal(t, []string{"push", "pop"}, o.benches, "--processes: push and pop by default")
 
 	out, errs, code := shellRun(t, "", "bench", "--help")
 	require.Equal(t, 0, code)
@@ -713,4 +727,84 @@ func TestBenchLeaseSelfChecksFail(t *testing.T) {
 	}
 	// Without a fault, the same run passes.
 	require.NoError(t, runBenchFaults(t, benchFaults{}, append(oneRun, "memory:")...))
+}
+
+// TestBenchProcesses runs the runs that --processes 2 splits between two
+// processes of this test binary (TestMain runs them) small: their checks
+// pass over both processes' tasks, and the report names the processes.
+func TestBenchProcesses(t *testing.T) {
+	t.Parallel()
+	dsn := "file:" + filepath.Join(t.TempDir(), "db") + "?sync=none"
+	small := []string{"bench", "--processes", "2", "--limit-ops", "20", "--limit-s", "60", "--prefill", "40",
+		"--clients", "2", "--consumers", "2,3", "--batch", "1,5", "--waiters", "1,3", "--wait-reps", "3"}
+	out, errs, code := shellRun(t, "", append(small, "--bench", "push,pop,wait,takeover", dsn)...)
+	require.Equal(t, 0, code, "%s\n%s", out, errs)
+	require.Regexp(t, `\n2 processes \(pids \d+, \d+\): process 0 serves the database \(it opened it first\) and runs its share of the clients, the others are its clients; this one \(pid \d+\), a client too, fills and checks`, out)
+	row := func(fields ...string) string { return `^` + strings.Join(fields, ` +`) + `\b.*\n` }
+	// The first process to spend its share of the rows stops the other:
+	// up to 20 rows.
+	n, rows, ms, slowest, f := `\d+`, `(1\d|20|[1-9])`, `\d+\.\d{3}`, `\d+\.\d{3}\*`, `\d+\.\d`
+	for _, want := range []string{
+		row("push", "procs", "clients", "rows", "stmts", "rows/s", "stmts/s", "n", "p50 ms", "p99 ms", "stop") +
+			row("single", "2", "2", rows, n, n, n, n, ms, slowest, "count") +
+			row("batch5", "2", "2", `(5|10|15|20)`, n, n, n, n, ms, slowest, "count"),
+		row("pop", "procs", "consumers", "prefill", "pops", "pops/s", "n", "p50 ms", "p99 ms", "empty", "srv MB", "cli MB", "stop") +
+			row("random", "2", "2", "40", rows, n, n, ms, slowest, n, f, f, "count") +
+			row("random", "2", "3", "40", rows, n, n, ms, slowest, n, f, f, "count") +
+			row("any", "2", "2", "40", rows, n, n, ms, slowest, "0", f, f, "count") +
+			row("any", "2", "3", "40", rows, n, n, ms, slowest, "0", f, f, "count"),
+		row("wait_wake", "procs", "waiters", "n", "p50 ms", "p99 ms", "push p50 ms") +
+			row("", "2", "1", "3", ms, slowest, ms) + row("", "2", "3", "3", ms, slowest, ms),
+		row("takeover", "procs", "prefill", "survivors", "pops", "p50 ms", "max ms", "srv MB", "cli MB", "new srv MB", "taken over by; each survivor's ms") +
+			`^ +2 +40 +1 +40 +` + f + ` +` + f + ` +` + f + ` +` + f + ` +` + f + `  (process 1|parent); ` + f + `\n`,
+	} {
+		require.Regexp(t, regexp.MustCompile(`(?m)`+want), out)
+	}
+	require.NotContains(t, out, "wait_idle", "across processes, wait runs wait_wake only")
+	// 2 push runs, 4 pop runs, 2 wake runs, the takeover.
+	require.Regexp(t, `\n\nself-checks passed: 9 runs, \d+ tasks taken`, out)
+	require.Empty(t, benchTables(t, dsn), "the table is gone")
+
+	out, errs, code = shellRun(t, "", append(small, "--bench", "pop", "--consumer-resources", "any", "--consumers", "2", "--json", dsn)...)
+	require.Equal(t, 0, code, "%s\n%s", out, errs)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	for _, line := range lines {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &v), line)
+		require.EqualValues(t, 2, v["processes"], line)
+		if v["bench"] == "pop" {
+			require.EqualValues(t, 40, v["prefill"], line)
+			require.Equal(t, "count", v["stop"], line)
+			require.Equal(t, v["rows"], v["samples"], "every pop timed, none empty: %s", line)
+			rss := v["rss"].(map[string]any)
+			require.Positive(t, rss["server_mb"], line)
+			require.Positive(t, rss["parent_mb"], line)
+			require.Len(t, rss["clients_mb"], 1, line)
+			by := v["by_process"].([]any)
+			require.Len(t, by, 2, line)
+			for i, p := range by {
+				p := p.(map[string]any)
+				require.EqualValues(t, i, p["process"], line)
+				require.Equal(t, i == 0, p["serving"], "process 0 serves: %s", line)
+				require.EqualValues(t, 1, p["clients"], line)
+			}
+		} else {
+			require.Equal(t, "checks", v["bench"])
+			require.Equal(t, true, v["passed"], line)
+			require.Equal(t, v["tasks"], jsonField(t, lines[0], "rows"), "the tasks both processes checked: %s", line)
+		}
+	}
+
+	// A check fails across processes as in one.
+	err := runBenchFaults(t, benchFaults{afterRun: addRow(0, 1, 1)}, "--processes", "2", "--bench", "pop", "--consumers", "2", dsn)
+	require.ErrorIs(t, err, errSelfCheck)
+	require.ErrorContains(t, err, "bench pop random consumers=2: self-check failed: 40 rows filled, ")
+}
+
+// jsonField is a field of a JSON line.
+func jsonField(t *testing.T, line, field string) any {
+	var v map[string]any
+	require.NoError(t, json.Unmarshal([]byte(line), &v))
+	return v[field]
 }

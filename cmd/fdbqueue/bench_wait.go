@@ -34,12 +34,16 @@ const (
 var waitModes = []string{"wait", "poll"}
 
 // waitRuns runs the wait workloads: wake-up latency for each --waiters,
-// idle CPU, and producer/consumer runs for each --wait-rate and mode.
+// idle CPU, and producer/consumer runs for each --wait-rate and mode;
+// across processes, the wake-up runs only.
 func (b *bencher) waitRuns() error {
 	for _, n := range b.o.waiters {
 		if err := b.waitWake(n); err != nil {
 			return fmt.Errorf("bench wait_wake waiters=%d: %w", n, err)
 		}
+	}
+	if b.procs != nil {
+		return nil
 	}
 	for _, mode := range waitModes {
 		if err := b.waitIdle(mode); err != nil {
@@ -119,22 +123,20 @@ type arrival struct {
 // waitWake times wake-ups: waiters consumers wait (FOR POP WAIT in a loop)
 // on an empty table; --wait-reps times, once they all wait again, one task
 // is pushed, and the time from the push's start to the task in a
-// consumer's hands is recorded.
+// consumer's hands is recorded. Across processes, the waiters are the
+// children's that do not serve, and this process pushes.
 func (b *bencher) waitWake(waiters int) error {
 	if err := b.reset(); err != nil {
 		return err
 	}
-	got := make(chan arrival, waiters)
-	stop, err := b.consumers(b.ctx, waiters, b.q.popWait, func(ctx context.Context, st *sql.Stmt, _ int) error {
-		t, ok, err := scanTask(st.QueryRowContext(ctx, cpuMax, memMax, waitFor))
-		if ok {
-			select {
-			case got <- arrival{t, time.Now()}:
-			case <-ctx.Done():
-			}
-		}
-		return err
-	})
+	var got <-chan arrival
+	var stop func() error
+	var err error
+	if b.procs != nil {
+		stop, got, err = b.procs.waiters(waiters)
+	} else {
+		stop, got, err = b.localWaiters(waiters)
+	}
 	if err != nil {
 		return err
 	}
@@ -155,13 +157,23 @@ func (b *bencher) waitWake(waiters int) error {
 			return err
 		}
 		select {
-		case a := <-got:
+		case a, ok := <-got:
+			if !ok { // the waiters failed
+				if err := stop(); err != nil {
+					return err
+				}
+				return errors.New("the waiters stopped")
+			}
+			// Across processes, a.at is on the wall clock, which
+			// t0's wall reading is compared with.
 			lat = append(lat, a.at.Sub(t0))
 			if a.t.id != id {
 				return fmt.Errorf("%w: task %d was pushed into an empty table, and a waiter got task %d", errSelfCheck, id, a.t.id)
 			}
-			if err := b.checkTask(&a.t, cpuMax, memMax); err != nil {
-				return err
+			if b.procs == nil { // a child checks the tasks its waiters take
+				if err := b.checkTask(&a.t, cpuMax, memMax); err != nil {
+					return err
+				}
 			}
 		case <-time.After(drainTimeout):
 			return fmt.Errorf("%w: no waiter got task %d within %v", errSelfCheck, id, drainTimeout)
@@ -172,20 +184,30 @@ func (b *bencher) waitWake(waiters int) error {
 	if err := stop(); err != nil {
 		return err
 	}
-	if err := b.afterRun(); err != nil {
-		return err
-	}
-	left, err := b.count()
-	if err != nil {
-		return err
-	}
-	if err := checkPopped(int64(len(lat)), int64(len(lat)), left); err != nil {
+	if err := b.checkTaken(nil, int64(len(lat)), int64(len(lat))); err != nil {
 		return err
 	}
 	return b.rep.waitWake(waitWakeResult{
 		Bench: "wait_wake", Waiters: waiters, Pushes: len(lat),
 		Samples: int64(len(lat)), P50MS: pct(lat, 50), P99MS: pct(lat, 99), PushP50MS: pct(pushLat, 50),
 	})
+}
+
+// localWaiters starts waiters in this process: what each takes comes on
+// got; stop stops them, and returns the first failure.
+func (b *bencher) localWaiters(waiters int) (stop func() error, got <-chan arrival, err error) {
+	ch := make(chan arrival, waiters)
+	stop, err = b.consumers(b.ctx, waiters, b.q.popWait, func(ctx context.Context, st *sql.Stmt, _ int) error {
+		t, ok, err := scanTask(st.QueryRowContext(ctx, cpuMax, memMax, waitFor))
+		if ok {
+			select {
+			case ch <- arrival{t, time.Now()}:
+			case <-ctx.Done():
+			}
+		}
+		return err
+	})
+	return stop, ch, err
 }
 
 // cpuSince returns the process's CPU time since before (a processCPU

@@ -25,9 +25,18 @@ type opFn func(ctx context.Context, r *rand.Rand) (int, error)
 // runResult is what a push or pop run measured.
 type runResult struct {
 	rows, stmts, empty int64
+	start              time.Time // when the clients started
 	elapsed            time.Duration
-	stop               string // count or time: the limit that ended the run
-	lat                []time.Duration
+	// stop is what ended the run: count or time, its limits; halt, the
+	// parent of a child process (bench_procs.go) when another child's
+	// count ended the run.
+	stop string
+	lat  []time.Duration
+	// ids are the tasks each client popped (pop runs), by client; by
+	// process across processes.
+	ids [][]int64
+	// byProcess is each process's share, across processes.
+	byProcess []procRun
 	// waits are what the operations cost on the modeled cluster, one
 	// each, in no order (none off it).
 	waits []fdbmodel.Counts
@@ -39,7 +48,9 @@ type runResult struct {
 // started before the time limit completes and counts. prepare gives client
 // i its operation. The first error stops every client and is returned. On
 // the modeled cluster, each operation's statements are counted together
-// (metered).
+// (metered). In a child process of --processes (bench_child.go), b.gate
+// runs once every client is ready, before the start, and b.halt ending
+// ends the run as the time limit does.
 func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (opFn, error)) (runResult, error) {
 	conns := make([]*sql.Conn, clients)
 	fns := make([]opFn, clients)
@@ -60,18 +71,28 @@ func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (
 			return runResult{}, err
 		}
 	}
+	if b.gate != nil {
+		if err := b.gate(); err != nil {
+			return runResult{}, err
+		}
+	}
 	budget := newRowBudget(b.o.lim.ops)
 	var rows, stmts, empty atomic.Int64
-	var timedOut atomic.Bool
+	var timedOut, halted atomic.Bool
 	lats := make([][]time.Duration, clients)
 	waits := make([][]fdbmodel.Counts, clients)
 	ctx, fail := context.WithCancelCause(b.ctx)
 	defer fail(nil)
-	rctx := ctx // ends the run: the time limit, or a failure
+	// rctx ends the run: the time limit, a halt, or a failure.
+	rctx, endRun := context.WithCancel(ctx)
+	defer endRun()
 	if b.o.lim.dur > 0 {
 		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, b.o.lim.dur)
+		rctx, cancel = context.WithTimeout(rctx, b.o.lim.dur)
 		defer cancel()
+	}
+	if b.halt != nil {
+		defer context.AfterFunc(b.halt, endRun)()
 	}
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -82,7 +103,11 @@ func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (
 			r := rand.New(rand.NewPCG(uint64(i)+1, 42))
 			for {
 				if rctx.Err() != nil {
-					if ctx.Err() == nil {
+					switch {
+					case ctx.Err() != nil: // a failure
+					case b.halt != nil && b.halt.Err() != nil:
+						halted.Store(true)
+					default:
 						timedOut.Store(true)
 					}
 					return
@@ -115,8 +140,11 @@ func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (
 	if err := context.Cause(ctx); err != nil {
 		return runResult{}, err
 	}
-	res := runResult{rows: rows.Load(), stmts: stmts.Load(), empty: empty.Load(), elapsed: time.Since(start), stop: "count"}
-	if timedOut.Load() {
+	res := runResult{rows: rows.Load(), stmts: stmts.Load(), empty: empty.Load(), start: start, elapsed: time.Since(start), stop: "count"}
+	switch {
+	case halted.Load():
+		res.stop = "halt"
+	case timedOut.Load():
 		res.stop = "time"
 	}
 	res.lat = slices.Concat(lats...)

@@ -188,7 +188,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 // run is the shell; it returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "bench" {
-		return runBench(ctx, args[1:], stdout, stderr)
+		return runBench(ctx, args[1:], stdin, stdout, stderr)
 	}
 	o, status := parseFlags(args, stderr)
 	if o == nil {
