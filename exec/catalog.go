@@ -39,7 +39,10 @@ type Table struct {
 	// would take a row already leased MaxAttempts times moves it to the
 	// dead-letter table instead (see dead.go).
 	MaxAttempts int64
-	Queue       *queues.Queue
+	// Backoff is the BACKOFF=... option (nil: none): how long a row waits
+	// after a failed attempt (see backoff.go).
+	Backoff *parser.Backoff
+	Queue   *queues.Queue
 }
 
 // Kind returns the table's queue kind.
@@ -82,17 +85,21 @@ func (t *Table) encode() []byte {
 		res = append(res, int64(r))
 	}
 	tup := tuple.Tuple{int64(schemaVersion), t.Name, t.ID, int64(t.Priority), cols, res, t.IndexName}
-	if t.MaxAttempts > 0 {
-		// Only then: a table without the option keeps the 7 elements
-		// versions before MAX_ATTEMPTS read.
+	if t.MaxAttempts > 0 || t.Backoff != nil {
+		// Only then: a table without the options keeps the 7 elements
+		// versions before MAX_ATTEMPTS read, and one without BACKOFF the
+		// 8 that versions before BACKOFF read.
 		tup = append(tup, t.MaxAttempts)
+	}
+	if t.Backoff != nil {
+		tup = append(tup, encodeBackoff(t.Backoff))
 	}
 	return tup.Pack()
 }
 
 func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	tup, err := tuple.Unpack(b)
-	if err != nil || len(tup) != 7 && len(tup) != 8 {
+	if err != nil || len(tup) < 7 || len(tup) > 9 {
 		return nil, fmt.Errorf("%w: unreadable schema", ErrCatalog)
 	}
 	if v, _ := tup[0].(int64); v != schemaVersion {
@@ -139,9 +146,15 @@ func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	}
 	t.IndexName, _ = tup[6].(string)
 	t.markRequired() // schemas stored before CREATE marked them
-	if len(tup) == 8 {
-		if t.MaxAttempts, _ = tup[7].(int64); t.MaxAttempts <= 0 {
+	if len(tup) >= 8 {
+		// 0 only before a BACKOFF: a table with BACKOFF alone.
+		if t.MaxAttempts, _ = tup[7].(int64); t.MaxAttempts < 0 || t.MaxAttempts == 0 && len(tup) == 8 {
 			return nil, fmt.Errorf("%w: MAX_ATTEMPTS %v", ErrCatalog, tup[7])
+		}
+	}
+	if len(tup) == 9 {
+		if t.Backoff, err = decodeBackoff(tup[8]); err != nil {
+			return nil, err
 		}
 	}
 	t.Queue = queues.New(tableKey(root, t.ID), t.Kind(), names...).WithOptions(opts)

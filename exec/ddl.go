@@ -30,7 +30,12 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 	if st.MaxAttempts < 0 {
 		return nil, fmt.Errorf("%w: MAX_ATTEMPTS=%d: how many times a row may be leased is an integer, 1 or more", ErrSchema, st.MaxAttempts)
 	}
-	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName, MaxAttempts: st.MaxAttempts}
+	if st.Backoff != nil {
+		if err := st.Backoff.Check(); err != nil {
+			return nil, err
+		}
+	}
+	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName, MaxAttempts: st.MaxAttempts, Backoff: st.Backoff}
 	seen := map[string]bool{}
 	for _, pc := range st.Columns {
 		lower := strings.ToLower(pc.Name)

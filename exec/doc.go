@@ -56,6 +56,7 @@
 //	stmt.go      a statement bound to its arguments, and one run of it
 //	ddl.go       CREATE and DROP TABLE, and their retry tokens
 //	dead.go      MAX_ATTEMPTS: the dead-letter table, and moving rows there
+//	backoff.go   BACKOFF: the delay after a failed attempt, its jitter, the table options' text
 //	insert.go    INSERT
 //	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
 //	plan.go      the access paths (plans), choosePlan, and how each runs

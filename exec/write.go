@@ -7,6 +7,7 @@ import (
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/queues"
 )
 
 // planDelete binds a DELETE and chooses its plan.
@@ -119,7 +120,7 @@ func nullKey(conds []cond) error {
 }
 
 // updateForms are the UPDATEs there are, for errors.
-const updateForms = "the UPDATEs are UPDATE t SET priority = v WHERE id = v, and UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v]"
+const updateForms = "the UPDATEs are UPDATE t SET priority = v WHERE id = v, and UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v] (v NULL: after the table's BACKOFF)"
 
 // planSetVisible binds UPDATE t SET _visible_at = v WHERE id = v [AND
 // _lease = v]: a heartbeat or release of a lease when _lease is given,
@@ -153,7 +154,10 @@ func (s *stmtCtx) planSetVisible(st *parser.Update) (plan, error) {
 		return nil, err
 	}
 	if v == nil {
-		return nil, fmt.Errorf("%w: _visible_at cannot be NULL (NOW() for at once)", ErrValue)
+		// A release without a time: after the table's backoff for the
+		// row's attempts, at once without one (backoff.go).
+		p.backoff = true
+		return p, nil
 	}
 	p.at = v.(time.Time)
 	if err := checkVisibleAt(p.at); err != nil {
@@ -164,21 +168,25 @@ func (s *stmtCtx) planSetVisible(st *parser.Update) (plan, error) {
 
 // setVisible sets the _visible_at of the row with id, if its _lease is
 // lease (when set): UPDATE t SET _visible_at = v WHERE id = v [AND
-// _lease = v].
+// _lease = v]. With backoff (_visible_at = NULL) the time is the
+// statement's plus the backoff of the row's attempts.
 type setVisible struct {
-	id    int64
-	lease *int64
-	at    time.Time
+	id      int64
+	lease   *int64
+	at      time.Time
+	backoff bool
 }
 
 func (p setVisible) run(s *stmtCtx) ([]row, int64, error) {
-	if p.lease != nil {
-		it, ok, err := s.t.Queue.Get(s.tr, p.id)
-		if err != nil || !ok || it.Lease != *p.lease {
-			return nil, 0, err
+	ok, err := s.t.Queue.SetVisibleWith(s.tr, p.id, func(it queues.Item) (time.Time, []byte, bool, error) {
+		if p.lease != nil && it.Lease != *p.lease {
+			return time.Time{}, nil, false, nil // the lease was lost
 		}
-	}
-	ok, err := s.t.Queue.SetVisibleAt(s.tr, p.id, p.at)
+		if p.backoff {
+			return s.b.now.Add(s.t.backoffDelay(it.ID, it.Attempts)), nil, true, nil
+		}
+		return p.at, nil, true, nil
+	})
 	if err != nil || !ok {
 		return nil, 0, err
 	}
@@ -190,5 +198,9 @@ func (p setVisible) String() string {
 	if p.lease != nil {
 		args = append(args, fmt.Sprintf("lease=%d", *p.lease))
 	}
-	return "setVisible(" + strings.Join(args, ", ") + ", at=" + sqlLiteral(p.at) + ")"
+	at := sqlLiteral(p.at)
+	if p.backoff {
+		at = "backoff"
+	}
+	return "setVisible(" + strings.Join(args, ", ") + ", at=" + at + ")"
 }

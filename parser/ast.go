@@ -59,6 +59,9 @@ type CreateTable struct {
 	// times a row may be leased before FOR LEASE moves it to the table
 	// <name>_dead.
 	MaxAttempts int64
+	// Backoff is the BACKOFF=... table option (nil: none): how long a row
+	// waits after a lease that ends unacked, or a release without a time.
+	Backoff *Backoff
 	// Index lists the resource columns of the fit index, in order; empty
 	// without INDEX.
 	Index     []string

@@ -185,6 +185,9 @@ func printParsed(p *Parsed) string {
 		if s.MaxAttempts != 0 {
 			line("MaxAttempts %d", s.MaxAttempts)
 		}
+		if s.Backoff != nil {
+			line("Backoff %s (first=%v max=%v)", s.Backoff, s.Backoff.First, s.Backoff.Max)
+		}
 	case *DropTable:
 		fmt.Fprintf(&b, "DropTable %s\n", printName(s.Name))
 		if s.IfExists {
@@ -326,7 +329,7 @@ func TestPrintCoversFields(t *testing.T) {
 		fields int
 	}{
 		{Parsed{}, 3},
-		{CreateTable{}, 6}, {Column{}, 5}, {DropTable{}, 2},
+		{CreateTable{}, 7}, {Column{}, 5}, {DropTable{}, 2}, {Backoff{}, 3},
 		{Insert{}, 3},
 		{Select{}, 10}, {Cond{}, 3}, {OrderBy{}, 2},
 		{Delete{}, 4},

@@ -20,7 +20,7 @@ import (
 
 const metaHelp = `meta-commands:
   \dt                         list tables
-  \d TABLE                    describe a table: columns, queue kind, index, row count
+  \d TABLE                    describe a table: columns, queue kind, index, row count, options
   \timing [on|off]            print how long each statement took
   \format table|csv|json|jsonl  set the output format
   \i FILE                     run a script
@@ -353,6 +353,9 @@ func (sh *shell) describe(name string) error {
 		}
 		if len(t.Index) > 0 {
 			fmt.Fprintf(w, ", fit index %s (%s)", t.IndexName, strings.Join(t.Index, ", "))
+		}
+		if t.Options != "" {
+			fmt.Fprintf(w, ", %s", t.Options)
 		}
 		fmt.Fprintln(w)
 		return nil
