@@ -63,7 +63,7 @@ func (t *Table) column(name string) (int, error) {
 			return i, nil
 		}
 	}
-	names := []string{"id", parser.ColVisibleAt, parser.ColLease, parser.ColAttempts}
+	names := []string{"id", parser.ColVisibleAt, parser.ColLease, parser.ColAttempts, parser.ColError}
 	for _, c := range t.Columns {
 		names = append(names, c.Name)
 	}

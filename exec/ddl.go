@@ -43,7 +43,7 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 			return nil, fmt.Errorf("%w: column id is implicit (every row has one, assigned at insert)", ErrSchema)
 		}
 		if _, pseudo := pseudoColumn(lower); pseudo {
-			return nil, fmt.Errorf("%w: column %s is a pseudo-column every table has (id, _visible_at, _lease, _attempts); name yours otherwise", ErrSchema, pc.Name)
+			return nil, fmt.Errorf("%w: column %s is a pseudo-column every table has (%s); name yours otherwise", ErrSchema, pc.Name, pseudoNames)
 		}
 		if seen[lower] {
 			return nil, fmt.Errorf("%w: column %s is declared twice", ErrSchema, pc.Name)

@@ -31,7 +31,8 @@
 // # Rows
 //
 // A row is stored as the queue item's value: a packed tuple of every
-// declared column, in order. A column named priority makes the table a
+// declared column, in order, followed by its _error when it has one
+// (errtext.go). A column named priority makes the table a
 // priority queue; INDEX (cols) names the resource columns of the fit index.
 // The implicit id column is the item's id.
 //
@@ -62,7 +63,8 @@
 //	plan.go      the access paths (plans), choosePlan, and how each runs
 //	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding
 //	lease.go     FOR LEASE, and the plans that lease or see every row (leaseN, allRows)
-//	pseudo.go    the pseudo-columns id, _visible_at, _lease and _attempts
+//	pseudo.go    the pseudo-columns id, _visible_at, _lease, _attempts and _error
+//	errtext.go   _error: kept with the row's values, its bound
 //	write.go     DELETE and UPDATE
 //	catalog.go   table schemas and their cache
 //	keys.go      every key exec builds under the root

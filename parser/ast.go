@@ -217,7 +217,7 @@ func (*Rollback) statement()    {}
 // FOR LEASE.
 func (s *Select) Takes() bool { return s.ForPop || s.Lease != nil }
 
-// Pseudo-columns every table has, read-only, selectable like id.
+// Pseudo-columns every table has, selectable like id.
 const (
 	// ColVisibleAt is when the row may be popped or leased (TIMESTAMP).
 	ColVisibleAt = "_visible_at"
@@ -225,4 +225,7 @@ const (
 	ColLease = "_lease"
 	// ColAttempts is how many times the row was leased.
 	ColAttempts = "_attempts"
+	// ColError is the last error a worker recorded for the row (TEXT,
+	// NULL if none), which UPDATE and INSERT may write.
+	ColError = "_error"
 )
