@@ -59,6 +59,7 @@
 //	dead.go      MAX_ATTEMPTS: the dead-letter table, and moving rows there
 //	backoff.go   BACKOFF: the delay after a failed attempt, its jitter, the table options' text
 //	insert.go    INSERT
+//	redrive.go   INSERT ... SELECT ... LIMIT n [FOR POP]: rows copied or moved between tables
 //	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
 //	plan.go      the access paths (plans), choosePlan, and how each runs
 //	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding

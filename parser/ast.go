@@ -5,7 +5,8 @@ package parser
 import "time"
 
 // Statement is one parsed statement: *CreateTable, *DropTable, *Insert,
-// *Select, *SelectValue, *Delete, *Update, *Begin, *Commit or *Rollback.
+// *InsertSelect (redrive.go), *Select, *SelectValue, *Delete, *Update,
+// *Begin, *Commit or *Rollback.
 type Statement interface{ statement() }
 
 // Type is a column type.

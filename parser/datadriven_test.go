@@ -205,6 +205,13 @@ func printParsed(p *Parsed) string {
 			}
 			line("Row (%s)", strings.Join(vals, ", "))
 		}
+	case *InsertSelect:
+		fmt.Fprintf(&b, "InsertSelect %s\n", printName(s.Table))
+		if s.Columns != nil {
+			line("Columns %s", printNames(s.Columns))
+		}
+		src := printParsed(&Parsed{Stmt: s.Source})
+		b.WriteString("  " + strings.ReplaceAll(strings.TrimSuffix(src, "\n"), "\n", "\n  ") + "\n")
 	case *Select:
 		fmt.Fprintf(&b, "Select %s\n", printName(s.Table))
 		if s.Star {
@@ -330,7 +337,7 @@ func TestPrintCoversFields(t *testing.T) {
 	}{
 		{Parsed{}, 3},
 		{CreateTable{}, 7}, {Column{}, 5}, {DropTable{}, 2}, {Backoff{}, 3},
-		{Insert{}, 3},
+		{Insert{}, 3}, {InsertSelect{}, 3},
 		{Select{}, 10}, {Cond{}, 3}, {OrderBy{}, 2},
 		{Delete{}, 4},
 		{Update{}, 3}, {Assignment{}, 2},

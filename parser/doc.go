@@ -50,5 +50,6 @@
 //	convert.go   the conversion: which statements are in the dialect, table names
 //	ddl.go       CREATE TABLE and DROP TABLE: columns, types, the fit index
 //	dml.go       INSERT, SELECT, DELETE and UPDATE, with ORDER BY and LIMIT
+//	redrive.go   INSERT ... SELECT ... LIMIT n [FOR POP]: rows copied or moved between tables
 //	expr.go      WHERE comparisons, literals, placeholders, NOW() and INTERVAL
 package parser
