@@ -128,3 +128,30 @@ func TestRedriveLimits(t *testing.T) {
 	require.ErrorIs(t, err, fdbqueue.ErrUnsupported)
 	require.ErrorContains(t, err, "without LIMIT")
 }
+
+// TestRedriveInTx: inside a transaction an INSERT ... SELECT ... FOR POP
+// moves its rows when the transaction commits, and a rollback keeps them
+// where they were.
+func TestRedriveInTx(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Exec("CREATE TABLE jobs (v INT) MAX_ATTEMPTS=1")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO jobs_dead (v) VALUES (1), (2), (3)")
+	require.NoError(t, err)
+	moveTwo := func() *sql.Tx {
+		tx, err := db.Begin()
+		require.NoError(t, err)
+		res, err := tx.Exec("INSERT INTO jobs SELECT v FROM jobs_dead LIMIT 2 FOR POP")
+		require.NoError(t, err)
+		require.Equal(t, int64(2), rowsAffected(t, res))
+		require.Equal(t, int64(1), count(t, tx, "jobs_dead"), "the transaction sees its own move")
+		return tx
+	}
+	require.NoError(t, moveTwo().Rollback())
+	require.Equal(t, int64(3), count(t, db, "jobs_dead"))
+	require.Equal(t, int64(0), count(t, db, "jobs"))
+	require.NoError(t, moveTwo().Commit())
+	require.Equal(t, int64(1), count(t, db, "jobs_dead"))
+	require.Equal(t, int64(2), count(t, db, "jobs"))
+}
