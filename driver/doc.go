@@ -25,7 +25,8 @@
 //     commits). mode=rwc (the default) creates DIR, not its parents, when it
 //     does not exist; mode=rw opens only an existing database, so a mistyped
 //     path is an error; mode=ro opens an existing database read-only (writes
-//     fail with embedded.ErrReadOnly; nothing on disk changes);
+//     fail with embedded.ErrReadOnly). Every process of the host may open
+//     DIR at once: the first serves it to the others (package kv/shared);
 //   - fdb:[CLUSTER_FILE][?root=...&tenant=...&timeout=...&retry_limit=...]
 //     a FoundationDB cluster (needs -tags fdb and the FoundationDB client;
 //     see docs/foundationdb.md).
@@ -34,9 +35,9 @@
 //
 // # Dialect
 //
-//	CREATE TABLE [IF NOT EXISTS] t (col TYPE [NOT NULL] [DEFAULT v], ... [, INDEX name (col, ...)])
+//	CREATE TABLE [IF NOT EXISTS] t (col TYPE [NOT NULL] [DEFAULT v] [UNIQUE], ... [, INDEX name (col, ...)] [, UNIQUE [name] (col, ...) [FOR n unit]])
 //	DROP TABLE [IF EXISTS] t
-//	INSERT INTO t [(cols)] VALUES (...), (...)
+//	INSERT [IGNORE] INTO t [(cols)] VALUES (...), (...)
 //	SELECT cols|*|COUNT(*) FROM t [WHERE c op v AND ...] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP | FOR LEASE seconds] [WAIT seconds]
 //	DELETE FROM t [WHERE ...] [ORDER BY priority] [LIMIT n]
 //	UPDATE t SET priority = v WHERE id = v
@@ -47,10 +48,15 @@
 // refused), TEXT/VARCHAR(n) (valid UTF-8), BLOB/VARBINARY(n), BOOLEAN,
 // TIMESTAMP/DATETIME (UTC, years 1 to 9999, to the nanosecond; Go's zero
 // time.Time included). Options and types the dialect would not enforce
-// (PRIMARY KEY, UNIQUE, UNSIGNED, DECIMAL, ...) are refused by name. A column named priority makes the
+// (PRIMARY KEY, UNSIGNED, DECIMAL, ...) are refused by name. A column named priority makes the
 // table a priority queue; without one it is a FIFO queue. INDEX (cpu, mem)
 // names integer resource columns: WHERE cpu <= ? AND mem <= ? then finds the
-// best task that fits through the fit index instead of a scan. Every row has
+// best task that fits through the fit index instead of a scan. UNIQUE (cols)
+// keeps two rows from holding the same values there (leased and delayed rows
+// included; FOR n SECOND|MINUTE|HOUR|DAY keeps them taken that long after the
+// row is removed): a duplicate INSERT fails with ErrDuplicateKey (a
+// *DuplicateKeyError, in a *RowError, names the row holding them), INSERT
+// IGNORE skips it (docs/sql.md, "Unique keys"). Every row has
 // an implicit id (an int64 assigned at insert unless the INSERT gives a positive
 // one the table does not hold: ErrDuplicateID; returned by LastInsertId), usable in
 // SELECT and WHERE; SELECT * lists the declared columns. FOR POP removes the

@@ -12,6 +12,7 @@ import (
 	"github.com/fdbqueue/fdbqueue/exec"
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/kv/embedded"
+	"github.com/fdbqueue/fdbqueue/kv/shared"
 	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
@@ -85,7 +86,7 @@ func NewConnector(cfg *Config) (driver.Connector, error) {
 		default:
 			return nil, fmt.Errorf("%w: mode=%s; accepted: rwc (default: open, creating the database if needed), rw (open an existing database), ro (open an existing database read-only)", ErrDSN, cfg.Params["mode"])
 		}
-		fdb, err := embedded.OpenFile(cfg.Path, fc)
+		fdb, err := shared.Open(cfg.Path, fc)
 		if err != nil {
 			return nil, err
 		}

@@ -139,13 +139,16 @@ func newHarness(t *testing.T) *harness {
 	e := exec.New(rec, ddRoot)
 	e.Deterministic(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	// Whatever a file did, every queue's indexes still agree with its
-	// items.
+	// items, and every unique index with its table's rows.
 	t.Cleanup(func() {
 		require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
 			tables, err := e.TablesIn(tr)
 			for _, tb := range tables {
 				if err == nil {
 					err = tb.Queue.Check(tr)
+				}
+				if err == nil {
+					err = exec.CheckUnique(tr, tb)
 				}
 			}
 			return err

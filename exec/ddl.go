@@ -90,6 +90,9 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 		return nil, fmt.Errorf("%w: a table needs at least one column", ErrSchema)
 	}
 	t.markRequired()
+	if err := t.addUnique(st.Unique); err != nil {
+		return nil, err
+	}
 
 	ck := catalogKey(e.cat.root, st.Name)
 	existing, err := tr.Get(ck)

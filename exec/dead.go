@@ -141,6 +141,7 @@ func columnList(t *Table) string {
 // moveDead pushes it, a row of the statement's table that a lease removed
 // for MAX_ATTEMPTS, into the dead-letter table (queues.LeaseRequest.Dead).
 func (s *stmtCtx) moveDead(it queues.Item) error {
+	s.freeUnique([]queues.Item{it}) // t_dead has none of t's unique keys
 	if s.dead == nil {
 		d, err := s.e.deadTable(s.tr, s.t)
 		if err != nil {

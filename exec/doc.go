@@ -32,9 +32,10 @@
 //
 // A row is stored as the queue item's value: a packed tuple of every
 // declared column, in order, followed by its _error when it has one
-// (errtext.go). A column named priority makes the table a
-// priority queue; INDEX (cols) names the resource columns of the fit index.
-// The implicit id column is the item's id.
+// (errtext.go). A column named priority makes the table a priority queue;
+// INDEX (cols) names the resource columns of the fit index; UNIQUE (cols)
+// a unique key, whose index lives under the table's queue too
+// (unique.go). The implicit id column is the item's id.
 //
 // # Statements
 //
@@ -60,6 +61,7 @@
 //	backoff.go   BACKOFF: the delay after a failed attempt, its jitter, the table options' text
 //	insert.go    INSERT
 //	redrive.go   INSERT ... SELECT ... LIMIT n [FOR POP]: rows copied or moved between tables
+//	unique.go    unique keys: their index, checked by INSERT, freed by every removal
 //	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
 //	plan.go      the access paths (plans), choosePlan, and how each runs
 //	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding

@@ -110,3 +110,6 @@ var MaxLeaders, MaxInsertLeaders = maxLeaders, maxInsertLeaders
 // WithQueued returns ctx, whose transactions call queued once their commit
 // waits only for the disk (file: engines), as combining does.
 var WithQueued = withQueued
+
+// CheckUnique checks t's unique index against its rows (checkUnique).
+func CheckUnique(tr kv.ReadTransaction, t *Table) error { return checkUnique(tr, t) }

@@ -68,6 +68,7 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	set := make([]bool, len(t.Columns))
 	tup := make(tuple.Tuple, len(t.Columns))
 	resources := make([]int64, 0, len(st.Rows)*len(t.Resources))
+	uniq := s.newUniqueRows(len(st.Rows))
 	packed := 0 // the last row's packed size, to size the next one's buffer
 	for r, vals := range st.Rows {
 		if len(vals) != len(targets) {
@@ -143,6 +144,9 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		if size := queues.MaxRecordSize(item.Value, len(item.Resources)); size > MaxRowSize {
 			return nil, &RowError{r + 1, rowTooLarge(t, full, size)}
 		}
+		if err := uniq.add(full); err != nil {
+			return nil, &RowError{r + 1, err}
+		}
 		items = append(items, item)
 	}
 	// Autocommit: one receipt under the statement's token makes the whole
@@ -150,15 +154,17 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	// nothing and reports the same result, as the ids were made before the
 	// first attempt. In an explicit transaction (no token) no receipt is
 	// needed: a retry of the transaction runs the INSERT again with new ids
-	// (or the ids it gives).
-	if _, err := t.Queue.PushAll(tr, b.token, items); err != nil {
+	// (or the ids it gives). Unique keys are checked in the same round of
+	// reads (unique.go).
+	n, last, err := s.push(items, uniq, st.Ignore)
+	if err != nil {
 		var dup *queues.DuplicateIDError
 		if errors.As(err, &dup) && byID[dup.ID] > 0 {
 			return nil, &RowError{byID[dup.ID], fmt.Errorf("%w: table %s holds a row with id %d (leave id out, and one is assigned)", ErrDuplicateID, t.Name, dup.ID)}
 		}
 		return nil, err
 	}
-	return &Result{RowsAffected: int64(len(items)), LastInsertID: items[len(items)-1].ID}, nil
+	return &Result{RowsAffected: n, LastInsertID: last}, nil
 }
 
 // rowTooLarge is the error for a row of vals that takes size bytes stored,

@@ -149,6 +149,9 @@ func (s *stmtCtx) planSelect(st *parser.Select) (*query, error) {
 		g = goalLease
 	}
 	q.plan = choosePlan(t, conds, order, n, g, s.b.spread)
+	if g == goalPop {
+		q.plan = s.freeing(q.plan) // unique keys (unique.go)
+	}
 	return q, nil
 }
 

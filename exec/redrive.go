@@ -67,7 +67,7 @@ func (e *Executor) insertSelect(tr kv.Transaction, st *parser.InsertSelect, b *b
 	res := &Result{RowsAffected: int64(len(rows))}
 	if len(rows) > 0 {
 		// The rows' values, as the arguments of an INSERT of them.
-		ins := &parser.Insert{Table: st.Table, Columns: cols, Rows: make([][]parser.Value, len(rows))}
+		ins := &parser.Insert{Table: st.Table, Columns: cols, Ignore: st.Ignore, Rows: make([][]parser.Value, len(rows))}
 		args := make([]any, 0, len(rows)*len(cols))
 		for r, row := range rows {
 			vals := make([]parser.Value, len(q.proj))
@@ -90,7 +90,7 @@ func (e *Executor) insertSelect(tr kv.Transaction, st *parser.InsertSelect, b *b
 			}
 			return nil, err
 		}
-		res.LastInsertID = ires.LastInsertID
+		res.RowsAffected, res.LastInsertID = ires.RowsAffected, ires.LastInsertID // IGNORE: fewer
 	}
 	if err := dst.Queue.RecordCounts(tr, b.token, res.RowsAffected, res.LastInsertID); err != nil {
 		return nil, err

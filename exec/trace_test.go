@@ -50,7 +50,7 @@ func (r *recorder) wrap(tr kv.Transaction) kv.Transaction {
 
 // queueTags names the tags under a queue's prefix (see package queues'
 // doc and layout.go).
-var queueTags = []string{"item", "id", "count", "cell", "celldir", "shape", "shapedir", "mark", "markexp", "oldreceipt", "oldreceiptexp", "signal", "due", "hidden", "receipt"}
+var queueTags = []string{"item", "id", "count", "cell", "celldir", "shape", "shapedir", "mark", "markexp", "oldreceipt", "oldreceiptexp", "signal", "due", "hidden", "receipt", "unique", "uniqueuntil"}
 
 // key renders a key as /elem/elem/... : the tuple after the root, with a
 // queue's tags by name (t/<table id>/item/...). Expiry times come from the

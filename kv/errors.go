@@ -36,6 +36,7 @@ const (
 	CodeNotCommitted           = 1020 // not_committed
 	CodeCommitUnknownResult    = 1021 // commit_unknown_result
 	CodeTransactionCancelled   = 1025 // transaction_cancelled
+	CodeConnectionFailed       = 1026 // connection_failed
 	CodeTransactionTimedOut    = 1031 // transaction_timed_out
 	CodeTooManyWatches         = 1032 // too_many_watches
 	CodeAccessedUnreadable     = 1036 // accessed_unreadable
@@ -74,6 +75,14 @@ var (
 	// ErrTransactionCancelled is returned when the transaction was
 	// cancelled, or its context was done.
 	ErrTransactionCancelled = &Error{Code: CodeTransactionCancelled}
+	// ErrConnectionFailed is returned by kv/remote when the connection to
+	// the process serving the database was lost before the operation's
+	// answer came: the transaction's server side is gone, and it did not
+	// commit (a commit in flight gets ErrCommitUnknownResult instead).
+	// Retryable: OnError reconnects. FoundationDB's client retries its
+	// connection_failed internally and never returns it to a transaction;
+	// a remote client cannot, since the read version went with the server.
+	ErrConnectionFailed = &Error{Code: CodeConnectionFailed}
 	// ErrTransactionTimedOut is returned when the transaction's timeout
 	// option expired. Not retryable.
 	ErrTransactionTimedOut = &Error{Code: CodeTransactionTimedOut}
@@ -120,6 +129,8 @@ func codeName(code int) string {
 		return "commit_unknown_result: the transaction may or may not have committed"
 	case CodeTransactionCancelled:
 		return "transaction_cancelled"
+	case CodeConnectionFailed:
+		return "connection_failed: the connection to the server was lost"
 	case CodeTransactionTimedOut:
 		return "transaction_timed_out"
 	case CodeTooManyWatches:
@@ -174,12 +185,15 @@ func Code(err error) int {
 // database_locked (1038), proxy_memory_limit_exceeded (1042),
 // batch_transaction_throttled (1051) and tag_throttled (1213). (FoundationDB
 // 7.3 adds a few throttling codes; a client that meets one treats it as
-// final.) A retry after a maybe-committed error may apply the transaction a
-// second time; see IsMaybeCommitted.
+// final.) It also holds for connection_failed (1026), which FoundationDB's
+// client retries itself and kv/remote returns (ErrConnectionFailed). A
+// retry after a maybe-committed error may apply the transaction a second
+// time; see IsMaybeCommitted.
 func IsRetryable(err error) bool {
 	switch Code(err) {
 	case CodeTransactionTooOld, CodeFutureVersion, CodeNotCommitted, CodeProcessBehind,
-		CodeDatabaseLocked, CodeProxyMemoryLimit, CodeBatchThrottled, CodeTagThrottled:
+		CodeDatabaseLocked, CodeProxyMemoryLimit, CodeBatchThrottled, CodeTagThrottled,
+		CodeConnectionFailed:
 		return true
 	}
 	return IsMaybeCommitted(err)

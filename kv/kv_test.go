@@ -35,7 +35,7 @@ func TestStrinc(t *testing.T) {
 // predicates, code by code (fdb_error_predicate).
 func TestErrorPredicates(t *testing.T) {
 	t.Parallel()
-	retryableNotCommitted := []int{1007, 1009, 1020, 1037, 1038, 1042, 1051, 1213}
+	retryableNotCommitted := []int{1007, 1009, 1020, 1026, 1037, 1038, 1042, 1051, 1213}
 	maybeCommitted := []int{1021, 1039}
 	final := []int{0, 1025, 1031, 1032, 1101, 2000, 2004, 2101, 2102, 2103}
 	for _, c := range retryableNotCommitted {

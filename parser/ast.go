@@ -67,6 +67,22 @@ type CreateTable struct {
 	// without INDEX.
 	Index     []string
 	IndexName string
+	// Unique lists the unique keys, table-level (UNIQUE [KEY|INDEX]
+	// [name] (cols) [FOR n unit]) and a column's UNIQUE [KEY], in the
+	// order they are declared (see unique.go).
+	Unique []UniqueKey
+}
+
+// UniqueKey is a unique key of CREATE TABLE: no two rows of the table
+// hold the same values in its columns (see package exec).
+type UniqueKey struct {
+	// Name is the key's name; "" when the statement names none (exec
+	// names it after its first column, as MySQL does).
+	Name    string
+	Columns []string
+	// Window is FOR n unit: how long a key stays taken after its row is
+	// removed (0: none, it is free at once).
+	Window time.Duration
 }
 
 // DropTable is DROP TABLE [IF EXISTS] name.
@@ -140,11 +156,14 @@ type OrderBy struct {
 	Desc   bool
 }
 
-// Insert is INSERT INTO table [(columns)] VALUES (...), ....
+// Insert is INSERT [IGNORE] INTO table [(columns)] VALUES (...), ....
 type Insert struct {
 	Table   string
 	Columns []string // nil: all columns, in table order
 	Rows    [][]Value
+	// Ignore is INSERT IGNORE: a row whose unique key the table (or an
+	// earlier row of the statement) holds is skipped, not an error.
+	Ignore bool
 }
 
 // Select is SELECT columns|*|COUNT(*) FROM table [WHERE] [ORDER BY] [LIMIT]

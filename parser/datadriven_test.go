@@ -188,6 +188,13 @@ func printParsed(p *Parsed) string {
 		if s.Backoff != nil {
 			line("Backoff %s (first=%v max=%v)", s.Backoff, s.Backoff.First, s.Backoff.Max)
 		}
+		for _, u := range s.Unique {
+			key := fmt.Sprintf("Unique %s (%s)", printName(u.Name), printNames(u.Columns))
+			if u.Window != 0 {
+				key += " Window=" + u.Window.String()
+			}
+			line("%s", key)
+		}
 	case *DropTable:
 		fmt.Fprintf(&b, "DropTable %s\n", printName(s.Name))
 		if s.IfExists {
@@ -195,6 +202,9 @@ func printParsed(p *Parsed) string {
 		}
 	case *Insert:
 		fmt.Fprintf(&b, "Insert %s\n", printName(s.Table))
+		if s.Ignore {
+			line("Ignore")
+		}
 		if s.Columns != nil {
 			line("Columns %s", printNames(s.Columns))
 		}
@@ -209,6 +219,9 @@ func printParsed(p *Parsed) string {
 		fmt.Fprintf(&b, "InsertSelect %s\n", printName(s.Table))
 		if s.Columns != nil {
 			line("Columns %s", printNames(s.Columns))
+		}
+		if s.Ignore {
+			line("Ignore")
 		}
 		src := printParsed(&Parsed{Stmt: s.Source})
 		b.WriteString("  " + strings.ReplaceAll(strings.TrimSuffix(src, "\n"), "\n", "\n  ") + "\n")
@@ -336,8 +349,8 @@ func TestPrintCoversFields(t *testing.T) {
 		fields int
 	}{
 		{Parsed{}, 3},
-		{CreateTable{}, 7}, {Column{}, 5}, {DropTable{}, 2}, {Backoff{}, 3},
-		{Insert{}, 3}, {InsertSelect{}, 3},
+		{CreateTable{}, 8}, {UniqueKey{}, 3}, {Column{}, 5}, {DropTable{}, 2}, {Backoff{}, 3},
+		{Insert{}, 4}, {InsertSelect{}, 4},
 		{Select{}, 10}, {Cond{}, 3}, {OrderBy{}, 2},
 		{Delete{}, 4},
 		{Update{}, 3}, {Assignment{}, 2},

@@ -6,14 +6,16 @@ package parser
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/xwb1989/sqlparser"
 )
 
 // prepass recognises what sqlparser does not: a trailing FOR POP [WAIT n],
 // CREATE TABLE IF NOT EXISTS and its table options (options.go),
-// BOOL/BOOLEAN column types, negative and boolean DEFAULTs, and unnamed
-// indexes. It returns the text for sqlparser.
+// BOOL/BOOLEAN column types, negative and boolean DEFAULTs, unnamed
+// indexes and unique keys, and unique keys' windows. It returns the text
+// for sqlparser.
 type prepass struct {
 	forPop      bool
 	lease       *Value // FOR LEASE's seconds or placeholder
@@ -24,6 +26,10 @@ type prepass struct {
 	boolCols    map[string]bool
 	positional  int // ? placeholders
 	named       bool
+
+	// uniqueWindows are the windows of CREATE TABLE's table-level unique
+	// keys, in order (0: none; see unique.go).
+	uniqueWindows []time.Duration
 }
 
 func (pp *prepass) run(sql string, toks []token) (string, error) {
@@ -77,7 +83,7 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 	for k := end; k < n; k++ {
 		drop[code[k]] = true
 	}
-	if pp.lease == nil && end >= 2 && tokAt(end-2).typ == sqlparser.FOR {
+	if pp.lease == nil && end >= 2 && tokAt(end-2).typ == sqlparser.FOR && tokAt(0).typ != sqlparser.CREATE {
 		last := tokAt(end - 1)
 		if last.typ == sqlparser.ID && strings.EqualFold(last.val, "pop") {
 			pp.forPop = true
@@ -96,6 +102,9 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 		}
 		pp.boolCols = map[string]bool{}
 		if err := pp.tableOptions(sql, tokAt, code, n, drop); err != nil {
+			return "", err
+		}
+		if err := pp.uniqueClauses(sql, tokAt, code, n, replace, drop); err != nil {
 			return "", err
 		}
 		for ; k < n; k++ {

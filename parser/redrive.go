@@ -18,7 +18,10 @@ import (
 type InsertSelect struct {
 	Table   string
 	Columns []string // nil: all columns, in table order
-	Source  *Select
+	// Ignore is INSERT IGNORE's: a row whose unique key is taken is
+	// skipped. Refused with FOR POP, which would remove it.
+	Ignore bool
+	Source *Select
 }
 
 func (*InsertSelect) statement() {}
@@ -46,7 +49,7 @@ func (c *converter) insertSelect(s *sqlparser.Insert, ins *Insert) (Statement, e
 	if !ok || src.Count {
 		return nil, unsupported("INSERT ... %s (the SELECT reads rows of a table: %s)", sqlparser.String(sel), insertSelectHint)
 	}
-	return &InsertSelect{Table: ins.Table, Columns: ins.Columns, Source: src}, nil
+	return &InsertSelect{Table: ins.Table, Columns: ins.Columns, Ignore: ins.Ignore, Source: src}, nil
 }
 
 // trailing takes the pre-pass's trailing clause into an INSERT ... SELECT:
@@ -61,6 +64,9 @@ func (is *InsertSelect) trailing(pp *prepass) error {
 		return unsupported("INSERT ... SELECT ... WAIT: an INSERT ... SELECT takes the rows there are; %s", insertSelectHint)
 	}
 	is.Source.ForPop = pp.forPop
+	if is.Ignore && is.Source.ForPop {
+		return unsupported("INSERT IGNORE ... SELECT ... FOR POP: a row skipped for its unique key would be removed from %s and lost; move the rows whose keys are free (a WHERE that leaves the others), or copy with INSERT IGNORE ... SELECT without FOR POP and delete what was copied", is.Source.Table)
+	}
 	l := is.Source.Limit
 	switch {
 	case l == nil:

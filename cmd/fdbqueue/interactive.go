@@ -354,6 +354,12 @@ func (sh *shell) describe(name string) error {
 		if len(t.Index) > 0 {
 			fmt.Fprintf(w, ", fit index %s (%s)", t.IndexName, strings.Join(t.Index, ", "))
 		}
+		for _, u := range t.Unique {
+			fmt.Fprintf(w, ", unique key %s (%s)", u.Name, strings.Join(u.Columns, ", "))
+			if u.Window > 0 {
+				fmt.Fprintf(w, " for %v after a removal", u.Window)
+			}
+		}
 		if t.Options != "" {
 			fmt.Fprintf(w, ", %s", t.Options)
 		}

@@ -218,3 +218,15 @@ func TestDescribeVisibility(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out.String(), "fifo queue, 0 rows (0 visible, 0 leased, 0 delayed), MAX_ATTEMPTS=5 BACKOFF=EXPONENTIAL(0.5 SECOND, 90 MINUTE)\n")
 }
+
+// TestDescribeUnique: \d lists a table's unique keys, with their windows.
+func TestDescribeUnique(t *testing.T) {
+	t.Parallel()
+	sh, out, _ := newTestShell(t, "table")
+	_, err := sh.conn.ExecContext(context.Background(), "CREATE TABLE u (kind TEXT NOT NULL, day INT, ref TEXT UNIQUE, UNIQUE KEY once (kind, day) FOR 1 HOUR)")
+	require.NoError(t, err)
+	_, err = sh.meta(`\d u`)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Equal(t, "fifo queue, 0 rows (0 visible, 0 leased, 0 delayed), unique key ref (ref), unique key once (kind, day) for 1h0m0s after a removal", lines[len(lines)-1])
+}

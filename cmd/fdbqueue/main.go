@@ -77,10 +77,11 @@ restores it into the table created again as it was (CREATE TABLE):
   lost  the leases' tokens (_lease is 0): a worker holding a lease at the
         backup cannot ack or extend it in the restore, and its row is leased
         again once due; the table's definition (CREATE TABLE, MAX_ATTEMPTS,
-        INDEX) and its _dead table (back that up too, each table is its own
-        transaction); the order against rows the table held before the
-        restore, which come first
-A row whose id the table holds is rejected, reported by its line. \copy FROM
+        INDEX, UNIQUE) and its _dead table (back that up too, each table is
+        its own transaction); the order against rows the table held before
+        the restore, which come first; unique keys' windows
+A row whose id (or unique key) the table holds is rejected, reported by its
+line. \copy FROM
 takes any of the table's columns and id, _visible_at, _attempts: a file of the
 columns alone loads with new ids, all due at once. A _visible_at past, or the
 zero time (a row never delayed), is due at once.

@@ -5,6 +5,7 @@ package crashtest
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -71,7 +72,9 @@ func (c *Child) Kill(t testing.TB) {
 	if c.Killed {
 		return
 	}
-	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	// A child that has exited already (it failed, and said so) is left
+	// to Wait.
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		t.Fatal(err)
 	}
 	c.Killed = true

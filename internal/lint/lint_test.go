@@ -25,10 +25,14 @@ var allowed = map[string][]string{
 	"kv/kvtest":   {"kv"},
 	"kv/embedded": {"kv", "internal/btree"},
 	"kv/fdb":      {"kv"},
+	// The transport passes the embedded engine's own errors on as
+	// themselves (errors.Is works across the socket).
+	"kv/remote":   {"kv", "kv/embedded"},
+	"kv/shared":   {"kv", "kv/embedded", "kv/remote"},
 	"queues":      {"kv", "tuple"},
 	"parser":      {},
 	"exec":        {"kv", "parser", "queues", "tuple"},
-	"driver":      {"exec", "kv", "kv/embedded", "kv/fdb", "parser", "tuple"},
+	"driver":      {"exec", "kv", "kv/embedded", "kv/fdb", "kv/shared", "parser", "tuple"},
 	"conformance": {"driver"},
 	// The modeled cluster wraps any engine, as an engine would.
 	"internal/fdbmodel": {"kv"},

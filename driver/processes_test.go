@@ -1,0 +1,333 @@
+package driver_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/driver"
+	"github.com/fdbqueue/fdbqueue/internal/crashtest"
+)
+
+// Several processes on one file: database: the test binary runs again as
+// each of them (processChild), and the test checks what they print.
+
+// processChild is one process of the tests below, in the role
+// FDBQUEUE_PROC_ROLE names, on the database FDBQUEUE_PROC_DIR. It prints
+// "ready" once its database is open, then a line for each thing done:
+//   - push FROM N: INSERT INTO q rows FROM..FROM+N-1, one a statement,
+//     printing "try v" before and "push v" once acknowledged;
+//   - pop: SELECT v FROM q LIMIT 1 FOR POP WAIT 5, printing "pop v",
+//     until it pops a negative v (a stop row) or waits in vain;
+//   - move: as pop, but in a transaction that also inserts v into done,
+//     so that a kill at any moment loses nothing; prints "move v" (not
+//     when the commit's outcome is unknown: v is then in one of the two);
+//   - lease N: leases N rows for 1 s and exits holding them ("lease v");
+//   - reader: reads q in a mode=ro process, and checks a write is refused.
+func processChild(role, dir string) {
+	fail := func(err error) {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	dsn := "file:" + dir
+	if role == "reader" {
+		dsn += "?mode=ro"
+	}
+	db, err := sql.Open("fdbqueue", dsn)
+	if err != nil {
+		fail(err)
+	}
+	if role != "reader" {
+		for _, ddl := range []string{"CREATE TABLE IF NOT EXISTS q (v INT NOT NULL)", "CREATE TABLE IF NOT EXISTS done (v INT NOT NULL)"} {
+			if _, err := db.Exec(ddl); err != nil {
+				fail(err)
+			}
+		}
+	}
+	fmt.Println("ready")
+	arg := func(i int) int {
+		n, _ := strconv.Atoi(strings.Fields(role)[i])
+		return n
+	}
+	switch strings.Fields(role)[0] {
+	case "push":
+		from, n := arg(1), arg(2)
+		for v := from; v < from+n; v++ {
+			fmt.Println("try", v)
+			if _, err := db.Exec("INSERT INTO q (v) VALUES (?)", v); err != nil {
+				fail(err)
+			}
+			fmt.Println("push", v)
+		}
+	case "pop":
+		for {
+			var v int
+			err := db.QueryRow("SELECT v FROM q LIMIT 1 FOR POP WAIT 5").Scan(&v)
+			if errors.Is(err, sql.ErrNoRows) || err == nil && v < 0 {
+				break
+			}
+			if err != nil {
+				fail(err)
+			}
+			fmt.Println("pop", v)
+		}
+	case "move":
+		for {
+			var v int
+			err := driver.ExecuteTx(context.Background(), db, nil, func(tx *sql.Tx) error {
+				if err := tx.QueryRow("SELECT v FROM q LIMIT 1 FOR POP").Scan(&v); err != nil {
+					return err
+				}
+				_, err := tx.Exec("INSERT INTO done (v) VALUES (?)", v)
+				return err
+			})
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				time.Sleep(time.Millisecond)
+				continue
+			case driver.IsMaybeCommitted(err):
+				// The serving process died during the commit: v is in
+				// done, or still in q, and the check accepts either.
+				continue
+			case err != nil:
+				fail(err)
+			}
+			fmt.Println("move", v)
+		}
+	case "lease":
+		for range arg(1) {
+			var v int
+			if err := db.QueryRow("SELECT v FROM q LIMIT 1 FOR LEASE 1 WAIT 5").Scan(&v); err != nil {
+				fail(err)
+			}
+			fmt.Println("lease", v)
+		}
+		os.Exit(0) // holding the leases: no Close
+	case "reader":
+		for range 20 {
+			var n int
+			if err := db.QueryRow("SELECT COUNT(*) FROM q").Scan(&n); err != nil {
+				fail(err)
+			}
+		}
+		_, err := db.Exec("INSERT INTO q (v) VALUES (1)")
+		if !errors.Is(err, driver.ErrReadOnlyDatabase) {
+			fail(fmt.Errorf("a write through mode=ro: %v, want ErrReadOnlyDatabase", err))
+		}
+		fmt.Println("reader ok")
+	}
+	if err := db.Close(); err != nil {
+		fail(err)
+	}
+}
+
+// procTest runs the children of one test and gathers their lines.
+type procTest struct {
+	t    *testing.T
+	name string
+	dir  string
+	wg   sync.WaitGroup
+
+	mu    sync.Mutex
+	lines map[string][]string // by first word: the rest of each line
+	errs  []string
+}
+
+func newProcTest(t *testing.T, name string) *procTest {
+	return &procTest{t: t, name: name, dir: t.TempDir(), lines: map[string][]string{}}
+}
+
+// start runs a child in role, and returns it once it printed "ready"; its
+// lines are gathered until it exits.
+func (p *procTest) start(role string) *crashtest.Child {
+	c := crashtest.Start(p.t, p.name, "FDBQUEUE_PROC_ROLE="+role, "FDBQUEUE_PROC_DIR="+p.dir)
+	ready := make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		once := sync.Once{}
+		defer once.Do(func() { close(ready) })
+		for l := range c.Lines {
+			word, rest, _ := strings.Cut(l, " ")
+			if word == "ready" {
+				once.Do(func() { close(ready) })
+				continue
+			}
+			p.mu.Lock()
+			if word == "error" {
+				p.errs = append(p.errs, role+": "+rest)
+			}
+			p.lines[word] = append(p.lines[word], rest)
+			p.mu.Unlock()
+		}
+		c.Wait()
+	}()
+	<-ready
+	return c
+}
+
+// ints returns the numbers of the lines that started with word.
+func (p *procTest) ints(word string) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int
+	for _, s := range p.lines[word] {
+		n, err := strconv.Atoi(s)
+		require.NoError(p.t, err)
+		out = append(out, n)
+	}
+	return out
+}
+
+func childRole(t *testing.T) bool {
+	if role := os.Getenv("FDBQUEUE_PROC_ROLE"); role != "" {
+		processChild(role, os.Getenv("FDBQUEUE_PROC_DIR"))
+		return true
+	}
+	return false
+}
+
+// TestProcessesShareFile has pushers, waiting poppers, a lessee that dies
+// holding its leases and a read-only reader in processes of their own on
+// one file: database, and checks every row is popped exactly once.
+func TestProcessesShareFile(t *testing.T) {
+	if childRole(t) {
+		return
+	}
+	t.Parallel()
+	p := newProcTest(t, "TestProcessesShareFile")
+	const perPusher, pushers, poppers, leased = 300, 2, 2, 10
+	// This process opens the database first, and so serves it, until it
+	// closes it: a child takes over.
+	db, err := sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(t, err)
+	for _, ddl := range []string{"CREATE TABLE q (v INT NOT NULL)", "CREATE TABLE done (v INT NOT NULL)"} {
+		_, err := db.Exec(ddl)
+		require.NoError(t, err)
+	}
+	for v := 1; v <= leased; v++ {
+		_, err := db.Exec("INSERT INTO q (v) VALUES (?)", v)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+	// A child leases those rows and dies holding them: they come back to
+	// the poppers a second later.
+	p.start(fmt.Sprint("lease ", leased))
+	waitFor(t, func() bool { return len(p.ints("lease")) == leased })
+	leasedAt := time.Now()
+	// The poppers start before the pushers, and wait for their rows.
+	for range poppers {
+		p.start("pop")
+	}
+	for i := range pushers {
+		p.start(fmt.Sprintf("push %d %d", (i+1)*100_000, perPusher))
+	}
+	p.start("reader")
+	// The stop rows go in once the pushers are done and the leases have
+	// ended (their rows are back at the head of the queue): one per popper,
+	// after every pushed row in the queue's order.
+	waitFor(t, func() bool { return len(p.ints("push")) == pushers*perPusher })
+	time.Sleep(time.Until(leasedAt.Add(1100 * time.Millisecond)))
+	db, err = sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(t, err)
+	for range poppers {
+		_, err := db.Exec("INSERT INTO q (v) VALUES (-1)")
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+	p.wg.Wait()
+	require.Empty(t, p.errs)
+	require.Equal(t, []string{"ok"}, p.lines["reader"])
+	pushed, popped := p.ints("push"), p.ints("pop")
+	pushed = append(pushed, p.ints("lease")...)
+	require.ElementsMatch(t, pushed, popped, "every pushed row popped exactly once (the leased ones after their lease ended)")
+}
+
+// TestProcessesSurviveKills kills the processes sharing a file: database
+// at random moments, the serving one included, and starts others in their
+// place; every acknowledged push must end up moved to done exactly once or
+// still be queued, and nothing else.
+func TestProcessesSurviveKills(t *testing.T) {
+	if childRole(t) {
+		return
+	}
+	t.Parallel()
+	kills := crashtest.Rounds(12)
+	p := newProcTest(t, "TestProcessesSurviveKills")
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	next := 0
+	role := func(i int) string {
+		if i%2 == 0 {
+			next++
+			return fmt.Sprintf("push %d %d", next*1_000_000, 1_000_000)
+		}
+		return "move"
+	}
+	children := make([]*crashtest.Child, 4)
+	for i := range children {
+		children[i] = p.start(role(i))
+	}
+	for range kills {
+		time.Sleep(time.Duration(50+r.IntN(250)) * time.Millisecond)
+		i := r.IntN(len(children))
+		children[i].Kill(t)
+		children[i] = p.start(role(i))
+	}
+	for _, c := range children {
+		c.Kill(t)
+	}
+	p.wg.Wait()
+	require.Empty(t, p.errs)
+
+	db, err := sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(t, err)
+	defer db.Close()
+	seen := map[int]string{}
+	for _, table := range []string{"q", "done"} {
+		rows, err := db.Query("SELECT v FROM " + table)
+		require.NoError(t, err)
+		for rows.Next() {
+			var v int
+			require.NoError(t, rows.Scan(&v))
+			require.Empty(t, seen[v], "%d in %s and in %s", v, seen[v], table)
+			seen[v] = table
+		}
+		require.NoError(t, rows.Err())
+	}
+	tried := map[int]bool{}
+	for _, v := range p.ints("try") {
+		tried[v] = true
+	}
+	for _, v := range p.ints("push") {
+		require.NotEmpty(t, seen[v], "acknowledged push %d lost", v)
+	}
+	for v := range seen {
+		require.True(t, tried[v], "%d was never pushed", v)
+	}
+	for _, v := range p.ints("move") {
+		require.Equal(t, "done", seen[v], "moved %d not in done", v)
+	}
+	t.Logf("%d kills: %d rows pushed, %d moved", kills, len(p.ints("push")), len(p.ints("move")))
+}
+
+// waitFor polls cond for up to a minute.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,361 @@
+package shared
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/kv/embedded"
+	"github.com/fdbqueue/fdbqueue/kv/remote"
+)
+
+// SocketName is the name of the serving process's socket in a database's
+// directory.
+const SocketName = "fdbqueue.sock"
+
+// OpenTimeout bounds how long Open tries to reach a database that another
+// process holds: to connect to its socket, or to take the database over
+// once that process is gone.
+var OpenTimeout = 10 * time.Second
+
+// ErrNoServer is returned (wrapped) by Open when another process holds a
+// database's lock but does not serve it within OpenTimeout: a process
+// that opened it with an fdbqueue older than sharing, or a process that
+// hangs.
+var ErrNoServer = errors.New("fdbqueue: the database is locked by a process that does not serve it")
+
+// ErrNetworkFS is returned (wrapped, naming the filesystem) by Open for a
+// directory on a network filesystem such as NFS.
+var ErrNetworkFS = errors.New("fdbqueue: a network filesystem")
+
+// DB is a file database that the processes of one host share: the first to
+// open it serves it, the others are its clients. It implements
+// kv.Database. See the package doc.
+type DB struct {
+	h        *host
+	readOnly bool
+	closed   atomic.Bool
+}
+
+var (
+	_ kv.Database       = (*DB)(nil)
+	_ kv.CertainCommits = (*DB)(nil)
+)
+
+// host is this process's share in one database: the server it runs, or
+// its connection to another's. Every Open of the directory in the process
+// shares it.
+type host struct {
+	dir  string   // absolute, symbolic links resolved
+	sock string   // the socket's address
+	dirf *os.File // the directory, open when sock names it through /proc
+	cfg  embedded.FileConfig
+	refs int // guarded by registry.mu
+
+	// certain: this process has served since it opened the database, so
+	// every transaction it ever made ran in the engine itself, whose
+	// commits are certain; a client's commits are not, and so are not
+	// those of a process that took over (its earlier transactions retry
+	// through the connection).
+	certain bool
+
+	mu     sync.Mutex
+	local  *embedded.DB // the engine, while this process serves
+	ro     *embedded.DB // a read-only handle on it, for read-only DBs
+	server *remote.Server
+	ln     net.Listener
+	client *remote.DB // the connection to the server, if this process was ever a client
+	closed bool
+	served chan struct{} // the Serve goroutine's end
+}
+
+var registry = struct {
+	mu    sync.Mutex
+	hosts map[string]*host
+}{hosts: make(map[string]*host)}
+
+// Open opens the file database in dir, shared with the other processes of
+// the host that open it: it serves the database when no process does, and
+// is a client of the process that does otherwise. cfg is as for
+// embedded.OpenFile; a read-only open (cfg.Mode ReadOnly) reads the
+// database that others write, and serves it too (a process must) when it
+// is the first: then it opens the database to write, and only its own
+// handle refuses writes. When it may not write the directory, it opens
+// the files read-only as embedded.OpenFile does, alone with other readers.
+func Open(dir string, cfg embedded.FileConfig) (*DB, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	ro := cfg.Mode == embedded.ReadOnly
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if h, ok := registry.hosts[abs]; ok {
+		h.refs++
+		return &DB{h: h, readOnly: ro}, nil
+	}
+	if err := checkFilesystem(abs); err != nil {
+		return nil, err
+	}
+	h := &host{dir: abs, cfg: cfg}
+	if h.sock, h.dirf, err = socketAddr(abs); err != nil {
+		return nil, err
+	}
+	if err := h.open(); err != nil {
+		if h.dirf != nil {
+			h.dirf.Close()
+		}
+		return nil, err
+	}
+	h.refs = 1
+	registry.hosts[abs] = h
+	return &DB{h: h, readOnly: ro}, nil
+}
+
+// open serves the database or connects to the process that does,
+// retrying while the holder of the lock is not yet (or no longer)
+// listening, for OpenTimeout.
+func (h *host) open() error {
+	ctx, cancel := context.WithTimeout(context.Background(), OpenTimeout)
+	defer cancel()
+	var lockErr error
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		served, err := h.tryServe(h.cfg.Mode)
+		if served {
+			h.certain = true
+			return nil
+		}
+		if !errors.Is(err, embedded.ErrLocked) {
+			return err
+		}
+		lockErr = err
+		c, err := remote.Dial(ctx, remote.Options{Dial: h.redial})
+		if err == nil {
+			h.client = c
+			return nil
+		}
+		if ve := (*remote.VersionError)(nil); errors.As(err, &ve) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %w; none answered on %s for %v", ErrNoServer, lockErr, h.sock, OpenTimeout)
+		}
+		sleep(ctx, pause)
+	}
+}
+
+// tryServe opens the engine and serves it if no other process holds the
+// database. A read-only open serves it by opening the engine to write,
+// unless it may not; then it opens it read-only, alone with other readers,
+// as embedded.OpenFile does. false with embedded.ErrLocked: another
+// process holds it.
+func (h *host) tryServe(mode embedded.OpenMode) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false, kv.Errorf(kv.CodeClientInvalidOperation, "database handle is closed")
+	}
+	if h.local != nil {
+		return true, nil
+	}
+	cfg := h.cfg
+	if mode == embedded.ReadOnly {
+		cfg.Mode = embedded.ReadWrite
+	}
+	db, err := embedded.OpenFile(h.dir, cfg)
+	if mode == embedded.ReadOnly && errors.Is(err, os.ErrPermission) {
+		cfg.Mode = embedded.ReadOnly
+		db, err = embedded.OpenFile(h.dir, cfg)
+		if err == nil {
+			h.local, h.ro = db, db
+			return true, nil
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := h.serveLocked(db); err != nil {
+		db.Close()
+		return false, err
+	}
+	return true, nil
+}
+
+// serveLocked serves db, the engine this process just opened (and so
+// holds the directory's lock), on the directory's socket.
+func (h *host) serveLocked(db *embedded.DB) error {
+	ln, err := listen(h.sock)
+	if err != nil {
+		return fmt.Errorf("fdbqueue: serving %s to other processes: %w", h.dir, err)
+	}
+	ro, err := embedded.OpenFile(h.dir, embedded.FileConfig{Config: h.cfg.Config, Sync: h.cfg.Sync, Mode: embedded.ReadOnly})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	h.local, h.ro, h.ln = db, ro, ln
+	h.server = remote.NewServer(db, remote.ServerOptions{})
+	h.served = make(chan struct{})
+	go func(s *remote.Server, done chan struct{}) {
+		defer close(done)
+		if err := s.Serve(ln); err != nil {
+			log.Printf("fdbqueue: serving %s to other processes: %v", h.dir, err)
+		}
+	}(h.server, h.served)
+	return nil
+}
+
+// redial connects to the serving process again after the connection was
+// lost (remote.Options.Dial): to the same process if it still serves, or
+// to the one that took over from it, which may be this one.
+func (h *host) redial(ctx context.Context) (net.Conn, error) {
+	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
+		c, err := dial(ctx, h.sock)
+		if err == nil {
+			return c, nil
+		}
+		// No process listens: the one that served is gone. Take the
+		// database over if its lock is free; another process may be
+		// faster, and then we connect to it.
+		if _, err := h.tryServe(embedded.ReadWrite); err != nil && !errors.Is(err, embedded.ErrLocked) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		sleep(ctx, pause/2+rand.N(pause/2+1))
+	}
+}
+
+// Close releases the handle. When the last handle of the process closes,
+// a serving process stops serving, which its clients see as a lost
+// connection; one of them takes over.
+func (db *DB) Close() error {
+	if !db.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	h := db.h
+	h.refs--
+	if h.refs > 0 {
+		return nil
+	}
+	delete(registry.hosts, h.dir)
+	return h.close()
+}
+
+func (h *host) close() error {
+	// Take the state and let go of the lock before closing: a reconnect
+	// in progress (redial) takes it, and closing the client waits for it.
+	h.mu.Lock()
+	h.closed = true
+	client, server, served, local, ro, dirf := h.client, h.server, h.served, h.local, h.ro, h.dirf
+	h.mu.Unlock()
+	var errs []error
+	if client != nil {
+		errs = append(errs, client.Close())
+	}
+	if server != nil {
+		// Stop serving before the engine closes and so lets go of the
+		// directory's lock: a client that finds the socket gone takes
+		// the lock over only once no one serves.
+		errs = append(errs, server.Close())
+		<-served
+		if err := os.Remove(h.sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if ro != nil && ro != local {
+		errs = append(errs, ro.Close())
+	}
+	if local != nil {
+		errs = append(errs, local.Close())
+	}
+	if dirf != nil {
+		errs = append(errs, dirf.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// backend is the database a new transaction runs on: the engine while
+// this process serves, the connection otherwise.
+func (db *DB) backend() (kv.Database, error) {
+	if db.closed.Load() {
+		return nil, kv.Errorf(kv.CodeClientInvalidOperation, "database handle is closed")
+	}
+	h := db.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.local != nil && db.readOnly:
+		return h.ro, nil
+	case h.local != nil:
+		return h.local, nil
+	case h.client != nil:
+		return h.client, nil
+	}
+	return nil, kv.Errorf(kv.CodeClientInvalidOperation, "database handle is closed")
+}
+
+// CreateTransaction implements kv.Database.
+func (db *DB) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
+	b, err := db.backend()
+	if err != nil {
+		return nil, err
+	}
+	tr, err := b.CreateTransaction(ctx)
+	if err != nil || !db.readOnly || b != kv.Database(db.h.client) {
+		return tr, err
+	}
+	return readOnly(tr), nil
+}
+
+// Transact implements kv.Database.
+func (db *DB) Transact(ctx context.Context, fn func(kv.Transaction) error) error {
+	return kv.Transact(ctx, db, fn)
+}
+
+// ReadTransact implements kv.Database.
+func (db *DB) ReadTransact(ctx context.Context, fn func(kv.ReadTransaction) error) error {
+	return kv.ReadTransact(ctx, db, fn)
+}
+
+// CertainCommits implements kv.CertainCommits: only a process that has
+// served the database since it opened it runs every transaction in the
+// engine; a client's commit can end in commit_unknown_result when the
+// serving process dies.
+func (db *DB) CertainCommits() bool {
+	return db.h.certain && kv.CommitsCertain(db.h.local)
+}
+
+// Serving reports whether this process serves the database now.
+func (db *DB) Serving() bool {
+	db.h.mu.Lock()
+	defer db.h.mu.Unlock()
+	return db.h.local != nil
+}
+
+// Dir is the database's directory, absolute.
+func (db *DB) Dir() string { return db.h.dir }
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
