@@ -29,6 +29,10 @@ type TableInfo struct {
 	// (cols)), empty without one.
 	IndexName string
 	Index     []string
+	// Options are the table options as CREATE TABLE takes them, in the
+	// order it prints them (MAX_ATTEMPTS=5 BACKOFF=EXPONENTIAL(1 SECOND, 1
+	// HOUR)), "" for a table without any.
+	Options string
 	// Unique lists the unique keys, in the order they were declared.
 	Unique []UniqueInfo
 }
@@ -65,7 +69,7 @@ func Tables(ctx context.Context, c *sql.Conn) ([]TableInfo, error) {
 			return err
 		}
 		for _, t := range tables {
-			ti := TableInfo{Name: t.Name, Kind: t.Kind().String(), IndexName: t.IndexName}
+			ti := TableInfo{Name: t.Name, Kind: t.Kind().String(), IndexName: t.IndexName, Options: t.Options()}
 			for _, col := range t.Columns {
 				ti.Columns = append(ti.Columns, ColumnInfo{Name: col.Name, Type: col.Type.String(), NotNull: col.NotNull, Length: col.Length})
 			}

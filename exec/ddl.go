@@ -30,7 +30,12 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 	if st.MaxAttempts < 0 {
 		return nil, fmt.Errorf("%w: MAX_ATTEMPTS=%d: how many times a row may be leased is an integer, 1 or more", ErrSchema, st.MaxAttempts)
 	}
-	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName, MaxAttempts: st.MaxAttempts}
+	if st.Backoff != nil {
+		if err := st.Backoff.Check(); err != nil {
+			return nil, err
+		}
+	}
+	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName, MaxAttempts: st.MaxAttempts, Backoff: st.Backoff}
 	seen := map[string]bool{}
 	for _, pc := range st.Columns {
 		lower := strings.ToLower(pc.Name)
@@ -38,7 +43,7 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 			return nil, fmt.Errorf("%w: column id is implicit (every row has one, assigned at insert)", ErrSchema)
 		}
 		if _, pseudo := pseudoColumn(lower); pseudo {
-			return nil, fmt.Errorf("%w: column %s is a pseudo-column every table has (id, _visible_at, _lease, _attempts); name yours otherwise", ErrSchema, pc.Name)
+			return nil, fmt.Errorf("%w: column %s is a pseudo-column every table has (%s); name yours otherwise", ErrSchema, pc.Name, pseudoNames)
 		}
 		if seen[lower] {
 			return nil, fmt.Errorf("%w: column %s is declared twice", ErrSchema, pc.Name)

@@ -31,10 +31,11 @@
 // # Rows
 //
 // A row is stored as the queue item's value: a packed tuple of every
-// declared column, in order. A column named priority makes the table a
-// priority queue; INDEX (cols) names the resource columns of the fit index;
-// UNIQUE (cols) a unique key, whose index lives under the table's queue
-// too (unique.go). The implicit id column is the item's id.
+// declared column, in order, followed by its _error when it has one
+// (errtext.go). A column named priority makes the table a priority queue;
+// INDEX (cols) names the resource columns of the fit index; UNIQUE (cols)
+// a unique key, whose index lives under the table's queue too
+// (unique.go). The implicit id column is the item's id.
 //
 // # Statements
 //
@@ -57,13 +58,16 @@
 //	stmt.go      a statement bound to its arguments, and one run of it
 //	ddl.go       CREATE and DROP TABLE, and their retry tokens
 //	dead.go      MAX_ATTEMPTS: the dead-letter table, and moving rows there
+//	backoff.go   BACKOFF: the delay after a failed attempt, its jitter, the table options' text
 //	insert.go    INSERT
+//	redrive.go   INSERT ... SELECT ... LIMIT n [FOR POP]: rows copied or moved between tables
 //	unique.go    unique keys: their index, checked by INSERT, freed by every removal
 //	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
 //	plan.go      the access paths (plans), choosePlan, and how each runs
 //	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding
 //	lease.go     FOR LEASE, and the plans that lease or see every row (leaseN, allRows)
-//	pseudo.go    the pseudo-columns id, _visible_at, _lease and _attempts
+//	pseudo.go    the pseudo-columns id, _visible_at, _lease, _attempts and _error
+//	errtext.go   _error: kept with the row's values, its bound
 //	write.go     DELETE and UPDATE
 //	catalog.go   table schemas and their cache
 //	keys.go      every key exec builds under the root

@@ -315,6 +315,9 @@ func learnSpread(hint *atomic.Int64, attempt, spread int) {
 // without WHERE or LIMIT clears the table's key range: one small
 // transaction whatever the table holds.
 func tooLarge(st parser.Statement, err error) error {
+	if s, ok := st.(*parser.InsertSelect); ok {
+		return insertSelectLimits(s, err) // and past 5 seconds
+	}
 	if kv.Code(err) != kv.ErrTransactionTooLarge.Code {
 		return err
 	}
@@ -381,6 +384,8 @@ func (e *Executor) run(tr kv.Transaction, b *bound) (*Result, error) {
 		return e.dropTable(tr, st.(*parser.DropTable))
 	case *parser.Insert:
 		return e.insert(tr, st, b)
+	case *parser.InsertSelect:
+		return e.insertSelect(tr, st, b)
 	case *parser.Select:
 		return e.selectRows(tr, st, b)
 	case *parser.Delete:
@@ -430,7 +435,7 @@ func isPop(st parser.Statement) bool {
 // autocommit retry after commit_unknown_result must not apply twice.
 func takesRows(st parser.Statement) bool {
 	switch st := st.(type) {
-	case *parser.Delete, *parser.Insert:
+	case *parser.Delete, *parser.Insert, *parser.InsertSelect:
 		return true
 	case *parser.Select:
 		return st.Takes()

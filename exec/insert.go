@@ -76,10 +76,17 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		}
 		clear(set)
 		item := queues.Item{ID: b.ids[r]}
+		var errText any // _error, if given (errtext.go)
 		for j, i := range targets {
 			v, err := b.convert(t.columnDef(i), vals[j])
 			if err != nil {
 				return nil, &RowError{r + 1, err}
+			}
+			if i == colError {
+				if errText, err = checkError(v); err != nil {
+					return nil, &RowError{r + 1, err}
+				}
+				continue
 			}
 			if done, err := setPseudo(&item, i, v); err != nil {
 				return nil, &RowError{r + 1, err}
@@ -124,8 +131,12 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 			}
 			item.Resources = resources[start:len(resources):len(resources)]
 		}
+		packing := tup
+		if errText != nil {
+			packing = append(tup[:len(tup):len(tup)], errText)
+		}
 		var err error
-		item.Value, err = tup.AppendPack(make([]byte, 0, max(packed+16, 16*len(tup))))
+		item.Value, err = packing.AppendPack(make([]byte, 0, max(packed+16, 16*len(tup))))
 		if err != nil {
 			return nil, &RowError{r + 1, err}
 		}

@@ -237,9 +237,10 @@ func uniqueValues(u *UniqueKey, vals []any) []byte {
 // (not written by INSERT: it has no entries).
 func uniqueOfItem(t *Table, it queues.Item) [][]byte {
 	tup, err := tuple.Unpack(it.Value)
-	if err != nil || len(tup) != len(t.Columns) {
+	if err != nil || len(tup) != len(t.Columns) && len(tup) != len(t.Columns)+1 {
 		return nil
 	}
+	tup = tup[:len(t.Columns)] // an _error may follow (errtext.go)
 	vals := make([]any, len(tup))
 	for _, u := range t.Unique {
 		for _, c := range u.Columns {

@@ -5,7 +5,8 @@ package parser
 import "time"
 
 // Statement is one parsed statement: *CreateTable, *DropTable, *Insert,
-// *Select, *SelectValue, *Delete, *Update, *Begin, *Commit or *Rollback.
+// *InsertSelect (redrive.go), *Select, *SelectValue, *Delete, *Update,
+// *Begin, *Commit or *Rollback.
 type Statement interface{ statement() }
 
 // Type is a column type.
@@ -59,6 +60,9 @@ type CreateTable struct {
 	// times a row may be leased before FOR LEASE moves it to the table
 	// <name>_dead.
 	MaxAttempts int64
+	// Backoff is the BACKOFF=... table option (nil: none): how long a row
+	// waits after a lease that ends unacked, or a release without a time.
+	Backoff *Backoff
 	// Index lists the resource columns of the fit index, in order; empty
 	// without INDEX.
 	Index     []string
@@ -233,7 +237,7 @@ func (*Rollback) statement()    {}
 // FOR LEASE.
 func (s *Select) Takes() bool { return s.ForPop || s.Lease != nil }
 
-// Pseudo-columns every table has, read-only, selectable like id.
+// Pseudo-columns every table has, selectable like id.
 const (
 	// ColVisibleAt is when the row may be popped or leased (TIMESTAMP).
 	ColVisibleAt = "_visible_at"
@@ -241,4 +245,7 @@ const (
 	ColLease = "_lease"
 	// ColAttempts is how many times the row was leased.
 	ColAttempts = "_attempts"
+	// ColError is the last error a worker recorded for the row (TEXT,
+	// NULL if none), which UPDATE and INSERT may write.
+	ColError = "_error"
 )

@@ -185,6 +185,9 @@ func printParsed(p *Parsed) string {
 		if s.MaxAttempts != 0 {
 			line("MaxAttempts %d", s.MaxAttempts)
 		}
+		if s.Backoff != nil {
+			line("Backoff %s (first=%v max=%v)", s.Backoff, s.Backoff.First, s.Backoff.Max)
+		}
 		for _, u := range s.Unique {
 			key := fmt.Sprintf("Unique %s (%s)", printName(u.Name), printNames(u.Columns))
 			if u.Window != 0 {
@@ -212,6 +215,16 @@ func printParsed(p *Parsed) string {
 			}
 			line("Row (%s)", strings.Join(vals, ", "))
 		}
+	case *InsertSelect:
+		fmt.Fprintf(&b, "InsertSelect %s\n", printName(s.Table))
+		if s.Columns != nil {
+			line("Columns %s", printNames(s.Columns))
+		}
+		if s.Ignore {
+			line("Ignore")
+		}
+		src := printParsed(&Parsed{Stmt: s.Source})
+		b.WriteString("  " + strings.ReplaceAll(strings.TrimSuffix(src, "\n"), "\n", "\n  ") + "\n")
 	case *Select:
 		fmt.Fprintf(&b, "Select %s\n", printName(s.Table))
 		if s.Star {
@@ -336,8 +349,8 @@ func TestPrintCoversFields(t *testing.T) {
 		fields int
 	}{
 		{Parsed{}, 3},
-		{CreateTable{}, 7}, {UniqueKey{}, 3}, {Column{}, 5}, {DropTable{}, 2},
-		{Insert{}, 4},
+		{CreateTable{}, 8}, {UniqueKey{}, 3}, {Column{}, 5}, {DropTable{}, 2}, {Backoff{}, 3},
+		{Insert{}, 4}, {InsertSelect{}, 4},
 		{Select{}, 10}, {Cond{}, 3}, {OrderBy{}, 2},
 		{Delete{}, 4},
 		{Update{}, 3}, {Assignment{}, 2},

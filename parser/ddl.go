@@ -38,9 +38,9 @@ func (c *converter) createTable(d *sqlparser.DDL) (Statement, error) {
 	ts := d.TableSpec
 	ct := &CreateTable{Name: name, IfNotExists: c.pp.ifNotExists}
 	if strings.TrimSpace(ts.Options) != "" {
-		return nil, unsupported("table options %q (the only table option is MAX_ATTEMPTS=n)", strings.TrimSpace(ts.Options))
+		return nil, unsupported("table options %q (%s)", strings.TrimSpace(ts.Options), optionsHint)
 	}
-	ct.MaxAttempts = c.pp.maxAttempts
+	ct.MaxAttempts, ct.Backoff = c.pp.maxAttempts, c.pp.backoff
 	for _, cd := range ts.Columns {
 		col, isUnique, err := c.column(cd)
 		if err != nil {

@@ -29,7 +29,7 @@ func (c *converter) insert(s *sqlparser.Insert) (Statement, error) {
 	}
 	rows, ok := s.Rows.(sqlparser.Values)
 	if !ok {
-		return nil, unsupported("INSERT ... SELECT")
+		return c.insertSelect(s, ins) // redrive.go
 	}
 	for _, tuple := range rows {
 		row := make([]Value, len(tuple))

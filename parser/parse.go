@@ -64,6 +64,10 @@ func parse(sql string) (*Parsed, error) {
 		if sel.Takes() && sel.Count {
 			return nil, fmt.Errorf("%w: SELECT COUNT(*) ... %s; %s rows, then count them", ErrUnsupported, clause, verb)
 		}
+	} else if is, ok := st.(*InsertSelect); ok {
+		if err := is.trailing(&pp); err != nil {
+			return nil, err
+		}
 	} else if pp.forPop {
 		return nil, fmt.Errorf("%w: FOR POP ends a SELECT", ErrUnsupported)
 	} else if pp.lease != nil {

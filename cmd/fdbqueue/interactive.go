@@ -20,7 +20,7 @@ import (
 
 const metaHelp = `meta-commands:
   \dt                         list tables
-  \d TABLE                    describe a table: columns, queue kind, index, row count
+  \d TABLE                    describe a table: columns, queue kind, index, row count, options
   \timing [on|off]            print how long each statement took
   \format table|csv|json|jsonl  set the output format
   \i FILE                     run a script
@@ -359,6 +359,9 @@ func (sh *shell) describe(name string) error {
 			if u.Window > 0 {
 				fmt.Fprintf(w, " for %v after a removal", u.Window)
 			}
+		}
+		if t.Options != "" {
+			fmt.Fprintf(w, ", %s", t.Options)
 		}
 		fmt.Fprintln(w)
 		return nil

@@ -213,6 +213,14 @@ func TestDescribeVisibility(t *testing.T) {
 	require.Equal(t, "priority queue, 4 rows (visible, leased and delayed not counted above 3 rows: SELECT COUNT(*) FROM `q` WHERE _visible_at > NOW() scans them)", summary())
 	sh.describeCap = 4
 	require.Equal(t, "priority queue, 4 rows (2 visible, 1 leased, 1 delayed)", summary())
+
+	// The table options, as CREATE TABLE takes them.
+	_, err = sh.conn.ExecContext(ctx, "CREATE TABLE jobs (v TEXT) BACKOFF=EXPONENTIAL(0.5 SECOND, 90 MINUTE), MAX_ATTEMPTS=5")
+	require.NoError(t, err)
+	out.Reset()
+	_, err = sh.meta(`\d jobs`)
+	require.NoError(t, err)
+	require.Contains(t, out.String(), "fifo queue, 0 rows (0 visible, 0 leased, 0 delayed), MAX_ATTEMPTS=5 BACKOFF=EXPONENTIAL(0.5 SECOND, 90 MINUTE)\n")
 }
 
 // TestDescribeUnique: \d lists a table's unique keys, with their windows.
