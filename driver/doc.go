@@ -38,10 +38,11 @@
 //	CREATE TABLE [IF NOT EXISTS] t (col TYPE [NOT NULL] [DEFAULT v] [UNIQUE], ... [, INDEX name (col, ...)] [, UNIQUE [name] (col, ...) [FOR n unit]])
 //	DROP TABLE [IF EXISTS] t
 //	INSERT [IGNORE] INTO t [(cols)] VALUES (...), (...)
+//	INSERT [IGNORE] INTO t [(cols)] SELECT cols FROM s [WHERE ...] [ORDER BY priority] LIMIT n [FOR POP]
 //	SELECT cols|*|COUNT(*) FROM t [WHERE c op v AND ...] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP | FOR LEASE seconds] [WAIT seconds]
 //	DELETE FROM t [WHERE ...] [ORDER BY priority] [LIMIT n]
 //	UPDATE t SET priority = v WHERE id = v
-//	UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v]
+//	UPDATE t SET _visible_at = v|NULL [, _error = v] WHERE id = v [AND _lease = v]
 //	BEGIN | START TRANSACTION, COMMIT, ROLLBACK
 //
 // Types: INT/INTEGER/BIGINT (64-bit), DOUBLE/FLOAT/REAL (64-bit; NaN is
@@ -83,13 +84,23 @@
 // until 2262-04-11T23:47:16Z (queues.MaxVisibleAt): a later _visible_at, or
 // a lease that would end later, is refused with ErrValue or ErrArgs.
 //
+// UPDATE ... SET _visible_at = NULL releases a row at once, or after the
+// table's backoff for its _attempts (CREATE TABLE t (...)
+// BACKOFF=EXPONENTIAL(first, max) or BACKOFF=CONSTANT(d), durations as n
+// SECOND|MINUTE|HOUR), which also keeps a row whose lease expired away that
+// much longer; an explicit _visible_at is exact. _error (TEXT, at most 1,000
+// bytes, NULL until set) says why the last attempt failed, and moves to
+// the dead letters with the row.
+//
 // CREATE TABLE t (...) MAX_ATTEMPTS=n also creates t_dead (unless it
 // exists), a FIFO table with t's columns, FIFO even with a priority column. A
 // FOR LEASE that would take a row already leased n times moves it to t_dead
 // in the same transaction, keeping its id, values and _attempts, and goes on
 // to the next row. An existing t_dead must have t's columns (names, types,
 // in order); DROP TABLE t leaves t_dead, and a t_dead dropped meanwhile is
-// created again by the next move, so a row is never lost.
+// created again by the next move, so a row is never lost. INSERT INTO t
+// SELECT ... FROM t_dead ... LIMIT n FOR POP moves dead letters back (without
+// FOR POP, copies them), in one transaction, exactly once.
 //
 // # Waiting for work
 //
