@@ -40,6 +40,10 @@
 //     the backoff. Run returns when every handler has returned: a handler
 //     must return when its context ends.
 //
+// Each handler running holds no connection, but each goroutine waiting in
+// a lease holds one, and heartbeats, acks and releases need others: a
+// db.SetMaxOpenConns, if set, should leave room beyond Concurrency.
+//
 // The worker's own statements that fail with driver.IsRetryable or
 // driver.IsMaybeCommitted errors (the driver retries those itself first)
 // are run again with a backoff; other errors of a lease end Run, and
@@ -474,8 +478,8 @@ func (r *run) ack(j *Job) (acked bool, err error) {
 				return n == 1, err
 			}
 			// A DELETE before this one may have removed the row: it did if
-			// the row is gone (ids are not reused), not if it is still
-			// there under another lease.
+			// the row is gone (a new row's id is drawn at random, so not
+			// this one), not if it is still there under another lease.
 			var left int64
 			if err := r.db.QueryRowContext(ctx, r.sql.exists, j.ID).Scan(&left); err != nil {
 				return false, err
