@@ -155,7 +155,7 @@ func (j *Job) Scan(dest ...any) error {
 
 // RetryAfter makes a handler's error release the task to be retried
 // after d (from now, on this host's clock) instead of the table's
-// BACKOFF; d <= 0 retries at once.
+// BACKOFF; d <= 0 retries at once. err may be nil.
 func RetryAfter(d time.Duration, err error) error {
 	return &retryAfter{d: d, err: err}
 }
@@ -165,19 +165,29 @@ type retryAfter struct {
 	err error
 }
 
-func (r *retryAfter) Error() string { return r.err.Error() }
+func (r *retryAfter) Error() string {
+	if r.err == nil {
+		return fmt.Sprintf("worker: retry after %v", r.d)
+	}
+	return r.err.Error()
+}
 func (r *retryAfter) Unwrap() error { return r.err }
 
 // Drop makes a handler's error remove the task (as an ack does) instead
 // of releasing it for a retry: for a task that can never succeed. The
 // error goes to Hooks.OnFailure; nothing records it in the database
 // (return the error itself to let MAX_ATTEMPTS move the task to the dead
-// letters with its _error instead).
+// letters with its _error instead). err may be nil.
 func Drop(err error) error { return &drop{err: err} }
 
 type drop struct{ err error }
 
-func (d *drop) Error() string { return d.err.Error() }
+func (d *drop) Error() string {
+	if d.err == nil {
+		return "worker: dropped"
+	}
+	return d.err.Error()
+}
 func (d *drop) Unwrap() error { return d.err }
 
 // PanicError is a handler's panic, recovered and treated as its error:

@@ -464,3 +464,12 @@ func TestWhereOrderBy(t *testing.T) {
 	require.NoError(t, stop())
 	require.Equal(t, int64(1), count(t, db, "jobs")) // the one that does not fit
 }
+
+func TestNilErrors(t *testing.T) {
+	t.Parallel()
+	require.EqualError(t, worker.Drop(nil), "worker: dropped")
+	require.EqualError(t, worker.RetryAfter(time.Second, nil), "worker: retry after 1s")
+	inner := errors.New("inner")
+	require.ErrorIs(t, worker.Drop(inner), inner)
+	require.ErrorIs(t, worker.RetryAfter(time.Second, inner), inner)
+}
