@@ -34,6 +34,8 @@ var allowed = map[string][]string{
 	"exec":        {"kv", "parser", "queues", "tuple"},
 	"driver":      {"exec", "kv", "kv/embedded", "kv/fdb", "kv/shared", "parser", "tuple"},
 	"conformance": {"driver"},
+	// The worker loop is a client of the driver: SQL and its errors only.
+	"worker": {"driver"},
 	// The modeled cluster wraps any engine, as an engine would.
 	"internal/fdbmodel": {"kv"},
 }
