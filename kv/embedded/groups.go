@@ -1,4 +1,4 @@
-// Commit combining: concurrent commits queue up, and one of them, the
+// Commit groups: concurrent commits queue up, and one of them, the
 // leader, takes the store's lock once for the whole queue.
 
 package embedded
@@ -10,7 +10,7 @@ import (
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
-// commitReq is one commit on its way through the combiner. Everything but
+// commitReq is one commit on its way through the commitGroups. Everything but
 // the outcome is prepared before it queues, outside the store's lock.
 type commitReq struct {
 	t      *txn
@@ -26,16 +26,16 @@ type commitReq struct {
 	gcBudget int
 }
 
-// combiner is the queue of commits waiting for the store's lock. mu guards
+// commitGroups is the queue of commits waiting for the store's lock. mu guards
 // queue, spare and leading; it is never held with store.mu.
-type combiner struct {
+type commitGroups struct {
 	mu      sync.Mutex
 	queue   []*commitReq
 	spare   []*commitReq // the slice of the last group, reused for the next queue
 	leading bool         // a leader is settling groups
 
 	// groupHook, if set (tests), runs in the leader before it takes the
-	// store's lock for a group, without combiner.mu held.
+	// store's lock for a group, without commitGroups.mu held.
 	groupHook func()
 }
 
@@ -44,10 +44,10 @@ type combiner struct {
 // the oldest waiting commit takes over.
 const maxLeadRounds = 4
 
-// combine settles r: checks it for conflicts and gives it a version, then
+// settle settles r: checks it for conflicts and gives it a version, then
 // applies it (memory) or hands it to the log (file). It returns once r is
 // settled, with r.err and r.wait set.
-func (s *store) combine(r *commitReq) {
+func (s *store) settle(r *commitReq) {
 	c := &s.comb
 	c.mu.Lock()
 	if c.leading {

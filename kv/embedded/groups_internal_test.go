@@ -12,17 +12,17 @@ import (
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
-// queued returns how many commits wait in s's combiner.
+// queued returns how many commits wait in s's commitGroups.
 func queued(s *store) int {
 	s.comb.mu.Lock()
 	defer s.comb.mu.Unlock()
 	return len(s.comb.queue)
 }
 
-// combinedGroup runs the commits of txns so that the first leads and the
+// settledGroup runs the commits of txns so that the first leads and the
 // others queue behind it, in order, and are settled as one group. It returns
 // each commit's error and how many groups the leaders settled.
-func combinedGroup(t *testing.T, db *DB, txns []kv.Transaction) ([]error, int) {
+func settledGroup(t *testing.T, db *DB, txns []kv.Transaction) ([]error, int) {
 	t.Helper()
 	s := db.s
 	release := make(chan struct{})
@@ -92,7 +92,7 @@ func TestCombinedGroupConflict(t *testing.T) {
 		begin("x", "d"), // reads x, queued after c: conflicts
 		begin("y", "e"), // reads what nobody writes: commits
 	}
-	errs, groups := combinedGroup(t, db, txns)
+	errs, groups := settledGroup(t, db, txns)
 	require.Equal(t, 2, groups, "the leader's own commit, then the four queued behind it as one group")
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
@@ -128,7 +128,7 @@ func readAllAt(t *testing.T, db *DB, ver uint64) []string {
 // TestCombinedManyClients: with commits piling up behind slow groups (so
 // that leaders also hand the lead on after maxLeadRounds), every commit
 // returns, read-modify-writes of one counter stay serializable, and the
-// combiner ends idle.
+// commitGroups ends idle.
 func TestCombinedManyClients(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
