@@ -33,6 +33,15 @@
 //
 // Unknown parameters are errors (ErrDSN), never ignored.
 //
+// For tests only, memory: and file: DSNs take fault injection, so that a
+// program's retry logic meets FoundationDB's failures on the embedded
+// engine: fault_conflict, fault_unknown, fault_too_old and fault_timeout
+// (rates from 0 to 1 of commits failing with not_committed,
+// commit_unknown_result — applied or not —, transaction_too_old and
+// transaction_timed_out), fault_seed, and commit_latency (a duration added
+// to every commit). On a file: database several processes share, they act
+// in the process that serves it. They carry no compatibility promise.
+//
 // # Dialect
 //
 //	CREATE TABLE [IF NOT EXISTS] t (col TYPE [NOT NULL] [DEFAULT v] [UNIQUE], ... [, INDEX name (col, ...)] [, UNIQUE [name] (col, ...) [FOR n unit]])
