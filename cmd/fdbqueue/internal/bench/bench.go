@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench: its flags, and the run that owns the benchmark table.
 
@@ -528,8 +528,9 @@ func parseWords(flagName, s string, allowed []string) ([]string, error) {
 	return out, nil
 }
 
-// runBench is fdbqueue bench; it returns the exit status.
-func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// Main is fdbqueue bench; args are what follows bench on the command line.
+// It returns the exit status.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, status := parseBenchFlags(args, stderr)
 	if o == nil {
 		return status
@@ -563,6 +564,23 @@ func runBench(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1
 	}
 	return 0
+}
+
+// prefixed gives a message the "fdbqueue: " prefix, once: errors of the
+// driver carry it already. (The shell has the same rule for its messages.)
+func prefixed(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "fdbqueue: ") {
+		return msg
+	}
+	return "fdbqueue: " + msg
+}
+
+// quoteIdent quotes a name for SQL: in backticks, a backtick doubled.
+// --table admits letters, digits and _ only; the quotes keep a keyword
+// (order) one identifier.
+func quoteIdent(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
 // ErrBenchTableExists is returned when the bench's table exists before it

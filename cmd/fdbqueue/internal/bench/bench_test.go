@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -17,7 +17,34 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/cmd/fdbqueue/internal/shell"
 )
+
+// TestMain lets fdbqueue bench --processes run this binary as its
+// processes: the parent starts "this-program bench ARGS" with procChildEnv
+// set (procs.go), as cmd/fdbqueue would run them.
+func TestMain(m *testing.M) {
+	if _, ok := os.LookupEnv(procChildEnv); ok {
+		os.Exit(Main(context.Background(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// shellRun runs the fdbqueue command in-process, as cmd/fdbqueue does:
+// fdbqueue bench ARGS, or the shell, which the tests use to set up and
+// look at a database. It returns stdout, stderr and the exit status.
+func shellRun(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	var code int
+	if len(args) > 0 && args[0] == "bench" {
+		code = Main(context.Background(), args[1:], strings.NewReader(stdin), &out, &errb)
+	} else {
+		code = shell.Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	}
+	return out.String(), errb.String(), code
+}
 
 // tinyBench are limits that make a whole fdbqueue bench take milliseconds.
 var tinyBench = []string{"--limit-ops", "20", "--limit-s", "60", "--prefill", "40", "--sizes", "1,30",

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench's self-checks, and the faults that show each can fail.
 

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench --processes N: a child's side (bench_procs.go describes
 // the conversation). A child opens the database, says hello, and runs the

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench's fsync probe: what one durable commit costs at least on
 // the disk under a file: database.

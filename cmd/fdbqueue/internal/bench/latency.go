@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench's latency workload, the seed's get_task.
 

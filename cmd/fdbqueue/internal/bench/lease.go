@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench's lease workloads: what a lease and its ack cost against
 // a pop, and a run whose consumers die holding leases, checked to end with

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench --model: the in-memory engine on a modeled FoundationDB
 // cluster (internal/fdbmodel), which sleeps each wait a statement makes

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench --processes N: the parent's side. The bench runs again as
 // N child processes on the same file: database (bench_child.go), which

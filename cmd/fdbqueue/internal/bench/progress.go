@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench's progress line, for long fills on a terminal.
 

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench's results: JSON lines with the comparison harness's field
 // names, or a table that grows a row a run.

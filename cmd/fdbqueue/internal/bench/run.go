@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench's runner: the table, its statements, the fills. The
 // constants, the statements, the random streams and the stop rules are

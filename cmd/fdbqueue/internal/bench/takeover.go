@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench's takeover workload (--processes only): how long the
 // processes sharing a file: database stand still when the one that serves

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench's wait workloads: what SELECT ... FOR POP WAIT costs and
 // gains, against a consumer that polls.

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // fdbqueue bench's concurrent runs: clients on their own connections,
 // bounded by rows and time, and what they measured.

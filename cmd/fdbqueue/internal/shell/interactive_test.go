@@ -1,4 +1,4 @@
-package main
+package shell
 
 import (
 	"bytes"
@@ -14,14 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMain lets the pseudo-terminal test run this binary as the shell, and
-// fdbqueue bench --processes run it as its processes.
+// TestMain lets the pseudo-terminal test run this binary as the shell.
 func TestMain(m *testing.M) {
 	if os.Getenv("FDBQUEUE_SHELL_MAIN") == "1" {
-		os.Exit(run(context.Background(), nil, os.Stdin, os.Stdout, os.Stderr))
-	}
-	if _, ok := os.LookupEnv(procChildEnv); ok {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		os.Exit(Main(context.Background(), nil, os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -3,7 +3,7 @@
 
 //go:build darwin || freebsd || netbsd || openbsd || dragonfly
 
-package main
+package shell
 
 import "golang.org/x/sys/unix"
 

@@ -1,7 +1,7 @@
 // The terminal's interrupt key during \copy ... FROM STDIN at the prompt
 // (Linux's termios requests).
 
-package main
+package shell
 
 import "golang.org/x/sys/unix"
 

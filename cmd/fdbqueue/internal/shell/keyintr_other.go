@@ -1,6 +1,6 @@
 //go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
 
-package main
+package shell
 
 // keepCtrlCAsKey does nothing where the terminal has no termios: the line
 // editor reads Ctrl-C as a key there.

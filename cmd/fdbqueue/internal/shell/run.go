@@ -1,23 +1,7 @@
-// Command fdbqueue is the SQL shell for fdbqueue: it runs scripts and
-// statements against any DSN.
-//
-//	fdbqueue [flags] [DSN]
-//	go run ./cmd/fdbqueue -f examples/quickstart.sql
-//
-// Run fdbqueue --help for the flags.
-//
-// fdbqueue bench measures a database, as pgbench does (fdbqueue bench
-// --help): the throughput and latency of pushes, pops and leases. With
-// --model it runs on a modeled FoundationDB cluster, the in-memory engine
-// behind internal/fdbmodel, which sleeps each wait a statement makes for
-// its modeled latency (--model-grv, --model-read, --model-commit; the
-// report's header prints them), and reports each statement's waits (p50,
-// p99, max) and read requests beside its throughput and latency:
-//
-//	fdbqueue bench memory:
-//	fdbqueue bench --model --bench push,pop memory:
-//	fdbqueue bench --model --model-commit 5ms --bench latency memory:
-package main
+package shell
+
+// The shell's flags, and Main: a script (-f, -c, standard input) or the
+// interactive prompt (interactive.go) on one connection.
 
 import (
 	"context"
@@ -32,8 +16,6 @@ import (
 	"syscall"
 
 	"golang.org/x/term"
-
-	_ "github.com/fdbqueue/fdbqueue/driver"
 )
 
 const usage = `fdbqueue: the SQL shell for fdbqueue
@@ -104,10 +86,6 @@ type multi []string
 
 func (m *multi) String() string     { return strings.Join(*m, "; ") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
-
-func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-}
 
 // prefixed gives a message the "fdbqueue: " prefix, once: errors of the
 // driver carry it already.
@@ -185,11 +163,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, int) {
 	return &o, -1
 }
 
-// run is the shell; it returns the exit status.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "bench" {
-		return runBench(ctx, args[1:], stdin, stdout, stderr)
-	}
+// Main is the shell, fdbqueue without a subcommand; args are its flags
+// and DSN. It returns the exit status.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, status := parseFlags(args, stderr)
 	if o == nil {
 		return status

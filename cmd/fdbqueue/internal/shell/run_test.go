@@ -1,4 +1,4 @@
-package main
+package shell
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the golden files")
 func shellRun(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	code := Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -213,19 +213,6 @@ func TestScriptMetaCommands(t *testing.T) {
 	_, errs, code = shellRun(t, "CREATE TABLE q (v TEXT);\n\\copy q FROM STDIN\n")
 	require.Equal(t, 1, code)
 	require.Contains(t, errs, "<stdin>:2: no data: the first line must be a header row naming the columns (in a script, \\copy ... FROM STDIN reads the lines after it")
-}
-
-// TestQuickstart runs the README's first command. Not parallel: like the
-// README, it runs from the repository root, where the script's \copy finds
-// its file.
-func TestQuickstart(t *testing.T) {
-	t.Chdir("../..")
-	out, errs, code := shellRun(t, "", "-f", "examples/quickstart.sql")
-	require.Equal(t, 0, code, errs)
-	require.Contains(t, out, "transcode video")
-	require.Contains(t, errs, "COPY 5\n")
-	require.Contains(t, out, "compile release")
-	require.NotContains(t, errs, "fdbqueue:")
 }
 
 func TestSplitter(t *testing.T) {
