@@ -13,7 +13,6 @@ import (
 	"golang.org/x/term"
 
 	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
-	"github.com/fdbqueue/fdbqueue/exec"
 )
 
 // A \copy batch is at most copyBatch rows and copyBatchBytes bytes of
@@ -392,7 +391,7 @@ func (sh *shell) copyTable(table string) (fdbqueue.TableInfo, error) {
 // load inserts a batch. Statements take ladder sizes of rows (copyBatch,
 // then halves down to 1), so a load prepares at most a dozen statements
 // however its rows split. A bad row fails its statement without writing
-// anything and names itself (exec.RowError): it is reported by its line
+// anything and names itself (fdbqueue.RowError): it is reported by its line
 // and the rows are loaded again without it. load returns an error only
 // when loading cannot go on.
 func (c *copier) load(rows []copyRow) error {
@@ -407,7 +406,7 @@ func (c *copier) load(rows []copyRow) error {
 			args = append(args, r.args...)
 		}
 		err := c.exec(n, args)
-		var re *exec.RowError
+		var re *fdbqueue.RowError
 		switch {
 		case err == nil:
 			c.loaded += n
