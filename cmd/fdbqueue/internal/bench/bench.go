@@ -188,14 +188,14 @@ type benchOptions struct {
 	sizes     []int
 	reps      int
 	fsyncReps int
-	// The wait workloads (bench_wait.go).
+	// The wait workloads (wait.go).
 	waiters       []int
 	waitReps      int
 	idleConsumers int
 	idleDur       time.Duration
 	waitRates     []int
 	waitConsumers int
-	// The lease workloads (bench_lease.go): the kill run's.
+	// The lease workloads (lease.go): the kill run's.
 	killTasks     int
 	killConsumers int
 	killShare     float64
@@ -209,11 +209,11 @@ type benchOptions struct {
 	// file-full, file-none, fdb or fdb-model.
 	config string
 	// model: the in-memory engine on a modeled FoundationDB cluster
-	// (bench_model.go) of these latencies.
+	// (model.go) of these latencies.
 	model    bool
 	modelLat fdbmodel.Latencies
 	// processes is --processes: the runs' clients are split between that
-	// many processes (bench_procs.go); args are the arguments, which
+	// many processes (procs.go); args are the arguments, which
 	// each is given.
 	processes int
 	args      []string

@@ -1,6 +1,6 @@
 package bench
 
-// fdbqueue bench --processes N: a child's side (bench_procs.go describes
+// fdbqueue bench --processes N: a child's side (procs.go describes
 // the conversation). A child opens the database, says hello, and runs the
 // parent's commands, one run at a time, until its standard input ends. It
 // prints no report: its standard output is the conversation.

@@ -1,7 +1,7 @@
 package bench
 
 // fdbqueue bench --processes N: the parent's side. The bench runs again as
-// N child processes on the same file: database (bench_child.go), which
+// N child processes on the same file: database (child.go), which
 // package kv/shared lets them share: the first to open it serves it on a
 // Unix socket in its directory, the others run their transactions there.
 //

@@ -110,7 +110,7 @@ type fsyncResult struct {
 	resultMeta
 }
 
-// waitWakeResult is one wake-up run (bench_wait.go).
+// waitWakeResult is one wake-up run (wait.go).
 type waitWakeResult struct {
 	Bench     string  `json:"bench"` // wait_wake
 	Waiters   int     `json:"waiters"`
@@ -154,7 +154,7 @@ type waitPCResult struct {
 }
 
 // leaseResult is one lease run, beside the pop run on the same prefill
-// (bench_lease.go).
+// (lease.go).
 type leaseResult struct {
 	Bench             string  `json:"bench"` // lease
 	Consumers         int     `json:"consumers"`
@@ -204,7 +204,7 @@ type leaseKillResult struct {
 }
 
 // takeoverResult is the run that kills the serving process
-// (bench_takeover.go).
+// (takeover.go).
 type takeoverResult struct {
 	Bench     string `json:"bench"` // takeover
 	Prefill   int    `json:"prefill"`

@@ -32,7 +32,7 @@ const (
 // benchSQL holds the statements on the bench's table.
 type benchSQL struct {
 	table, drop, create, push, pop, popWait, count string
-	// lease, leaseWait and ack are the lease workloads' (bench_lease.go).
+	// lease, leaseWait and ack are the lease workloads' (lease.go).
 	lease, leaseWait, ack string
 }
 

@@ -28,7 +28,7 @@ type runResult struct {
 	start              time.Time // when the clients started
 	elapsed            time.Duration
 	// stop is what ended the run: count or time, its limits; halt, the
-	// parent of a child process (bench_procs.go) when another child's
+	// parent of a child process (procs.go) when another child's
 	// count ended the run.
 	stop string
 	lat  []time.Duration
@@ -48,7 +48,7 @@ type runResult struct {
 // started before the time limit completes and counts. prepare gives client
 // i its operation. The first error stops every client and is returned. On
 // the modeled cluster, each operation's statements are counted together
-// (metered). In a child process of --processes (bench_child.go), b.gate
+// (metered). In a child process of --processes (child.go), b.gate
 // runs once every client is ready, before the start, and b.halt ending
 // ends the run as the time limit does.
 func (b *bencher) workers(clients, perOp int, prepare func(c *sql.Conn, i int) (opFn, error)) (runResult, error) {
