@@ -229,28 +229,65 @@ func (b *bencher) leaseKill() error {
 	if err != nil {
 		return err
 	}
-	n := b.o.killConsumers
-	dead := deadConsumers(n, b.o.killShare)
-	leaseDur := b.o.leaseDur
-	// What each consumer did, its own slot each.
-	type consumer struct {
-		leased    []int64 // every lease, in order
-		acked     []int64 // acks that removed the row
-		lost      int64   // acks that removed nothing: the lease had expired
-		abandoned int64   // the task it died holding, 0 if it did not die
-	}
-	cs := make([]consumer, n)
-	var acked, underWay atomic.Int64
-	ctx, cancel := context.WithCancelCause(b.ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
-	// The live consumers start once the dead ones died, so that each
-	// dead one dies holding a lease, whatever the scheduling.
-	var died sync.WaitGroup
-	died.Add(dead)
-	allDied := make(chan struct{})
-	go func() { died.Wait(); close(allDied) }()
+	r := newKillRun(b, tasks)
+	defer r.cancel(nil)
 	start := time.Now()
+	if err := r.startConsumers(); err != nil {
+		return err
+	}
+	runErr := r.wait()
+	elapsed := time.Since(start)
+	r.cancel(nil)
+	r.wg.Wait()
+	if runErr != nil {
+		return runErr
+	}
+	if err := b.afterRun(); err != nil {
+		return err
+	}
+	return r.check(filled, elapsed)
+}
+
+// killRun is one run of leaseKill: its consumers, and what they did.
+type killRun struct {
+	b        *bencher
+	tasks    int
+	dead     int // how many consumers die, the first ones
+	leaseDur time.Duration
+	// cs is what each consumer did, its own slot each.
+	cs              []killConsumer
+	acked, underWay atomic.Int64
+	ctx             context.Context
+	cancel          context.CancelCauseFunc
+	wg              sync.WaitGroup
+	// The live consumers start once the dead ones died (allDied), so that
+	// each dead one dies holding a lease, whatever the scheduling.
+	died    sync.WaitGroup
+	allDied chan struct{}
+}
+
+// killConsumer is what one consumer of a kill run did.
+type killConsumer struct {
+	leased    []int64 // every lease, in order
+	acked     []int64 // acks that removed the row
+	lost      int64   // acks that removed nothing: the lease had expired
+	abandoned int64   // the task it died holding, 0 if it did not die
+}
+
+func newKillRun(b *bencher, tasks int) *killRun {
+	n := b.o.killConsumers
+	r := &killRun{b: b, tasks: tasks, dead: deadConsumers(n, b.o.killShare), leaseDur: b.o.leaseDur,
+		cs: make([]killConsumer, n), allDied: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancelCause(b.ctx)
+	r.died.Add(r.dead)
+	go func() { r.died.Wait(); close(r.allDied) }()
+	return r
+}
+
+// startConsumers opens each consumer's connection and statements and
+// starts it.
+func (r *killRun) startConsumers() error {
+	b, n := r.b, len(r.cs)
 	for i := range n {
 		c, err := b.db.Conn(b.ctx)
 		if err != nil {
@@ -269,101 +306,105 @@ func (b *bencher) leaseKill() error {
 		// The first consumers die, each at its k-th lease, having acked
 		// k-1 tasks.
 		dieAt := -1
-		if i < dead {
-			r := rand.New(rand.NewPCG(uint64(i)+1, 23))
-			dieAt = 1 + r.IntN(max(1, tasks/(4*n)))
+		if i < r.dead {
+			rnd := rand.New(rand.NewPCG(uint64(i)+1, 23))
+			dieAt = 1 + rnd.IntN(max(1, r.tasks/(4*n)))
 		}
-		wg.Add(1)
+		r.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			defer c.Close()
-			if dieAt > 0 {
-				defer died.Done()
-			} else {
-				select {
-				case <-allDied:
-				case <-ctx.Done():
-					return
-				}
-			}
-			me := &cs[i]
-			for ctx.Err() == nil {
-				t, ok, err := b.leaseOne(ctx, lst, cpuMax, memMax, leaseDur, killWait)
-				if err == nil && ok {
-					me.leased = append(me.leased, t.id)
-					if len(me.leased) == dieAt {
-						me.abandoned = t.id
-						return // dies holding the lease
-					}
-					var id, k int64
-					underWay.Add(1)
-					id, k, err = b.ack(ctx, ast, t)
-					switch {
-					case err != nil:
-					case k == 1:
-						me.acked = append(me.acked, id)
-						acked.Add(1)
-					case k == 0:
-						me.lost++
-					default:
-						err = fmt.Errorf("%w: the ack of task %d removed %d rows; an ack removes one row or none", errSelfCheck, id, k)
-					}
-					underWay.Add(-1)
-				}
-				if err != nil {
-					if ctx.Err() == nil {
-						cancel(err)
-					}
-					return
-				}
-			}
+			defer r.wg.Done()
+			r.consume(i, c, lst, ast, dieAt)
 		}()
 	}
-	// Done when every task is acked, or when the table is empty and no
-	// ack is under way (a check below then says which task was not acked).
+	return nil
+}
+
+// consume is consumer i: it leases and acks tasks until the run ends, or
+// dies holding its dieAt-th lease (dieAt > 0). An error ends the run.
+func (r *killRun) consume(i int, c *sql.Conn, lst, ast *sql.Stmt, dieAt int) {
+	defer c.Close()
+	if dieAt > 0 {
+		defer r.died.Done()
+	} else {
+		select {
+		case <-r.allDied:
+		case <-r.ctx.Done():
+			return
+		}
+	}
+	me := &r.cs[i]
+	for r.ctx.Err() == nil {
+		t, ok, err := r.b.leaseOne(r.ctx, lst, cpuMax, memMax, r.leaseDur, killWait)
+		if err == nil && ok {
+			me.leased = append(me.leased, t.id)
+			if len(me.leased) == dieAt {
+				me.abandoned = t.id
+				return // dies holding the lease
+			}
+			var id, k int64
+			r.underWay.Add(1)
+			id, k, err = r.b.ack(r.ctx, ast, t)
+			switch {
+			case err != nil:
+			case k == 1:
+				me.acked = append(me.acked, id)
+				r.acked.Add(1)
+			case k == 0:
+				me.lost++
+			default:
+				err = fmt.Errorf("%w: the ack of task %d removed %d rows; an ack removes one row or none", errSelfCheck, id, k)
+			}
+			r.underWay.Add(-1)
+		}
+		if err != nil {
+			if r.ctx.Err() == nil {
+				r.cancel(err)
+			}
+			return
+		}
+	}
+}
+
+// wait returns when every task is acked, or when the table is empty and
+// no ack is under way (check then says which task was not acked); or
+// with the error that ended the run, or at killTimeout.
+func (r *killRun) wait() error {
 	timeout := time.NewTimer(killTimeout)
 	defer timeout.Stop()
 	tick := time.NewTicker(killPoll)
 	defer tick.Stop()
-	var runErr error
-wait:
-	for runErr == nil && acked.Load() < int64(tasks) {
+	for r.acked.Load() < int64(r.tasks) {
 		select {
-		case <-ctx.Done():
-			runErr = context.Cause(ctx)
+		case <-r.ctx.Done():
+			return context.Cause(r.ctx)
 		case <-timeout.C:
-			runErr = fmt.Errorf("%w: %d of %d tasks acked after %v", errSelfCheck, acked.Load(), tasks, killTimeout)
+			return fmt.Errorf("%w: %d of %d tasks acked after %v", errSelfCheck, r.acked.Load(), r.tasks, killTimeout)
 		case <-tick.C:
 			// An ack counts itself under way before it removes its row:
 			// once the table is empty, no ack is under way after it
 			// means every ack that removed a row is recorded.
-			left, err := b.count()
+			left, err := r.b.count()
 			switch {
 			case err != nil:
-				runErr = err
-			case left == 0 && underWay.Load() == 0:
-				break wait
+				return err
+			case left == 0 && r.underWay.Load() == 0:
+				return nil
 			}
 		}
 	}
-	elapsed := time.Since(start)
-	cancel(nil)
-	wg.Wait()
-	if runErr != nil {
-		return runErr
-	}
-	if err := b.afterRun(); err != nil {
-		return err
-	}
+	return nil
+}
 
-	// Every task filled acked once; none other.
+// check checks that every task filled was acked once, and none other, and
+// reports the run.
+func (r *killRun) check(filled map[int64]bool, elapsed time.Duration) error {
 	v := leaseKillResult{
-		Bench: "lease_kill", Consumers: n, Dead: dead, LeaseS: leaseDur.Seconds(), Tasks: tasks,
+		Bench: "lease_kill", Consumers: len(r.cs), Dead: r.dead, LeaseS: r.leaseDur.Seconds(), Tasks: r.tasks,
 		Seconds: elapsed.Seconds(),
 	}
 	ackedBy := map[int64]int{}
 	leases := map[int64]int{}
-	for _, c := range cs {
+	for _, c := range r.cs {
 		for _, id := range c.acked {
 			ackedBy[id]++
 		}
@@ -386,14 +427,14 @@ wait:
 	}
 	for id := range filled {
 		if ackedBy[id] == 0 {
-			return fmt.Errorf("%w: task %d left the table and was never acked (%d of %d tasks acked)", errSelfCheck, id, len(ackedBy), tasks)
+			return fmt.Errorf("%w: task %d left the table and was never acked (%d of %d tasks acked)", errSelfCheck, id, len(ackedBy), r.tasks)
 		}
 	}
-	left, err := b.count()
+	left, err := r.b.count()
 	if err != nil {
 		return err
 	}
-	if err := checkAcked(int64(tasks), v.Acked, left); err != nil {
+	if err := checkAcked(int64(r.tasks), v.Acked, left); err != nil {
 		return err
 	}
 	for _, k := range leases {
@@ -403,7 +444,7 @@ wait:
 		v.MaxLeases = max(v.MaxLeases, k)
 	}
 	v.RowsPerS = perSecond(v.Acked, v.Seconds)
-	return b.rep.leaseKill(v)
+	return r.b.rep.leaseKill(v)
 }
 
 // ids returns the ids of the bench's table.
