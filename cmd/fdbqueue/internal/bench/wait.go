@@ -301,41 +301,93 @@ func (b *bencher) waitProdCons(mode string, rate int) error {
 		return err
 	}
 	n := b.o.waitConsumers
-	arrivals := make([][]arrival, n)
+	tally := &pcTally{arrivals: make([][]arrival, n)}
+	cpu0, cpuOK := processCPU()
+	start := time.Now()
+	stop, err := b.pcConsumers(mode, tally)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = stop() }()
+	pushedAt, err := b.produce(rate, start)
+	if err != nil {
+		return err
+	}
+	pushed := int64(len(pushedAt))
+	if err := b.awaitTaken(tally, pushed); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	cpu := cpuSince(cpu0, cpuOK)
+	if err := stop(); err != nil {
+		return err
+	}
+	if err := b.afterRun(); err != nil {
+		return err
+	}
+	lat, err := b.checkArrivals(tally.arrivals, pushedAt)
+	if err != nil {
+		return err
+	}
+	left, err := b.count()
+	if err != nil {
+		return err
+	}
+	if err := checkPopped(pushed, int64(len(lat)), left); err != nil {
+		return err
+	}
+	res := waitPCResult{
+		Bench: "wait_pc", Mode: mode, Consumers: n, Rate: rate, Rows: pushed,
+		Seconds: elapsed.Seconds(), RowsPerS: perSecond(pushed, elapsed.Seconds()),
+		Samples: int64(len(lat)), P50MS: pct(lat, 50), P99MS: pct(lat, 99), EmptyPops: tally.empty, CPUMS: cpu,
+	}
+	if cpu >= 0 && pushed > 0 {
+		res.CPUMSPerRow = cpu / float64(pushed)
+	}
+	return b.rep.waitPC(res)
+}
+
+// pcTally is what waitProdCons's consumers took: each consumer's arrivals,
+// its own slot each, and the counts of tasks taken and of empty pops.
+type pcTally struct {
+	arrivals     [][]arrival
+	mu           sync.Mutex
+	taken, empty int64
+}
+
+// pcConsumers starts waitProdCons's consumers, which wait or poll (mode)
+// and record what they take in tally.
+func (b *bencher) pcConsumers(mode string, tally *pcTally) (stop func() error, err error) {
 	q, args := b.q.popWait, []any{cpuMax, memMax, pcWaitFor}
 	if mode == "poll" {
 		q, args = b.q.pop, []any{cpuMax, memMax}
 	}
-	var mu sync.Mutex
-	var taken, empty int64
-	cpu0, cpuOK := processCPU()
-	start := time.Now()
-	stop, err := b.consumers(b.ctx, n, q, func(ctx context.Context, st *sql.Stmt, i int) error {
+	return b.consumers(b.ctx, len(tally.arrivals), q, func(ctx context.Context, st *sql.Stmt, i int) error {
 		t, ok, err := scanTask(st.QueryRowContext(ctx, args...))
 		if err != nil {
 			return err
 		}
 		if !ok {
-			mu.Lock()
-			empty++
-			mu.Unlock()
+			tally.mu.Lock()
+			tally.empty++
+			tally.mu.Unlock()
 			if mode == "poll" {
 				sleepCtx(ctx, pollSleep)
 			}
 			return nil
 		}
-		arrivals[i] = append(arrivals[i], arrival{t, time.Now()})
-		mu.Lock()
-		taken++
-		mu.Unlock()
+		tally.arrivals[i] = append(tally.arrivals[i], arrival{t, time.Now()})
+		tally.mu.Lock()
+		tally.taken++
+		tally.mu.Unlock()
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = stop() }()
+}
 
-	// The producer.
+// produce is waitProdCons's producer: from start, it pushes rate tasks a
+// second (0: as fast as it can) until the run's limits. It returns when
+// it pushed each task, by id.
+func (b *bencher) produce(rate int, start time.Time) (map[int64]time.Time, error) {
 	pushedAt := map[int64]time.Time{}
 	r := rand.New(rand.NewPCG(uint64(rate), 17))
 	budget := newRowBudget(b.o.lim.ops)
@@ -353,22 +405,27 @@ func (b *bencher) waitProdCons(mode string, rate int) error {
 		t0 := time.Now()
 		res, err := b.db.ExecContext(b.ctx, b.q.push, prio, cpu, mem, b.payload)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		id, err := res.LastInsertId()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		pushedAt[id] = t0
 	}
-	pushed := int64(len(pushedAt))
+	return pushedAt, nil
+}
+
+// awaitTaken waits until the consumers took the pushed tasks, for
+// drainTimeout at most.
+func (b *bencher) awaitTaken(tally *pcTally, pushed int64) error {
 	deadline := time.Now().Add(drainTimeout)
 	for {
-		mu.Lock()
-		done := taken >= pushed
-		mu.Unlock()
-		if done {
-			break
+		tally.mu.Lock()
+		taken := tally.taken
+		tally.mu.Unlock()
+		if taken >= pushed {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: %d tasks pushed, only %d taken %v later", errSelfCheck, pushed, taken, drainTimeout)
@@ -378,51 +435,30 @@ func (b *bencher) waitProdCons(mode string, rate int) error {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	elapsed := time.Since(start)
-	cpu := cpuSince(cpu0, cpuOK)
-	if err := stop(); err != nil {
-		return err
-	}
-	if err := b.afterRun(); err != nil {
-		return err
-	}
+}
 
-	// What the consumers took: each task once, intact, and every task
-	// pushed.
-	ids := make([][]int64, n)
+// checkArrivals checks what the consumers took: each task once, intact,
+// and pushed by the producer. It returns each task's end-to-end latency.
+func (b *bencher) checkArrivals(arrivals [][]arrival, pushedAt map[int64]time.Time) ([]time.Duration, error) {
+	ids := make([][]int64, len(arrivals))
 	var lat []time.Duration
 	for i, as := range arrivals {
 		for _, a := range as {
 			if err := b.checkTask(&a.t, cpuMax, memMax); err != nil {
-				return err
+				return nil, err
 			}
 			t0, ok := pushedAt[a.t.id]
 			if !ok {
-				return fmt.Errorf("%w: a consumer took task %d, which the producer did not push", errSelfCheck, a.t.id)
+				return nil, fmt.Errorf("%w: a consumer took task %d, which the producer did not push", errSelfCheck, a.t.id)
 			}
 			ids[i] = append(ids[i], a.t.id)
 			lat = append(lat, a.at.Sub(t0))
 		}
 	}
 	if err := checkOnce(ids, "popped"); err != nil {
-		return err
+		return nil, err
 	}
-	left, err := b.count()
-	if err != nil {
-		return err
-	}
-	if err := checkPopped(pushed, int64(len(lat)), left); err != nil {
-		return err
-	}
-	res := waitPCResult{
-		Bench: "wait_pc", Mode: mode, Consumers: n, Rate: rate, Rows: pushed,
-		Seconds: elapsed.Seconds(), RowsPerS: perSecond(pushed, elapsed.Seconds()),
-		Samples: int64(len(lat)), P50MS: pct(lat, 50), P99MS: pct(lat, 99), EmptyPops: empty, CPUMS: cpu,
-	}
-	if cpu >= 0 && pushed > 0 {
-		res.CPUMSPerRow = cpu / float64(pushed)
-	}
-	return b.rep.waitPC(res)
+	return lat, nil
 }
 
 // sleepCtx sleeps for d (nothing if d <= 0), or until ctx ends.
