@@ -38,6 +38,13 @@ var allowed = map[string][]string{
 	"worker": {"driver"},
 	// The modeled cluster wraps any engine, as an engine would.
 	"internal/fdbmodel": {"kv"},
+	// The command is a thin main over one package a program. The shell
+	// is a program of the driver's public API; the bench also opens
+	// engines itself: the modeled cluster (--model) and the file:
+	// database's server (--processes, to see who serves it).
+	"cmd/fdbqueue":                {"cmd/fdbqueue/internal/bench", "cmd/fdbqueue/internal/shell"},
+	"cmd/fdbqueue/internal/shell": {"driver"},
+	"cmd/fdbqueue/internal/bench": {"driver", "internal/fdbmodel", "kv/embedded", "kv/shared"},
 }
 
 func root(t *testing.T) string {
