@@ -185,13 +185,13 @@ func quoteName(name string) string {
 // same text for statements the parser's cache takes as the same.
 func joinTokens(sql string, toks []token) string {
 	var b strings.Builder
-	prev := 0
+	prev, now := 0, false
 	for _, t := range toks {
-		if prev != '(' && t.typ != ')' && t.typ != ',' {
+		if prev != '(' && t.typ != ')' && t.typ != ',' && !(now && t.typ == '(') {
 			b.WriteByte(' ')
 		}
 		b.WriteString(strings.TrimSpace(sql[t.start:t.end]))
-		prev = t.typ
+		prev, now = t.typ, strings.EqualFold(t.val, "now")
 	}
 	return b.String()
 }
