@@ -172,6 +172,9 @@ type connector struct {
 	cfg  Config
 	exec *exec.Executor
 	pops openPops
+	// sched fires the schedules due (schedule.go), from the first
+	// connection on.
+	sched ticker
 }
 
 var _ driver.Connector = (*connector)(nil)
@@ -180,15 +183,18 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	c.sched.start(c.exec)
 	return &conn{exec: c.exec, pops: &c.pops}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return &Driver{} }
 
-// Close closes the engine; database/sql calls it from DB.Close. The rows
+// Close stops the schedules' ticker and closes the engine; database/sql
+// calls it from DB.Close. The rows
 // of autocommit pops still open go back to their tables first (openPops),
 // and DB.Close returns the errors of those that could not.
 func (c *connector) Close() error {
+	c.sched.close()
 	return errors.Join(c.pops.close(), c.exec.DB().Close())
 }
 

@@ -18,6 +18,8 @@
 //	root ("t", table id, ...)             -> the table's queue (see package queues)
 //	root ("ddl-receipts", expiry, token)  -> "": a CREATE or DROP TABLE was applied (see ddlDone)
 //	root ("ddl", ...), root ("ddl-expiry", ...)  earlier versions' DDL receipts, cleared
+//	root ("schedule", lower(name))       -> packed schedule: name, table, interval, first run, INSERT (schedule.go)
+//	root ("schedule-next", lower(name))  -> the schedule's next run (8 bytes, ns): advanced by each firing
 //
 // Every statement takes its table's schema inside its own transaction,
 // with the catalog key's read conflict, so a concurrent DROP TABLE
@@ -62,6 +64,7 @@
 //	insert.go    INSERT
 //	redrive.go   INSERT ... SELECT ... LIMIT n [FOR POP]: rows copied or moved between tables
 //	unique.go    unique keys: their index, checked by INSERT, freed by every removal
+//	schedule.go  CREATE/DROP/SHOW SCHEDULES, and FireDue: periodic inserts, exactly-once, leaderless
 //	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
 //	plan.go      the access paths (plans), choosePlan, and how each runs
 //	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding

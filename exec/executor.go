@@ -45,6 +45,8 @@ type Executor struct {
 	// lower-case name; groupHook, if set (tests), is their groupHook.
 	combiners sync.Map
 	groupHook func(n int)
+	// sched caches the schedules' definitions (schedule.go).
+	sched schedules
 }
 
 // now reads the executor's clock.
@@ -134,7 +136,7 @@ type Result struct {
 // IsReadOnly reports whether the statement writes nothing.
 func IsReadOnly(st parser.Statement) bool {
 	switch s := st.(type) {
-	case *parser.SelectValue:
+	case *parser.SelectValue, *parser.ShowSchedules:
 		return true
 	case *parser.Select:
 		return !s.Takes()
@@ -382,6 +384,16 @@ func (e *Executor) run(tr kv.Transaction, b *bound) (*Result, error) {
 			return e.createTable(tr, st.(*parser.CreateTable))
 		}
 		return e.dropTable(tr, st.(*parser.DropTable))
+	case *parser.CreateSchedule, *parser.DropSchedule:
+		if done, err := e.ddlDone(tr, b.token); err != nil || done {
+			return &Result{}, err
+		}
+		if cs, ok := st.(*parser.CreateSchedule); ok {
+			return e.createSchedule(tr, cs, b)
+		}
+		return e.dropSchedule(tr, st.(*parser.DropSchedule))
+	case *parser.ShowSchedules:
+		return e.showSchedules(tr)
 	case *parser.Insert:
 		return e.insert(tr, st, b)
 	case *parser.InsertSelect:
@@ -419,7 +431,7 @@ func (e *Executor) TablesIn(tr kv.ReadTransaction) ([]*Table, error) {
 
 func isDDL(st parser.Statement) bool {
 	switch st.(type) {
-	case *parser.CreateTable, *parser.DropTable:
+	case *parser.CreateTable, *parser.DropTable, *parser.CreateSchedule, *parser.DropSchedule:
 		return true
 	}
 	return false

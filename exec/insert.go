@@ -156,6 +156,9 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	// needed: a retry of the transaction runs the INSERT again with new ids
 	// (or the ids it gives). Unique keys are checked in the same round of
 	// reads (unique.go).
+	if b.dry {
+		return &Result{}, nil
+	}
 	n, last, err := s.push(items, uniq, st.Ignore)
 	if err != nil {
 		var dup *queues.DuplicateIDError

@@ -259,6 +259,23 @@ func printParsed(p *Parsed) string {
 		where(s.Where)
 	case *SelectValue:
 		fmt.Fprintf(&b, "SelectValue %d\n", s.Value)
+	case *CreateSchedule:
+		fmt.Fprintf(&b, "CreateSchedule %s\n", printName(s.Name))
+		line("On %s", printName(s.Table))
+		line("Every %v", s.Every)
+		if s.Starting != nil {
+			line("Starting %s", printValue(*s.Starting))
+		}
+		line("Text %s", s.Text)
+		ins := printParsed(&Parsed{Stmt: s.Insert})
+		b.WriteString("  " + strings.ReplaceAll(strings.TrimSuffix(ins, "\n"), "\n", "\n  ") + "\n")
+	case *DropSchedule:
+		fmt.Fprintf(&b, "DropSchedule %s\n", printName(s.Name))
+		if s.IfExists {
+			line("IfExists")
+		}
+	case *ShowSchedules:
+		b.WriteString("ShowSchedules\n")
 	case *Begin, *Commit, *Rollback:
 		fmt.Fprintf(&b, "%s\n", reflect.TypeOf(s).Elem().Name())
 	default:

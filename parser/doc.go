@@ -54,5 +54,6 @@
 //	             UNIQUE [KEY]
 //	dml.go       INSERT [IGNORE], SELECT, DELETE and UPDATE, with ORDER BY and LIMIT
 //	redrive.go   INSERT ... SELECT ... LIMIT n [FOR POP]: rows copied or moved between tables
+//	schedule.go  CREATE SCHEDULE, DROP SCHEDULE, SHOW SCHEDULES, read before sqlparser
 //	expr.go      WHERE comparisons, literals, placeholders, NOW() and INTERVAL
 package parser

@@ -30,6 +30,9 @@ func parse(sql string) (*Parsed, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p, ok, err := scheduleStatement(sql, toks); ok {
+		return p, err
+	}
 	var pp prepass
 	text, err := pp.run(sql, toks)
 	if err != nil {
