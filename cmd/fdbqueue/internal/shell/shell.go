@@ -104,10 +104,11 @@ func (sh *shell) runOne(st statement) (bool, error) {
 	return false, err
 }
 
-// isQuery reports whether a statement returns rows.
+// isQuery reports whether a statement returns rows: SELECT, and SHOW
+// (SHOW SCHEDULES).
 func isQuery(text string) bool {
 	f := strings.Fields(strings.TrimLeft(stripLeadingComments(text), "("))
-	return len(f) > 0 && strings.EqualFold(f[0], "select")
+	return len(f) > 0 && (strings.EqualFold(f[0], "select") || strings.EqualFold(f[0], "show"))
 }
 
 func stripLeadingComments(text string) string {

@@ -13,5 +13,9 @@ INSERT INTO tasks (priority, cpu, mem, name, _visible_at) VALUES (7, 1, 1, 'late
 \dt
 \d tasks
 SELECT name FROM tasks WHERE cpu <= 4 AND mem <= 1024 ORDER BY priority DESC LIMIT 1 FOR POP;
+-- SHOW returns rows, as SELECT does.
+CREATE TABLE reports (name TEXT);
+CREATE SCHEDULE nightly ON reports EVERY 1 DAY STARTING '2100-01-01 00:00:00' INSERT (name) VALUES ('daily');
+SHOW SCHEDULES;
 \q
 SELECT 'never reached';
