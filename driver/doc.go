@@ -33,25 +33,40 @@
 //
 // Unknown parameters are errors (ErrDSN), never ignored.
 //
+// For tests only, memory: and file: DSNs take fault injection, so that a
+// program's retry logic meets FoundationDB's failures on the embedded
+// engine: fault_conflict, fault_unknown, fault_too_old and fault_timeout
+// (rates from 0 to 1 of commits failing with not_committed,
+// commit_unknown_result — applied or not —, transaction_too_old and
+// transaction_timed_out), fault_seed, and commit_latency (a duration added
+// to every commit). On a file: database several processes share, they act
+// in the process that serves it. They carry no compatibility promise.
+//
 // # Dialect
 //
-//	CREATE TABLE [IF NOT EXISTS] t (col TYPE [NOT NULL] [DEFAULT v], ... [, INDEX name (col, ...)])
+//	CREATE TABLE [IF NOT EXISTS] t (col TYPE [NOT NULL] [DEFAULT v] [UNIQUE], ... [, INDEX name (col, ...)] [, UNIQUE [name] (col, ...) [FOR n unit]])
 //	DROP TABLE [IF EXISTS] t
-//	INSERT INTO t [(cols)] VALUES (...), (...)
+//	INSERT [IGNORE] INTO t [(cols)] VALUES (...), (...)
+//	INSERT [IGNORE] INTO t [(cols)] SELECT cols FROM s [WHERE ...] [ORDER BY priority] LIMIT n [FOR POP]
 //	SELECT cols|*|COUNT(*) FROM t [WHERE c op v AND ...] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP | FOR LEASE seconds] [WAIT seconds]
 //	DELETE FROM t [WHERE ...] [ORDER BY priority] [LIMIT n]
 //	UPDATE t SET priority = v WHERE id = v
-//	UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v]
+//	UPDATE t SET _visible_at = v|NULL [, _error = v] WHERE id = v [AND _lease = v]
 //	BEGIN | START TRANSACTION, COMMIT, ROLLBACK
 //
 // Types: INT/INTEGER/BIGINT (64-bit), DOUBLE/FLOAT/REAL (64-bit; NaN is
 // refused), TEXT/VARCHAR(n) (valid UTF-8), BLOB/VARBINARY(n), BOOLEAN,
 // TIMESTAMP/DATETIME (UTC, years 1 to 9999, to the nanosecond; Go's zero
 // time.Time included). Options and types the dialect would not enforce
-// (PRIMARY KEY, UNIQUE, UNSIGNED, DECIMAL, ...) are refused by name. A column named priority makes the
+// (PRIMARY KEY, UNSIGNED, DECIMAL, ...) are refused by name. A column named priority makes the
 // table a priority queue; without one it is a FIFO queue. INDEX (cpu, mem)
 // names integer resource columns: WHERE cpu <= ? AND mem <= ? then finds the
-// best task that fits through the fit index instead of a scan. Every row has
+// best task that fits through the fit index instead of a scan. UNIQUE (cols)
+// keeps two rows from holding the same values there (leased and delayed rows
+// included; FOR n SECOND|MINUTE|HOUR|DAY keeps them taken that long after the
+// row is removed): a duplicate INSERT fails with ErrDuplicateKey (a
+// *DuplicateKeyError, in a *RowError, names the row holding them), INSERT
+// IGNORE skips it (docs/sql.md, "Unique keys"). Every row has
 // an implicit id (an int64 assigned at insert unless the INSERT gives a positive
 // one the table does not hold: ErrDuplicateID; returned by LastInsertId), usable in
 // SELECT and WHERE; SELECT * lists the declared columns. FOR POP removes the
@@ -78,13 +93,23 @@
 // until 2262-04-11T23:47:16Z (queues.MaxVisibleAt): a later _visible_at, or
 // a lease that would end later, is refused with ErrValue or ErrArgs.
 //
+// UPDATE ... SET _visible_at = NULL releases a row at once, or after the
+// table's backoff for its _attempts (CREATE TABLE t (...)
+// BACKOFF=EXPONENTIAL(first, max) or BACKOFF=CONSTANT(d), durations as n
+// SECOND|MINUTE|HOUR), which also keeps a row whose lease expired away that
+// much longer; an explicit _visible_at is exact. _error (TEXT, at most 1,000
+// bytes, NULL until set) says why the last attempt failed, and moves to
+// the dead letters with the row.
+//
 // CREATE TABLE t (...) MAX_ATTEMPTS=n also creates t_dead (unless it
 // exists), a FIFO table with t's columns, FIFO even with a priority column. A
 // FOR LEASE that would take a row already leased n times moves it to t_dead
 // in the same transaction, keeping its id, values and _attempts, and goes on
 // to the next row. An existing t_dead must have t's columns (names, types,
 // in order); DROP TABLE t leaves t_dead, and a t_dead dropped meanwhile is
-// created again by the next move, so a row is never lost.
+// created again by the next move, so a row is never lost. INSERT INTO t
+// SELECT ... FROM t_dead ... LIMIT n FOR POP moves dead letters back (without
+// FOR POP, copies them), in one transaction, exactly once.
 //
 // # Waiting for work
 //

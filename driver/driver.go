@@ -173,6 +173,9 @@ type connector struct {
 	exec *exec.Executor
 	pops openPops
 	obs  observers
+	// sched fires the schedules due (schedule.go), from the first
+	// connection on.
+	sched ticker
 }
 
 var _ driver.Connector = (*connector)(nil)
@@ -181,15 +184,18 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	c.sched.start(c.exec)
 	return &conn{exec: c.exec, pops: &c.pops, obs: &c.obs}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return &Driver{} }
 
-// Close closes the engine; database/sql calls it from DB.Close. The rows
+// Close stops the schedules' ticker and closes the engine; database/sql
+// calls it from DB.Close. The rows
 // of autocommit pops still open go back to their tables first (openPops),
 // and DB.Close returns the errors of those that could not.
 func (c *connector) Close() error {
+	c.sched.close()
 	return errors.Join(c.pops.close(), c.exec.DB().Close())
 }
 

@@ -65,6 +65,13 @@ var (
 	// ErrDuplicateID is returned, inside a *RowError naming the row, for
 	// an INSERT that gives an id its table holds already, or one id twice.
 	ErrDuplicateID = exec.ErrDuplicateID
+	// ErrDuplicateKey is returned, as a *DuplicateKeyError inside a
+	// *RowError naming the row, for an INSERT whose row holds the values
+	// of a unique key that another row holds: in the table (leased and
+	// delayed rows included), earlier in the same INSERT, or removed
+	// within the key's window (UNIQUE (cols) FOR n unit). Nothing of the
+	// statement was written. INSERT IGNORE skips such rows instead.
+	ErrDuplicateKey = exec.ErrDuplicateKey
 	// ErrUnreadableRow is returned for a stored row that cannot be decoded;
 	// the error names the row and how to delete it.
 	ErrUnreadableRow = exec.ErrUnreadableRow
@@ -80,6 +87,12 @@ var (
 // RowError is a bad row of a multi-row INSERT, with its position: use
 // errors.As. Nothing of the statement was written.
 type RowError = exec.RowError
+
+// DuplicateKeyError is the ErrDuplicateKey of a row, with the table, the
+// unique key, and the id of the row holding the values (ID; Until, when
+// that row was removed and the key's window keeps them taken): use
+// errors.As, to UPDATE or DELETE that row, say.
+type DuplicateKeyError = exec.DuplicateKeyError
 
 // Errors of the embedded engine's file databases, and FoundationDB's limits.
 var (

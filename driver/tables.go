@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/exec"
 )
@@ -28,6 +29,21 @@ type TableInfo struct {
 	// (cols)), empty without one.
 	IndexName string
 	Index     []string
+	// Options are the table options as CREATE TABLE takes them, in the
+	// order it prints them (MAX_ATTEMPTS=5 BACKOFF=EXPONENTIAL(1 SECOND, 1
+	// HOUR)), "" for a table without any.
+	Options string
+	// Unique lists the unique keys, in the order they were declared.
+	Unique []UniqueInfo
+}
+
+// UniqueInfo describes a unique key, for tools such as the shell.
+type UniqueInfo struct {
+	Name    string
+	Columns []string
+	// Window is how long the key stays taken after its row is removed
+	// (FOR n unit); 0 without one.
+	Window time.Duration
 }
 
 // Tables lists the tables of the database behind c, by name; inside a
@@ -53,12 +69,19 @@ func Tables(ctx context.Context, c *sql.Conn) ([]TableInfo, error) {
 			return err
 		}
 		for _, t := range tables {
-			ti := TableInfo{Name: t.Name, Kind: t.Kind().String(), IndexName: t.IndexName}
+			ti := TableInfo{Name: t.Name, Kind: t.Kind().String(), IndexName: t.IndexName, Options: t.Options()}
 			for _, col := range t.Columns {
 				ti.Columns = append(ti.Columns, ColumnInfo{Name: col.Name, Type: col.Type.String(), NotNull: col.NotNull, Length: col.Length})
 			}
 			for _, i := range t.Resources {
 				ti.Index = append(ti.Index, t.Columns[i].Name)
+			}
+			for _, u := range t.Unique {
+				ui := UniqueInfo{Name: u.Name, Window: u.Window}
+				for _, i := range u.Columns {
+					ui.Columns = append(ui.Columns, t.Columns[i].Name)
+				}
+				ti.Unique = append(ti.Unique, ui)
 			}
 			out = append(out, ti)
 		}

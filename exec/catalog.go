@@ -39,7 +39,12 @@ type Table struct {
 	// would take a row already leased MaxAttempts times moves it to the
 	// dead-letter table instead (see dead.go).
 	MaxAttempts int64
-	Queue       *queues.Queue
+	// Backoff is the BACKOFF=... option (nil: none): how long a row waits
+	// after a failed attempt (see backoff.go).
+	Backoff *parser.Backoff
+	Queue   *queues.Queue
+	// Unique are the table's unique keys (see unique.go).
+	Unique []UniqueKey
 }
 
 // Kind returns the table's queue kind.
@@ -60,7 +65,7 @@ func (t *Table) column(name string) (int, error) {
 			return i, nil
 		}
 	}
-	names := []string{"id", parser.ColVisibleAt, parser.ColLease, parser.ColAttempts}
+	names := []string{"id", parser.ColVisibleAt, parser.ColLease, parser.ColAttempts, parser.ColError}
 	for _, c := range t.Columns {
 		names = append(names, c.Name)
 	}
@@ -82,17 +87,28 @@ func (t *Table) encode() []byte {
 		res = append(res, int64(r))
 	}
 	tup := tuple.Tuple{int64(schemaVersion), t.Name, t.ID, int64(t.Priority), cols, res, t.IndexName}
-	if t.MaxAttempts > 0 {
-		// Only then: a table without the option keeps the 7 elements
+	if t.MaxAttempts > 0 || len(t.Unique) > 0 || t.Backoff != nil {
+		// Only then: a table without the options keeps the 7 elements
 		// versions before MAX_ATTEMPTS read.
 		tup = append(tup, t.MaxAttempts)
+	}
+	if len(t.Unique) > 0 || t.Backoff != nil {
+		// Only then, as the 9th: versions before unique keys refuse such a
+		// schema, rather than insert without checking its keys. (Empty
+		// before a BACKOFF without unique keys.)
+		tup = append(tup, t.encodeUnique())
+	}
+	if t.Backoff != nil {
+		// As the 10th: versions before BACKOFF refuse such a schema,
+		// rather than lease without the backoff.
+		tup = append(tup, encodeBackoff(t.Backoff))
 	}
 	return tup.Pack()
 }
 
 func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	tup, err := tuple.Unpack(b)
-	if err != nil || len(tup) != 7 && len(tup) != 8 {
+	if err != nil || len(tup) < 7 || len(tup) > 10 {
 		return nil, fmt.Errorf("%w: unreadable schema", ErrCatalog)
 	}
 	if v, _ := tup[0].(int64); v != schemaVersion {
@@ -139,9 +155,21 @@ func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	}
 	t.IndexName, _ = tup[6].(string)
 	t.markRequired() // schemas stored before CREATE marked them
-	if len(tup) == 8 {
-		if t.MaxAttempts, _ = tup[7].(int64); t.MaxAttempts <= 0 {
+	if len(tup) >= 8 {
+		// 0 only before unique keys or a BACKOFF: a table with them and
+		// no MAX_ATTEMPTS.
+		if t.MaxAttempts, _ = tup[7].(int64); t.MaxAttempts < 0 || t.MaxAttempts == 0 && len(tup) == 8 {
 			return nil, fmt.Errorf("%w: MAX_ATTEMPTS %v", ErrCatalog, tup[7])
+		}
+	}
+	if len(tup) >= 9 {
+		if err := t.decodeUnique(tup[8]); err != nil {
+			return nil, err
+		}
+	}
+	if len(tup) == 10 {
+		if t.Backoff, err = decodeBackoff(tup[9]); err != nil {
+			return nil, err
 		}
 	}
 	t.Queue = queues.New(tableKey(root, t.ID), t.Kind(), names...).WithOptions(opts)

@@ -41,6 +41,9 @@ import (
 //	            its requests (gets=N getmanys=calls/keys batches=N
 //	            cached=N hidden=N: see fdbmodel.Counts).
 //	advance d   moves the executor's stopped clock by d (a Go duration).
+//	fire        fires the schedules due (Executor.FireDue) and prints how
+//	            many fired and its error; fire trace also prints its
+//	            keys and waits, as trace does.
 //	plan        prints the plan (access path) of each input line, a
 //	            SELECT, DELETE or UPDATE, without running it; spread=N
 //	            plans it as an attempt after conflicts would (see Auto).
@@ -88,8 +91,17 @@ func TestDataDriven(t *testing.T) {
 				return res + strings.Join(h.rec.log, "\n") + "\nwaits: " + waitsLine(h.cost) + "\n"
 			case "waits":
 				return eachLine(d.Input, func(line string) string { return h.waits(t, line) })
+			case "fire":
+				tracing := d.HasArg("trace")
+				h.rec.on, h.rec.log = tracing, nil
+				out := h.fire()
+				h.rec.on = false
+				if tracing {
+					out += strings.Join(h.rec.log, "\n") + "\nwaits: " + waitsLine(h.cost) + "\n"
+				}
+				return out
 			}
-			d.Fatalf(t, "unknown command %s (accepted: exec, plan, trace, waits, advance)", d.Cmd)
+			d.Fatalf(t, "unknown command %s (accepted: exec, plan, trace, waits, advance, fire)", d.Cmd)
 			return ""
 		})
 	})
@@ -139,13 +151,16 @@ func newHarness(t *testing.T) *harness {
 	e := exec.New(rec, ddRoot)
 	e.Deterministic(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	// Whatever a file did, every queue's indexes still agree with its
-	// items.
+	// items, and every unique index with its table's rows.
 	t.Cleanup(func() {
 		require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
 			tables, err := e.TablesIn(tr)
 			for _, tb := range tables {
 				if err == nil {
 					err = tb.Queue.Check(tr)
+				}
+				if err == nil {
+					err = exec.CheckUnique(tr, tb)
 				}
 			}
 			return err
@@ -235,6 +250,18 @@ func (h *harness) run(t *testing.T, sql string) (*exec.Result, string) {
 		}
 	}
 	return res, ""
+}
+
+// fire fires the schedules due (Executor.FireDue) and says how many fired.
+func (h *harness) fire() string {
+	var col fdbmodel.Collector
+	defer func() { h.cost = col.Counts() }()
+	n, err := h.on.FireDue(fdbmodel.WithCollector(bg, &col))
+	out := fmt.Sprintf("fired %d\n", n)
+	if err != nil {
+		out += fmt.Sprintf("error: %v\n", err)
+	}
+	return out
 }
 
 // plan returns the plan of one statement, or its error.

@@ -33,7 +33,12 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 	if isSystemTable(st.Name) {
 		return nil, fmt.Errorf("%w: %s is the system table of the queues' statistics; name yours otherwise", ErrSchema, st.Name)
 	}
-	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName, MaxAttempts: st.MaxAttempts}
+	if st.Backoff != nil {
+		if err := st.Backoff.Check(); err != nil {
+			return nil, err
+		}
+	}
+	t := &Table{Name: st.Name, Priority: -1, IndexName: st.IndexName, MaxAttempts: st.MaxAttempts, Backoff: st.Backoff}
 	seen := map[string]bool{}
 	for _, pc := range st.Columns {
 		lower := strings.ToLower(pc.Name)
@@ -41,7 +46,7 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 			return nil, fmt.Errorf("%w: column id is implicit (every row has one, assigned at insert)", ErrSchema)
 		}
 		if _, pseudo := pseudoColumn(lower); pseudo {
-			return nil, fmt.Errorf("%w: column %s is a pseudo-column every table has (id, _visible_at, _lease, _attempts); name yours otherwise", ErrSchema, pc.Name)
+			return nil, fmt.Errorf("%w: column %s is a pseudo-column every table has (%s); name yours otherwise", ErrSchema, pc.Name, pseudoNames)
 		}
 		if seen[lower] {
 			return nil, fmt.Errorf("%w: column %s is declared twice", ErrSchema, pc.Name)
@@ -88,6 +93,9 @@ func (e *Executor) createTable(tr kv.Transaction, st *parser.CreateTable) (*Resu
 		return nil, fmt.Errorf("%w: a table needs at least one column", ErrSchema)
 	}
 	t.markRequired()
+	if err := t.addUnique(st.Unique); err != nil {
+		return nil, err
+	}
 
 	ck := catalogKey(e.cat.root, st.Name)
 	existing, err := tr.Get(ck)

@@ -24,13 +24,13 @@ import (
 // and refused otherwise.
 //
 // A FOR LEASE that would take a row of t already leased n times removes it
-// from t and pushes it into t_dead in the same transaction, keeping its id,
-// values, _attempts, _lease and _visible_at (when its last lease ended),
-// and goes on to the next candidate. DROP TABLE t leaves t_dead. If t_dead
-// was dropped since, the move creates it again, as CREATE did: a row is
-// never lost, and the queue never stalls behind a row it cannot move. If it
-// was created again with other columns, the lease fails with ErrSchema,
-// naming what differs.
+// from t and pushes it into t_dead in the same transaction, keeping its
+// id, values, _error, _attempts, _lease and _visible_at (when its last
+// lease ended), and goes on to the next candidate. DROP TABLE t leaves
+// t_dead. If t_dead was dropped since, the move creates it again, as
+// CREATE did: a row is never lost, and the queue never stalls behind a
+// row it cannot move. If it was created again with other columns, the
+// lease fails with ErrSchema, naming what differs.
 
 // deadSuffix names a table's dead-letter table: t_dead.
 const deadSuffix = "_dead"
@@ -141,6 +141,7 @@ func columnList(t *Table) string {
 // moveDead pushes it, a row of the statement's table that a lease removed
 // for MAX_ATTEMPTS, into the dead-letter table (queues.LeaseRequest.Dead).
 func (s *stmtCtx) moveDead(it queues.Item) error {
+	s.freeUnique([]queues.Item{it}) // t_dead has none of t's unique keys
 	if s.dead == nil {
 		d, err := s.e.deadTable(s.tr, s.t)
 		if err != nil {
@@ -152,9 +153,12 @@ func (s *stmtCtx) moveDead(it queues.Item) error {
 	if err != nil {
 		return err
 	}
-	tup := make(tuple.Tuple, len(r.vals))
+	tup := make(tuple.Tuple, len(r.vals), len(r.vals)+1)
 	for i, v := range r.vals {
 		tup[i] = encodeValue(v)
+	}
+	if r.errText != nil {
+		tup = append(tup, r.errText) // the dead letter keeps its _error
 	}
 	d := queues.Item{ID: it.ID, VisibleAt: it.VisibleAt, Lease: it.Lease, Attempts: it.Attempts}
 	if d.Value, err = tup.PackWithError(); err != nil {

@@ -18,6 +18,8 @@
 //	root ("t", table id, ...)             -> the table's queue (see package queues)
 //	root ("ddl-receipts", expiry, token)  -> "": a CREATE or DROP TABLE was applied (see ddlDone)
 //	root ("ddl", ...), root ("ddl-expiry", ...)  earlier versions' DDL receipts, cleared
+//	root ("schedule", lower(name))       -> packed schedule: name, table, interval, first run, INSERT (schedule.go)
+//	root ("schedule-next", lower(name))  -> the schedule's next run (8 bytes, ns): advanced by each firing
 //
 // Every statement takes its table's schema inside its own transaction,
 // with the catalog key's read conflict, so a concurrent DROP TABLE
@@ -31,9 +33,11 @@
 // # Rows
 //
 // A row is stored as the queue item's value: a packed tuple of every
-// declared column, in order. A column named priority makes the table a
-// priority queue; INDEX (cols) names the resource columns of the fit index.
-// The implicit id column is the item's id.
+// declared column, in order, followed by its _error when it has one
+// (errtext.go). A column named priority makes the table a priority queue;
+// INDEX (cols) names the resource columns of the fit index; UNIQUE (cols)
+// a unique key, whose index lives under the table's queue too
+// (unique.go). The implicit id column is the item's id.
 //
 // # Statements
 //
@@ -56,12 +60,17 @@
 //	stmt.go      a statement bound to its arguments, and one run of it
 //	ddl.go       CREATE and DROP TABLE, and their retry tokens
 //	dead.go      MAX_ATTEMPTS: the dead-letter table, and moving rows there
+//	backoff.go   BACKOFF: the delay after a failed attempt, its jitter, the table options' text
 //	insert.go    INSERT
+//	redrive.go   INSERT ... SELECT ... LIMIT n [FOR POP]: rows copied or moved between tables
+//	unique.go    unique keys: their index, checked by INSERT, freed by every removal
+//	schedule.go  CREATE/DROP/SHOW SCHEDULES, and FireDue: periodic inserts, exactly-once, leaderless
 //	where.go     WHERE, ORDER BY and LIMIT bound to a table and arguments
 //	plan.go      the access paths (plans), choosePlan, and how each runs
 //	read.go      SELECT: projection, COUNT(*), pop receipts; row decoding
 //	lease.go     FOR LEASE, and the plans that lease or see every row (leaseN, allRows)
-//	pseudo.go    the pseudo-columns id, _visible_at, _lease and _attempts
+//	pseudo.go    the pseudo-columns id, _visible_at, _lease, _attempts and _error
+//	errtext.go   _error: kept with the row's values, its bound
 //	stats.go     the system table fdbqueue_queues, and what exec counts for it
 //	write.go     DELETE and UPDATE
 //	catalog.go   table schemas and their cache

@@ -59,6 +59,12 @@ var (
 	// ErrDuplicateID is returned, inside a *RowError naming the row, when
 	// an INSERT gives an id its table holds already, or one id twice.
 	ErrDuplicateID = queues.ErrDuplicateID
+	// ErrDuplicateKey is returned, as a *DuplicateKeyError inside a
+	// *RowError naming the row, when an INSERT's row holds the values of a
+	// unique key that another row holds (in the table, earlier in the
+	// same INSERT, or removed within the key's window). INSERT IGNORE
+	// skips such rows instead.
+	ErrDuplicateKey = errors.New("fdbqueue: duplicate key")
 	// ErrUnreadableRow is returned when a stored row cannot be decoded as
 	// its table's columns: one not written by INSERT (by an older version,
 	// or another program). The error names the row's id; statements that
@@ -79,7 +85,8 @@ var (
 
 // RowError is returned when a row of an INSERT is bad: it holds the row's
 // position among the statement's VALUES rows, and what is wrong with it
-// (an ErrValue, an ErrDuplicateID, or a row that does not pack). Nothing of the statement was
+// (an ErrValue, an ErrDuplicateID, a *DuplicateKeyError, or a row that
+// does not pack). Nothing of the statement was
 // written. Bulk loaders use errors.As to find the row, set it
 // aside and run the statement again without it.
 type RowError struct {

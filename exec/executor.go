@@ -45,6 +45,8 @@ type Executor struct {
 	// lower-case name; groupHook, if set (tests), is their groupHook.
 	combiners sync.Map
 	groupHook func(n int)
+	// sched caches the schedules' definitions (schedule.go).
+	sched schedules
 }
 
 // now reads the executor's clock.
@@ -137,7 +139,7 @@ type Result struct {
 // IsReadOnly reports whether the statement writes nothing.
 func IsReadOnly(st parser.Statement) bool {
 	switch s := st.(type) {
-	case *parser.SelectValue:
+	case *parser.SelectValue, *parser.ShowSchedules:
 		return true
 	case *parser.Select:
 		return !s.Takes()
@@ -320,6 +322,9 @@ func learnSpread(hint *atomic.Int64, attempt, spread int) {
 // without WHERE or LIMIT clears the table's key range: one small
 // transaction whatever the table holds.
 func tooLarge(st parser.Statement, err error) error {
+	if s, ok := st.(*parser.InsertSelect); ok {
+		return insertSelectLimits(s, err) // and past 5 seconds
+	}
 	if kv.Code(err) != kv.ErrTransactionTooLarge.Code {
 		return err
 	}
@@ -384,8 +389,20 @@ func (e *Executor) run(tr kv.Transaction, b *bound) (*Result, error) {
 			return e.createTable(tr, st.(*parser.CreateTable))
 		}
 		return e.dropTable(tr, st.(*parser.DropTable))
+	case *parser.CreateSchedule, *parser.DropSchedule:
+		if done, err := e.ddlDone(tr, b.token); err != nil || done {
+			return &Result{}, err
+		}
+		if cs, ok := st.(*parser.CreateSchedule); ok {
+			return e.createSchedule(tr, cs, b)
+		}
+		return e.dropSchedule(tr, st.(*parser.DropSchedule))
+	case *parser.ShowSchedules:
+		return e.showSchedules(tr)
 	case *parser.Insert:
 		return e.insert(tr, st, b)
+	case *parser.InsertSelect:
+		return e.insertSelect(tr, st, b)
 	case *parser.Select:
 		return e.selectRows(tr, st, b)
 	case *parser.Delete:
@@ -419,7 +436,7 @@ func (e *Executor) TablesIn(tr kv.ReadTransaction) ([]*Table, error) {
 
 func isDDL(st parser.Statement) bool {
 	switch st.(type) {
-	case *parser.CreateTable, *parser.DropTable:
+	case *parser.CreateTable, *parser.DropTable, *parser.CreateSchedule, *parser.DropSchedule:
 		return true
 	}
 	return false
@@ -435,7 +452,7 @@ func isPop(st parser.Statement) bool {
 // autocommit retry after commit_unknown_result must not apply twice.
 func takesRows(st parser.Statement) bool {
 	switch st := st.(type) {
-	case *parser.Delete, *parser.Insert:
+	case *parser.Delete, *parser.Insert, *parser.InsertSelect:
 		return true
 	case *parser.Select:
 		return st.Takes()

@@ -56,9 +56,16 @@ func (e *Executor) Plan(ctx context.Context, p *parser.Parsed, args Args, spread
 	}
 	b.spread = spread
 	var chosen plan
+	var plain string // a plan shown as text: INSERT ... SELECT's
 	err = e.db.Transact(ctx, func(tr kv.Transaction) error {
 		var table string
 		switch st := p.Stmt.(type) {
+		case *parser.InsertSelect:
+			_, _, q, _, err := e.planInsertSelect(tr, st, b)
+			if err == nil {
+				plain = insertSelectPlan(st, q)
+			}
+			return err
 		case *parser.Select:
 			table = st.Table
 		case *parser.Delete:
@@ -66,7 +73,7 @@ func (e *Executor) Plan(ctx context.Context, p *parser.Parsed, args Args, spread
 		case *parser.Update:
 			table = st.Table
 		default:
-			return fmt.Errorf("a %T has no plan (SELECT, DELETE and UPDATE have)", st)
+			return fmt.Errorf("a %T has no plan (SELECT, INSERT ... SELECT, DELETE and UPDATE have)", st)
 		}
 		s, err := e.stmt(tr, table, b)
 		if err != nil {
@@ -85,8 +92,8 @@ func (e *Executor) Plan(ctx context.Context, p *parser.Parsed, args Args, spread
 		}
 		return err
 	})
-	if err != nil {
-		return "", err
+	if err != nil || plain != "" {
+		return plain, err
 	}
 	return chosen.String(), nil
 }
@@ -103,3 +110,6 @@ var MaxLeaders, MaxInsertLeaders = maxLeaders, maxInsertLeaders
 // WithQueued returns ctx, whose transactions call queued once their commit
 // waits only for the disk (file: engines), as combining does.
 var WithQueued = withQueued
+
+// CheckUnique checks t's unique index against its rows (checkUnique).
+func CheckUnique(tr kv.ReadTransaction, t *Table) error { return checkUnique(tr, t) }

@@ -68,6 +68,7 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	set := make([]bool, len(t.Columns))
 	tup := make(tuple.Tuple, len(t.Columns))
 	resources := make([]int64, 0, len(st.Rows)*len(t.Resources))
+	uniq := s.newUniqueRows(len(st.Rows))
 	packed := 0 // the last row's packed size, to size the next one's buffer
 	for r, vals := range st.Rows {
 		if len(vals) != len(targets) {
@@ -75,10 +76,17 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		}
 		clear(set)
 		item := queues.Item{ID: b.ids[r]}
+		var errText any // _error, if given (errtext.go)
 		for j, i := range targets {
 			v, err := b.convert(t.columnDef(i), vals[j])
 			if err != nil {
 				return nil, &RowError{r + 1, err}
+			}
+			if i == colError {
+				if errText, err = checkError(v); err != nil {
+					return nil, &RowError{r + 1, err}
+				}
+				continue
 			}
 			if done, err := setPseudo(&item, i, v); err != nil {
 				return nil, &RowError{r + 1, err}
@@ -123,14 +131,21 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 			}
 			item.Resources = resources[start:len(resources):len(resources)]
 		}
+		packing := tup
+		if errText != nil {
+			packing = append(tup[:len(tup):len(tup)], errText)
+		}
 		var err error
-		item.Value, err = tup.AppendPack(make([]byte, 0, max(packed+16, 16*len(tup))))
+		item.Value, err = packing.AppendPack(make([]byte, 0, max(packed+16, 16*len(tup))))
 		if err != nil {
 			return nil, &RowError{r + 1, err}
 		}
 		packed = len(item.Value)
 		if size := queues.MaxRecordSize(item.Value, len(item.Resources)); size > MaxRowSize {
 			return nil, &RowError{r + 1, rowTooLarge(t, full, size)}
+		}
+		if err := uniq.add(full); err != nil {
+			return nil, &RowError{r + 1, err}
 		}
 		items = append(items, item)
 	}
@@ -139,15 +154,20 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	// nothing and reports the same result, as the ids were made before the
 	// first attempt. In an explicit transaction (no token) no receipt is
 	// needed: a retry of the transaction runs the INSERT again with new ids
-	// (or the ids it gives).
-	if _, err := t.Queue.PushAll(tr, b.token, items); err != nil {
+	// (or the ids it gives). Unique keys are checked in the same round of
+	// reads (unique.go).
+	if b.dry {
+		return &Result{}, nil
+	}
+	n, last, err := s.push(items, uniq, st.Ignore)
+	if err != nil {
 		var dup *queues.DuplicateIDError
 		if errors.As(err, &dup) && byID[dup.ID] > 0 {
 			return nil, &RowError{byID[dup.ID], fmt.Errorf("%w: table %s holds a row with id %d (leave id out, and one is assigned)", ErrDuplicateID, t.Name, dup.ID)}
 		}
 		return nil, err
 	}
-	return &Result{RowsAffected: int64(len(items)), LastInsertID: items[len(items)-1].ID}, nil
+	return &Result{RowsAffected: n, LastInsertID: last}, nil
 }
 
 // rowTooLarge is the error for a row of vals that takes size bytes stored,

@@ -12,12 +12,14 @@ import (
 // lost), and a table id is never reused, so a table dropped and created
 // again never sees the old rows.
 const (
-	tagCatalog     = "catalog"
-	tagNextTableID = "next_table_id"
-	tagTable       = "t"
-	tagDDL         = "ddl"        // earlier versions' DDL receipts, cleared by the new
-	tagDDLExpiry   = "ddl-expiry" // the same, by expiry
-	tagDDLReceipts = "ddl-receipts"
+	tagCatalog      = "catalog"
+	tagNextTableID  = "next_table_id"
+	tagTable        = "t"
+	tagDDL          = "ddl"        // earlier versions' DDL receipts, cleared by the new
+	tagDDLExpiry    = "ddl-expiry" // the same, by expiry
+	tagDDLReceipts  = "ddl-receipts"
+	tagSchedule     = "schedule"      // a schedule's definition (schedule.go)
+	tagScheduleNext = "schedule-next" // a schedule's next run
 )
 
 // rootKey returns root followed by the packed elems (strings and int64s,

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/queues"
 )
@@ -34,6 +35,11 @@ func (s *stmtCtx) leaseRequest() queues.LeaseRequest {
 	req := queues.LeaseRequest{For: s.b.lease}
 	if s.t.MaxAttempts > 0 {
 		req.MaxAttempts, req.Dead = s.t.MaxAttempts, s.moveDead
+	}
+	if s.t.Backoff != nil {
+		// Hidden until the lease's end and the backoff of its attempt:
+		// when it comes back if the lease ends unacked (backoff.go).
+		req.Backoff = func(it queues.Item) time.Duration { return s.t.backoffDelay(it.ID, it.Attempts) }
 	}
 	return req
 }

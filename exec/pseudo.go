@@ -10,15 +10,18 @@ import (
 )
 
 // Pseudo-columns: every table has, besides its declared columns, id and
-// the _visible_at, _lease and _attempts of its queue items (queues.Item).
-// INSERT may give id, _visible_at and _attempts (a restore from a backup
-// keeps them); UPDATE writes _visible_at; FOR LEASE sets _lease.
-// Table.column returns them as these negative indexes.
+// the _visible_at, _lease and _attempts of its queue items (queues.Item),
+// and _error, the last error a worker recorded, kept with the row's values
+// (see errtext.go). INSERT may give id, _visible_at, _attempts and _error
+// (a restore from a backup keeps them); UPDATE writes _visible_at and
+// _error; FOR LEASE sets _lease. Table.column returns them as these
+// negative indexes.
 const (
 	colID        = -1
 	colVisibleAt = -2
 	colLease     = -3
 	colAttempts  = -4
+	colError     = -5
 )
 
 var pseudoColumns = map[int]*Column{
@@ -26,7 +29,11 @@ var pseudoColumns = map[int]*Column{
 	colVisibleAt: {Name: parser.ColVisibleAt, Type: parser.TypeTimestamp, NotNull: true},
 	colLease:     {Name: parser.ColLease, Type: parser.TypeInt, NotNull: true},
 	colAttempts:  {Name: parser.ColAttempts, Type: parser.TypeInt, NotNull: true},
+	colError:     {Name: parser.ColError, Type: parser.TypeText},
 }
+
+// pseudoNames lists the pseudo-columns, for errors.
+const pseudoNames = "id, _visible_at, _lease, _attempts, _error"
 
 // pseudoColumn returns the index of the pseudo-column name.
 func pseudoColumn(name string) (int, bool) {
@@ -57,6 +64,8 @@ func (r row) value(i int) any {
 		return r.item.Lease
 	case colAttempts:
 		return r.item.Attempts
+	case colError:
+		return r.errText
 	}
 	return r.vals[i]
 }
@@ -91,7 +100,7 @@ func checkLeaseEnd(d time.Duration, now time.Time) error {
 // readOnlyColumn is the error for a statement that writes a pseudo-column
 // it cannot: _lease, and in an UPDATE _attempts.
 func readOnlyColumn(name string) error {
-	return fmt.Errorf("%w: %s is read-only: FOR LEASE sets it (INSERT may give id, _visible_at and _attempts; UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v] writes _visible_at)", ErrValue, name)
+	return fmt.Errorf("%w: %s is read-only: FOR LEASE sets it (INSERT may give id, _visible_at, _attempts and _error; UPDATE t SET _visible_at = v, _error = v WHERE id = v [AND _lease = v] writes _visible_at and _error)", ErrValue, name)
 }
 
 // setPseudo sets, from v (converted to column i's type), the pseudo-column

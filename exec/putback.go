@@ -84,7 +84,10 @@ func (e *Executor) PutBack(ctx context.Context, res *Result, from int) error {
 		if now == nil {
 			return nil // dropped: its rows went with it
 		}
-		_, err := now.Queue.PutBack(tr, token, items)
+		applied, err := now.Queue.PutBack(tr, token, items)
+		if err == nil && applied {
+			err = reclaimUnique(tr, now, items, false)
+		}
 		return err
 	})
 	if err == nil {
@@ -111,8 +114,17 @@ func (e *Executor) settle(ctx context.Context, b *bound, err error) error {
 	applied := false
 	serr := e.detached(ctx, &putBack, true, table, 0, func(tr kv.Transaction, t *Table) (err error) {
 		applied = false
-		if t != nil { // else dropped: what it took went with it
-			applied, err = t.Queue.SettlePop(tr, b.token, putBack)
+		if t == nil {
+			return nil // dropped: what it took went with it
+		}
+		var items []queues.Item // what it took, to take its unique keys back
+		if len(t.Unique) > 0 {
+			if items, _, err = t.Queue.Receipt(tr, queues.Token{ID: b.token.ID, At: b.token.At, Unsure: true}); err != nil {
+				return err
+			}
+		}
+		if applied, err = t.Queue.SettlePop(tr, b.token, putBack); err == nil && applied {
+			err = reclaimUnique(tr, t, items, true)
 		}
 		return err
 	})

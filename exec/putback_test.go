@@ -104,16 +104,31 @@ func TestPutBackFails(t *testing.T) {
 // taken nothing: the rows it took went back to their places.
 func TestPopSettledAfterUnknownOutcome(t *testing.T) {
 	t.Parallel()
+	e := unknownApplied(t)
+	all := popTable(t, e, 3)
+	popSettled(t, e, "SELECT id FROM t ORDER BY priority LIMIT 2 FOR POP")
+	require.Equal(t, all, idsLeft(t, e))
+}
+
+// unknownApplied returns an executor on a file: engine whose every commit
+// reports commit_unknown_result after it was applied.
+func unknownApplied(t *testing.T) *exec.Executor {
+	t.Helper()
 	db, err := embedded.OpenFile(t.TempDir(), embedded.FileConfig{
 		Config: embedded.Config{Faults: &embedded.Faults{UnknownApplied: 1}},
 		Sync:   embedded.SyncNone,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	e := exec.New(db, []byte("r"))
-	all := popTable(t, e, 3)
+	return exec.New(db, []byte("r"))
+}
 
-	p, err := parser.Parse("SELECT id FROM t ORDER BY priority LIMIT 2 FOR POP")
+// popSettled runs the pop sql with a context that ends once its commit is
+// in flight (on e, unknownApplied), and checks that it was settled: it
+// returns the context's error, having taken nothing.
+func popSettled(t *testing.T, e *exec.Executor, sql string) {
+	t.Helper()
+	p, err := parser.Parse(sql)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
@@ -122,5 +137,4 @@ func TestPopSettledAfterUnknownOutcome(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, kv.IsMaybeCommitted(err), "settled: %v", err)
 	require.ErrorContains(t, err, "went back to their places")
-	require.Equal(t, all, idsLeft(t, e))
 }

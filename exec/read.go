@@ -12,8 +12,9 @@ import (
 
 // row is a stored row with its queue item.
 type row struct {
-	item queues.Item
-	vals []any // declared columns
+	item    queues.Item
+	vals    []any // declared columns
+	errText any   // _error: nil or a string (errtext.go)
 }
 
 // decodeRow decodes a stored row. A row that does not decode (not written
@@ -29,6 +30,15 @@ func decodeRow(t *Table, it queues.Item) (row, error) {
 	if err != nil {
 		return row{}, unreadable(fmt.Sprintf("is not a packed tuple: %v", err))
 	}
+	var errText any
+	if len(tup) == len(t.Columns)+1 { // an _error follows the columns
+		s, ok := tup[len(t.Columns)].(string)
+		if !ok {
+			return row{}, unreadable(fmt.Sprintf("has an _error that is not text (%T)", tup[len(t.Columns)]))
+		}
+		errText = s
+		tup = tup[:len(t.Columns)]
+	}
 	if len(tup) != len(t.Columns) {
 		return row{}, unreadable(fmt.Sprintf("has %d values for %d columns", len(tup), len(t.Columns)))
 	}
@@ -41,7 +51,7 @@ func decodeRow(t *Table, it queues.Item) (row, error) {
 	if t.Priority >= 0 {
 		vals[t.Priority] = it.Priority // UPDATE moves the item without rewriting the row
 	}
-	return row{item: it, vals: vals}, nil
+	return row{item: it, vals: vals, errText: errText}, nil
 }
 
 // decode decodes a row the statement found: not at all when it needs ids
@@ -65,16 +75,17 @@ func (s *stmtCtx) decodeAll(items []queues.Item) ([]row, error) {
 	return out, nil
 }
 
-// idsOnly reports whether a statement projecting proj (column indexes, -1
-// for id) with conds reads no column values.
+// idsOnly reports whether a statement projecting proj (column indexes,
+// negative for pseudo-columns) with conds reads no column values: no
+// declared column, nor _error, which is kept with them.
 func idsOnly(proj []int, conds []cond) bool {
 	for _, i := range proj {
-		if i >= 0 {
+		if i >= 0 || i == colError {
 			return false
 		}
 	}
 	for _, c := range conds {
-		if c.col >= 0 {
+		if c.col >= 0 || c.col == colError {
 			return false
 		}
 	}
@@ -107,7 +118,7 @@ func (s *stmtCtx) planSelect(st *parser.Select) (*query, error) {
 	add := func(i int) {
 		q.proj = append(q.proj, i)
 		c := t.columnDef(i)
-		nullable := i >= 0 && !c.NotNull && i != t.Priority && !slices.Contains(t.Resources, i)
+		nullable := !c.NotNull && (i < 0 || i != t.Priority && !slices.Contains(t.Resources, i))
 		q.res.Columns = append(q.res.Columns, c.Name)
 		q.res.Types = append(q.res.Types, c.Type)
 		q.res.Nullable = append(q.res.Nullable, nullable)
@@ -138,6 +149,9 @@ func (s *stmtCtx) planSelect(st *parser.Select) (*query, error) {
 		g = goalLease
 	}
 	q.plan = choosePlan(t, conds, order, n, g, s.b.spread)
+	if g == goalPop {
+		q.plan = s.freeing(q.plan) // unique keys (unique.go)
+	}
 	return q, nil
 }
 

@@ -31,6 +31,9 @@ type bound struct {
 	lease time.Duration
 	// now is the statement's time: NOW(), read once when it is bound.
 	now time.Time
+	// dry makes an INSERT check its rows and write nothing: a schedule's
+	// at CREATE SCHEDULE (schedule.go).
+	dry bool
 }
 
 // bind checks args against p's placeholders and makes the ids of the rows

@@ -5,7 +5,8 @@ package parser
 import "time"
 
 // Statement is one parsed statement: *CreateTable, *DropTable, *Insert,
-// *Select, *SelectValue, *Delete, *Update, *Begin, *Commit or *Rollback.
+// *InsertSelect (redrive.go), *Select, *SelectValue, *Delete, *Update,
+// *Begin, *Commit or *Rollback.
 type Statement interface{ statement() }
 
 // Type is a column type.
@@ -59,10 +60,29 @@ type CreateTable struct {
 	// times a row may be leased before FOR LEASE moves it to the table
 	// <name>_dead.
 	MaxAttempts int64
+	// Backoff is the BACKOFF=... table option (nil: none): how long a row
+	// waits after a lease that ends unacked, or a release without a time.
+	Backoff *Backoff
 	// Index lists the resource columns of the fit index, in order; empty
 	// without INDEX.
 	Index     []string
 	IndexName string
+	// Unique lists the unique keys, table-level (UNIQUE [KEY|INDEX]
+	// [name] (cols) [FOR n unit]) and a column's UNIQUE [KEY], in the
+	// order they are declared (see unique.go).
+	Unique []UniqueKey
+}
+
+// UniqueKey is a unique key of CREATE TABLE: no two rows of the table
+// hold the same values in its columns (see package exec).
+type UniqueKey struct {
+	// Name is the key's name; "" when the statement names none (exec
+	// names it after its first column, as MySQL does).
+	Name    string
+	Columns []string
+	// Window is FOR n unit: how long a key stays taken after its row is
+	// removed (0: none, it is free at once).
+	Window time.Duration
 }
 
 // DropTable is DROP TABLE [IF EXISTS] name.
@@ -136,11 +156,14 @@ type OrderBy struct {
 	Desc   bool
 }
 
-// Insert is INSERT INTO table [(columns)] VALUES (...), ....
+// Insert is INSERT [IGNORE] INTO table [(columns)] VALUES (...), ....
 type Insert struct {
 	Table   string
 	Columns []string // nil: all columns, in table order
 	Rows    [][]Value
+	// Ignore is INSERT IGNORE: a row whose unique key the table (or an
+	// earlier row of the statement) holds is skipped, not an error.
+	Ignore bool
 }
 
 // Select is SELECT columns|*|COUNT(*) FROM table [WHERE] [ORDER BY] [LIMIT]
@@ -214,7 +237,7 @@ func (*Rollback) statement()    {}
 // FOR LEASE.
 func (s *Select) Takes() bool { return s.ForPop || s.Lease != nil }
 
-// Pseudo-columns every table has, read-only, selectable like id.
+// Pseudo-columns every table has, selectable like id.
 const (
 	// ColVisibleAt is when the row may be popped or leased (TIMESTAMP).
 	ColVisibleAt = "_visible_at"
@@ -222,4 +245,7 @@ const (
 	ColLease = "_lease"
 	// ColAttempts is how many times the row was leased.
 	ColAttempts = "_attempts"
+	// ColError is the last error a worker recorded for the row (TEXT,
+	// NULL if none), which UPDATE and INSERT may write.
+	ColError = "_error"
 )

@@ -185,6 +185,16 @@ func printParsed(p *Parsed) string {
 		if s.MaxAttempts != 0 {
 			line("MaxAttempts %d", s.MaxAttempts)
 		}
+		if s.Backoff != nil {
+			line("Backoff %s (first=%v max=%v)", s.Backoff, s.Backoff.First, s.Backoff.Max)
+		}
+		for _, u := range s.Unique {
+			key := fmt.Sprintf("Unique %s (%s)", printName(u.Name), printNames(u.Columns))
+			if u.Window != 0 {
+				key += " Window=" + u.Window.String()
+			}
+			line("%s", key)
+		}
 	case *DropTable:
 		fmt.Fprintf(&b, "DropTable %s\n", printName(s.Name))
 		if s.IfExists {
@@ -192,6 +202,9 @@ func printParsed(p *Parsed) string {
 		}
 	case *Insert:
 		fmt.Fprintf(&b, "Insert %s\n", printName(s.Table))
+		if s.Ignore {
+			line("Ignore")
+		}
 		if s.Columns != nil {
 			line("Columns %s", printNames(s.Columns))
 		}
@@ -202,6 +215,16 @@ func printParsed(p *Parsed) string {
 			}
 			line("Row (%s)", strings.Join(vals, ", "))
 		}
+	case *InsertSelect:
+		fmt.Fprintf(&b, "InsertSelect %s\n", printName(s.Table))
+		if s.Columns != nil {
+			line("Columns %s", printNames(s.Columns))
+		}
+		if s.Ignore {
+			line("Ignore")
+		}
+		src := printParsed(&Parsed{Stmt: s.Source})
+		b.WriteString("  " + strings.ReplaceAll(strings.TrimSuffix(src, "\n"), "\n", "\n  ") + "\n")
 	case *Select:
 		fmt.Fprintf(&b, "Select %s\n", printName(s.Table))
 		if s.Star {
@@ -236,6 +259,23 @@ func printParsed(p *Parsed) string {
 		where(s.Where)
 	case *SelectValue:
 		fmt.Fprintf(&b, "SelectValue %d\n", s.Value)
+	case *CreateSchedule:
+		fmt.Fprintf(&b, "CreateSchedule %s\n", printName(s.Name))
+		line("On %s", printName(s.Table))
+		line("Every %v", s.Every)
+		if s.Starting != nil {
+			line("Starting %s", printValue(*s.Starting))
+		}
+		line("Text %s", s.Text)
+		ins := printParsed(&Parsed{Stmt: s.Insert})
+		b.WriteString("  " + strings.ReplaceAll(strings.TrimSuffix(ins, "\n"), "\n", "\n  ") + "\n")
+	case *DropSchedule:
+		fmt.Fprintf(&b, "DropSchedule %s\n", printName(s.Name))
+		if s.IfExists {
+			line("IfExists")
+		}
+	case *ShowSchedules:
+		b.WriteString("ShowSchedules\n")
 	case *Begin, *Commit, *Rollback:
 		fmt.Fprintf(&b, "%s\n", reflect.TypeOf(s).Elem().Name())
 	default:
@@ -326,8 +366,8 @@ func TestPrintCoversFields(t *testing.T) {
 		fields int
 	}{
 		{Parsed{}, 3},
-		{CreateTable{}, 6}, {Column{}, 5}, {DropTable{}, 2},
-		{Insert{}, 3},
+		{CreateTable{}, 8}, {UniqueKey{}, 3}, {Column{}, 5}, {DropTable{}, 2}, {Backoff{}, 3},
+		{Insert{}, 4}, {InsertSelect{}, 4},
 		{Select{}, 10}, {Cond{}, 3}, {OrderBy{}, 2},
 		{Delete{}, 4},
 		{Update{}, 3}, {Assignment{}, 2},

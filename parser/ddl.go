@@ -1,6 +1,7 @@
 package parser
 
-// CREATE TABLE and DROP TABLE: tables, columns, types and the fit index.
+// CREATE TABLE and DROP TABLE: tables, columns, types and the fit index
+// (unique keys are in unique.go).
 
 import (
 	"fmt"
@@ -37,22 +38,37 @@ func (c *converter) createTable(d *sqlparser.DDL) (Statement, error) {
 	ts := d.TableSpec
 	ct := &CreateTable{Name: name, IfNotExists: c.pp.ifNotExists}
 	if strings.TrimSpace(ts.Options) != "" {
-		return nil, unsupported("table options %q (the only table option is MAX_ATTEMPTS=n)", strings.TrimSpace(ts.Options))
+		return nil, unsupported("table options %q (%s)", strings.TrimSpace(ts.Options), optionsHint)
 	}
-	ct.MaxAttempts = c.pp.maxAttempts
+	ct.MaxAttempts, ct.Backoff = c.pp.maxAttempts, c.pp.backoff
 	for _, cd := range ts.Columns {
-		col, err := c.column(cd)
+		col, isUnique, err := c.column(cd)
 		if err != nil {
 			return nil, err
 		}
 		ct.Columns = append(ct.Columns, col)
+		if isUnique {
+			ct.Unique = append(ct.Unique, UniqueKey{Columns: []string{col.Name}})
+		}
 	}
-	if len(ts.Indexes) > 1 {
-		return nil, unsupported("more than one INDEX (a table has one fit index over its resource columns)")
-	}
+	fit, keys := 0, 0 // INDEX and UNIQUE keys of the table
 	for _, ix := range ts.Indexes {
-		if ix.Info.Primary || ix.Info.Unique || ix.Info.Spatial || ix.Info.Type == "fulltext" {
-			return nil, unsupported("%s (keys and uniqueness are not enforced; the only index is the fit index, INDEX name (resource columns))", strings.ToUpper(ix.Info.Type))
+		switch {
+		case ix.Info.Primary:
+			return nil, unsupported("PRIMARY KEY (every row has an implicit id, its key; UNIQUE (cols) makes other columns unique)")
+		case ix.Info.Unique:
+			u, err := c.uniqueKey(ix, keys)
+			if err != nil {
+				return nil, err
+			}
+			ct.Unique = append(ct.Unique, u)
+			keys++
+			continue
+		case ix.Info.Spatial || ix.Info.Type == "fulltext":
+			return nil, unsupported("%s (the indexes are the fit index, INDEX name (resource columns), and unique keys, UNIQUE [name] (cols))", strings.ToUpper(ix.Info.Type))
+		}
+		if fit++; fit > 1 {
+			return nil, unsupported("more than one INDEX (a table has one fit index over its resource columns)")
 		}
 		if len(ix.Options) > 0 {
 			o := ix.Options[0]
@@ -109,9 +125,11 @@ var typeInstead = map[string]string{
 	"set":        "use TEXT",
 }
 
-func (c *converter) column(cd *sqlparser.ColumnDefinition) (Column, error) {
+// column converts a column definition, and reports whether it declares
+// the column UNIQUE [KEY] (a unique key over it alone).
+func (c *converter) column(cd *sqlparser.ColumnDefinition) (col Column, unique bool, err error) {
 	name := cd.Name.String()
-	col := Column{Name: name, NotNull: bool(cd.Type.NotNull)}
+	col = Column{Name: name, NotNull: bool(cd.Type.NotNull)}
 	ct := &cd.Type
 	ty := strings.ToLower(ct.Type)
 	var ok bool
@@ -119,9 +137,9 @@ func (c *converter) column(cd *sqlparser.ColumnDefinition) (Column, error) {
 	case ty == "bit" && c.pp.boolCols[strings.ToLower(name)]:
 		col.Type = TypeBool // BOOLEAN, which the prepass spelt BIT
 	case !ok && typeInstead[ty] != "":
-		return col, unsupported("type %s of column %s (%s; %s)", strings.ToUpper(ty), name, typeInstead[ty], typeList)
+		return col, false, unsupported("type %s of column %s (%s; %s)", strings.ToUpper(ty), name, typeInstead[ty], typeList)
 	case !ok:
-		return col, unsupported("type %s of column %s (%s)", strings.ToUpper(ty), name, typeList)
+		return col, false, unsupported("type %s of column %s (%s)", strings.ToUpper(ty), name, typeList)
 	}
 	if ct.Length != nil {
 		decl := fmt.Sprintf("%s(%s)", strings.ToUpper(ty), ct.Length.Val)
@@ -132,19 +150,27 @@ func (c *converter) column(cd *sqlparser.ColumnDefinition) (Column, error) {
 		case ty == "varchar" || ty == "varbinary":
 			n, err := strconv.Atoi(string(ct.Length.Val))
 			if err != nil || n < 1 || ct.Scale != nil {
-				return col, unsupported("%s of column %s (the length is 1 or more %s)", decl, name, map[string]string{"varchar": "characters", "varbinary": "bytes"}[ty])
+				return col, false, unsupported("%s of column %s (the length is 1 or more %s)", decl, name, map[string]string{"varchar": "characters", "varbinary": "bytes"}[ty])
 			}
 			col.Length = n
 		case col.Type == TypeInt:
-			return col, unsupported("display width %s of column %s (integers are 64-bit; write %s)", decl, name, strings.ToUpper(ty))
+			return col, false, unsupported("display width %s of column %s (integers are 64-bit; write %s)", decl, name, strings.ToUpper(ty))
 		case col.Type == TypeFloat:
-			return col, unsupported("precision %s of column %s (values are 64-bit doubles, not rounded; write DOUBLE)", decl, name)
+			return col, false, unsupported("precision %s of column %s (values are 64-bit doubles, not rounded; write DOUBLE)", decl, name)
 		case col.Type == TypeTimestamp:
-			return col, unsupported("precision %s of column %s (timestamps keep nanoseconds; write %s)", decl, name, strings.ToUpper(ty))
+			return col, false, unsupported("precision %s of column %s (timestamps keep nanoseconds; write %s)", decl, name, strings.ToUpper(ty))
 		}
 	}
 	// Column options that fdbqueue would not enforce are refused by name.
-	var opt, why string
+	// UNIQUE [KEY] is a unique key over the column.
+	var opt, why, keyOpt string
+	if ct.KeyOpt != 0 {
+		// sqlparser's key options are unexported; its formatter names them.
+		buf := sqlparser.NewTrackedBuffer(nil)
+		(&sqlparser.ColumnType{KeyOpt: ct.KeyOpt}).Format(buf)
+		keyOpt = strings.ToUpper(strings.TrimSpace(buf.String()))
+		unique = strings.HasPrefix(keyOpt, "UNIQUE")
+	}
 	switch {
 	case bool(ct.Unsigned):
 		opt, why = "UNSIGNED", "integers are signed 64-bit; a negative value would not be refused"
@@ -158,16 +184,13 @@ func (c *converter) column(cd *sqlparser.ColumnDefinition) (Column, error) {
 		opt, why = "ON UPDATE "+strings.ToUpper(string(ct.OnUpdate.Val)), "rows are not updated in place"
 	case bool(ct.Autoincrement):
 		opt, why = "AUTO_INCREMENT", "every row has an implicit id, assigned at insert"
-	case ct.KeyOpt != 0:
-		// sqlparser's key options are unexported; its formatter names them.
-		buf := sqlparser.NewTrackedBuffer(nil)
-		(&sqlparser.ColumnType{KeyOpt: ct.KeyOpt}).Format(buf)
-		opt, why = strings.ToUpper(strings.TrimSpace(buf.String())), "keys and uniqueness are not enforced; every row has an implicit id, its key"
+	case keyOpt != "" && !unique:
+		opt, why = keyOpt, "every row has an implicit id, its key; UNIQUE makes a column unique"
 	case ct.Comment != nil:
 		opt, why = "COMMENT", "comments are not stored"
 	}
 	if opt != "" {
-		return col, unsupported("%s on column %s (%s)", opt, name, why)
+		return col, false, unsupported("%s on column %s (%s)", opt, name, why)
 	}
 	if d := ct.Default; d != nil {
 		var v Value
@@ -175,14 +198,14 @@ func (c *converter) column(cd *sqlparser.ColumnDefinition) (Column, error) {
 		case d.Type == sqlparser.ValArg && strings.EqualFold(string(d.Val), "null"):
 			v = Value{Kind: ValueNull} // sqlparser spells DEFAULT NULL as an argument
 		case d.Type == sqlparser.ValArg:
-			return col, unsupported("DEFAULT %s of column %s (a DEFAULT is a literal; pass the time as an argument)", strings.ToUpper(string(d.Val)), name)
+			return col, false, unsupported("DEFAULT %s of column %s (a DEFAULT is a literal; pass the time as an argument)", strings.ToUpper(string(d.Val)), name)
 		default:
 			var err error
 			if v, err = c.value(d); err != nil {
-				return col, err
+				return col, false, err
 			}
 		}
 		col.Default = &v
 	}
-	return col, nil
+	return col, unique, nil
 }

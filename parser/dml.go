@@ -13,20 +13,23 @@ func (c *converter) insert(s *sqlparser.Insert) (Statement, error) {
 	if s.Action != sqlparser.InsertStr {
 		return nil, unsupported("REPLACE")
 	}
-	if s.Ignore != "" || len(s.OnDup) > 0 || len(s.Partitions) > 0 {
-		return nil, unsupported("INSERT IGNORE, ON DUPLICATE KEY and PARTITION")
+	if len(s.OnDup) > 0 {
+		return nil, unsupported("ON DUPLICATE KEY UPDATE (rows are not updated in place: INSERT IGNORE skips a row whose unique key is taken; or match driver.ErrDuplicateKey, whose error names the row holding the key, and UPDATE or DELETE that row)")
+	}
+	if len(s.Partitions) > 0 {
+		return nil, unsupported("PARTITION")
 	}
 	name, err := tableName(s.Table)
 	if err != nil {
 		return nil, err
 	}
-	ins := &Insert{Table: name}
+	ins := &Insert{Table: name, Ignore: s.Ignore != ""}
 	for _, col := range s.Columns {
 		ins.Columns = append(ins.Columns, col.String())
 	}
 	rows, ok := s.Rows.(sqlparser.Values)
 	if !ok {
-		return nil, unsupported("INSERT ... SELECT")
+		return c.insertSelect(s, ins) // redrive.go
 	}
 	for _, tuple := range rows {
 		row := make([]Value, len(tuple))

@@ -15,10 +15,11 @@
 //     MaxNameSize) and says to quote a name outside ASCII in backticks.
 //  2. The pre-pass, over those tokens: it counts the placeholders (? or
 //     :name, not both), takes off the trailing FOR POP [WAIT n] and FOR
-//     LEASE d [WAIT n] clauses and CREATE TABLE's IF NOT EXISTS and
-//     MAX_ATTEMPTS=n, keeping their values, and respells what sqlparser
-//     does not accept: BOOL and BOOLEAN column types, negative and boolean
-//     DEFAULTs, and an INDEX without a name.
+//     LEASE d [WAIT n] clauses and CREATE TABLE's IF NOT EXISTS, table
+//     options (MAX_ATTEMPTS=n, BACKOFF=...) and unique keys' windows (FOR
+//     n unit), keeping their values, and respells what sqlparser does not
+//     accept: BOOL and BOOLEAN column types, negative and boolean
+//     DEFAULTs, and an INDEX or UNIQUE key without a name.
 //  3. sqlparser.ParseStrictDDL over the rewritten text (which, unlike
 //     Parse, fails on partial DDL and never logs). A syntax error at one of
 //     MySQL's reserved words says to quote it in backticks.
@@ -43,11 +44,16 @@
 //	             the limits on a statement's text and names
 //	lex.go       the text as sqlparser's tokens
 //	prepass.go   the pre-pass: placeholders, trailing clauses, CREATE TABLE's spellings
-//	             and MAX_ATTEMPTS
+//	options.go   CREATE TABLE's table options, MAX_ATTEMPTS=n and BACKOFF=..., read by the
+//	             pre-pass
 //	wait.go      FOR POP WAIT n, and the longest wait
 //	lease.go     FOR LEASE d [WAIT n], and the longest lease
 //	convert.go   the conversion: which statements are in the dialect, table names
 //	ddl.go       CREATE TABLE and DROP TABLE: columns, types, the fit index
-//	dml.go       INSERT, SELECT, DELETE and UPDATE, with ORDER BY and LIMIT
+//	unique.go    unique keys: UNIQUE [KEY|INDEX] [name] (cols) [FOR n unit], a column's
+//	             UNIQUE [KEY]
+//	dml.go       INSERT [IGNORE], SELECT, DELETE and UPDATE, with ORDER BY and LIMIT
+//	redrive.go   INSERT ... SELECT ... LIMIT n [FOR POP]: rows copied or moved between tables
+//	schedule.go  CREATE SCHEDULE, DROP SCHEDULE, SHOW SCHEDULES, read before sqlparser
 //	expr.go      WHERE comparisons, literals, placeholders, NOW() and INTERVAL
 package parser

@@ -29,7 +29,7 @@ var ErrValue = errors.New("fdbqueue: invalid value")
 
 // Supported summarises the dialect for error messages.
 const Supported = "supported: CREATE TABLE [IF NOT EXISTS], DROP TABLE [IF EXISTS], " +
-	"INSERT INTO t [(cols)] VALUES (...), SELECT cols|*|COUNT(*) FROM t [WHERE] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP [WAIT seconds] | FOR LEASE seconds [WAIT seconds]], " +
+	"INSERT [IGNORE] INTO t [(cols)] VALUES (...), SELECT cols|*|COUNT(*) FROM t [WHERE] [ORDER BY priority [ASC|DESC]] [LIMIT n] [FOR POP [WAIT seconds] | FOR LEASE seconds [WAIT seconds]], " +
 	"DELETE FROM t [WHERE] [ORDER BY priority] [LIMIT n], UPDATE t SET priority = v WHERE id = v, UPDATE t SET _visible_at = v WHERE id = v [AND _lease = v], BEGIN, COMMIT, ROLLBACK"
 
 // unsupported is the error for one part of a statement outside the

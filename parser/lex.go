@@ -35,6 +35,9 @@ func tokenize(sql string) ([]token, error) {
 			if len(val) > 0 && val[0] >= utf8.RuneSelf {
 				return nil, fmt.Errorf("%w: syntax error at position %d near %q: a name without quotes is ASCII letters, digits, _ and $; quote others in backticks, as `%s`", ErrSyntax, tz.Position, val, nameAt(sql, before))
 			}
+			if word := numberWord(sql, tz.Position-1, val); word != "" {
+				return nil, fmt.Errorf("%w: syntax error at position %d near %q: a number followed by letters; a name starting with a digit is quoted in backticks, and a duration is n SECOND, n MINUTE or n HOUR (1 SECOND, not 1s)", ErrSyntax, tz.Position, word)
+			}
 			return nil, fmt.Errorf("%w: syntax error at position %d: unterminated or invalid token near %q; %s", ErrSyntax, tz.Position, val, Supported)
 		}
 		if typ == sqlparser.ID {
@@ -81,4 +84,21 @@ func nameAt(sql string, i int) string {
 		j += n
 	}
 	return sql[i:j]
+}
+
+// numberWord returns the number val and the letters that follow it at
+// offset i of sql (1s, 30sec), which the lexer refuses as one token, or ""
+// when val is not a number followed by a letter.
+func numberWord(sql string, i int, val []byte) string {
+	if len(val) == 0 || val[0] < '0' || val[0] > '9' || i < 0 || i >= len(sql) {
+		return ""
+	}
+	j := i
+	for j < len(sql) && (sql[j] >= 'a' && sql[j] <= 'z' || sql[j] >= 'A' && sql[j] <= 'Z' || sql[j] >= '0' && sql[j] <= '9' || sql[j] == '_') {
+		j++
+	}
+	if j == i || sql[i] >= '0' && sql[i] <= '9' {
+		return ""
+	}
+	return string(val) + sql[i:j]
 }

@@ -30,6 +30,9 @@ func parse(sql string) (*Parsed, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p, ok, err := scheduleStatement(sql, toks); ok {
+		return p, err
+	}
 	var pp prepass
 	text, err := pp.run(sql, toks)
 	if err != nil {
@@ -63,6 +66,10 @@ func parse(sql string) (*Parsed, error) {
 		}
 		if sel.Takes() && sel.Count {
 			return nil, fmt.Errorf("%w: SELECT COUNT(*) ... %s; %s rows, then count them", ErrUnsupported, clause, verb)
+		}
+	} else if is, ok := st.(*InsertSelect); ok {
+		if err := is.trailing(&pp); err != nil {
+			return nil, err
 		}
 	} else if pp.forPop {
 		return nil, fmt.Errorf("%w: FOR POP ends a SELECT", ErrUnsupported)

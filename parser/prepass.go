@@ -5,24 +5,31 @@ package parser
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/xwb1989/sqlparser"
 )
 
 // prepass recognises what sqlparser does not: a trailing FOR POP [WAIT n],
-// CREATE TABLE IF NOT EXISTS, BOOL/BOOLEAN column types, negative and
-// boolean DEFAULTs, and unnamed indexes. It returns the text for sqlparser.
+// CREATE TABLE IF NOT EXISTS and its table options (options.go),
+// BOOL/BOOLEAN column types, negative and boolean DEFAULTs, unnamed
+// indexes and unique keys, and unique keys' windows. It returns the text
+// for sqlparser.
 type prepass struct {
 	forPop      bool
 	lease       *Value // FOR LEASE's seconds or placeholder
 	wait        *Value // FOR POP WAIT's (or FOR LEASE's WAIT's) seconds or placeholder
 	ifNotExists bool
-	maxAttempts int64 // MAX_ATTEMPTS=n
+	maxAttempts int64    // MAX_ATTEMPTS=n
+	backoff     *Backoff // BACKOFF=...
 	boolCols    map[string]bool
 	positional  int // ? placeholders
 	named       bool
+
+	// uniqueWindows are the windows of CREATE TABLE's table-level unique
+	// keys, in order (0: none; see unique.go).
+	uniqueWindows []time.Duration
 }
 
 func (pp *prepass) run(sql string, toks []token) (string, error) {
@@ -76,7 +83,7 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 	for k := end; k < n; k++ {
 		drop[code[k]] = true
 	}
-	if pp.lease == nil && end >= 2 && tokAt(end-2).typ == sqlparser.FOR {
+	if pp.lease == nil && end >= 2 && tokAt(end-2).typ == sqlparser.FOR && tokAt(0).typ != sqlparser.CREATE {
 		last := tokAt(end - 1)
 		if last.typ == sqlparser.ID && strings.EqualFold(last.val, "pop") {
 			pp.forPop = true
@@ -94,7 +101,10 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 			k = 5
 		}
 		pp.boolCols = map[string]bool{}
-		if err := pp.maxAttemptsOption(sql, tokAt, code, n, drop); err != nil {
+		if err := pp.tableOptions(sql, tokAt, code, n, drop); err != nil {
+			return "", err
+		}
+		if err := pp.uniqueClauses(sql, tokAt, code, n, replace, drop); err != nil {
 			return "", err
 		}
 		for ; k < n; k++ {
@@ -136,43 +146,4 @@ func (pp *prepass) run(sql string, toks []token) (string, error) {
 		}
 	}
 	return b.String(), nil
-}
-
-// maxAttemptsOption finds CREATE TABLE's MAX_ATTEMPTS[=]n option after the
-// closing parenthesis of the columns, sets pp.maxAttempts, and drops it
-// from the text sqlparser reads (which refuses some of the values it
-// should explain).
-func (pp *prepass) maxAttemptsOption(sql string, tokAt func(int) token, code []int, n int, drop map[int]bool) error {
-	depth, k := 0, 0
-	for ; k < n; k++ {
-		switch tokAt(k).typ {
-		case '(':
-			depth++
-		case ')':
-			depth--
-		}
-		if t := tokAt(k); depth == 0 && t.typ == sqlparser.ID && strings.EqualFold(t.val, "max_attempts") && k > 0 && tokAt(k-1).typ == ')' {
-			break
-		}
-	}
-	if k >= n {
-		return nil
-	}
-	from := k + 1
-	if tokAt(from).typ == '=' {
-		from++
-	}
-	if from >= n {
-		return unsupported("MAX_ATTEMPTS without a value (how many times a row may be leased: MAX_ATTEMPTS=n, n an integer, 1 or more)")
-	}
-	text := strings.TrimSpace(sql[tokAt(from).start:tokAt(n-1).end])
-	v, err := strconv.ParseInt(text, 10, 64)
-	if err != nil || v <= 0 || from+1 != n || tokAt(from).typ != sqlparser.INTEGRAL {
-		return unsupported("MAX_ATTEMPTS=%s (how many times a row may be leased: an integer, 1 or more)", text)
-	}
-	pp.maxAttempts = v
-	for j := k; j < n; j++ {
-		drop[code[j]] = true
-	}
-	return nil
 }

@@ -53,15 +53,24 @@ import (
 //	                                        the item's value, as under tag 0
 //	P (13, priority, seq, id)               invisible priority item: the same             rewrite, push
 //	P (14, expiry, token)                   receipt of one part: a count receipt          RecordCount, RecordReceipt,
-//	                                        (little-endian int64), a pop receipt of       PushAll, PutBack, SettlePop
-//	                                        one item, or "" (PushAll, PutBack: applied;
-//	                                        SettlePop: a pop settled unapplied);
+//	                                        (little-endian int64), a pop receipt of       PushAll, PushSome,
+//	                                        one item, "" (PushAll, PutBack, PushSome:     PutBack, SettlePop
+//	                                        applied; SettlePop: a pop settled
+//	                                        unapplied), or PushSome's bit set of the
+//	                                        items it pushed, when it skipped some;
 //	                                        expiry: unix nanoseconds (Token)
 //	P (14, expiry, token, n)                pop receipt, the n-th item popped:            RecordReceipt
 //	                                        packed (id, priority, (resources...), value,
 //	                                        [visible_at, lease, attempts,] seq), the three
 //	                                        when any is set (a lease's receipt)
-//	P (15, ...), P (16, ...)                reserved (exec's unique keys)                 -
+//	P (15, k, values...)                    unique index: packed (id), the item holding   exec (unique.go)
+//	                                        values (a packed tuple of its values in the
+//	                                        columns of unique key k)
+//	P (16, k, bucket, values...)            a unique key's window: packed (until, id):    exec (unique.go)
+//	                                        item id, which held values in key k, was
+//	                                        removed, and they stay taken until until
+//	                                        (unix nanoseconds); bucket: until divided
+//	                                        by the key's window
 //	P (17, 0, stat)                         a statistic's counter: little-endian int64,   AddStat, Push,
 //	                                        kept with atomic ADD (Stat)                   pushAll, Lease, ...
 //	P (17, 1, kind, level, bucket)          hidden items by due time: little-endian       tally
@@ -83,6 +92,9 @@ import (
 // queues file their tasks under priority 0 in the fit index. Queues without
 // resources have no fit index (tags 3 to 6). The fit index itself is
 // explained in the package doc; markers and receipts in receipts.go.
+// Tags 15 and 16 are exec's unique keys (exec/unique.go): the queue never
+// reads or writes them, and keeps them under its prefix so that Clear
+// drops them with the items (see unique.go).
 //
 // An invisible item (leased, or pushed or released with a visible_at in
 // the future; see lease.go) lives under tag 13 instead of tag 0, keeps its
@@ -103,7 +115,12 @@ import (
 //     push markers and receipts (tagMarks and above), and the invisible
 //     items and their due index (tagDue, tagHidden) above the push signal:
 //     ClearItems empties a queue by clearing [P (0), P (7)) and [P (12),
-//     P (14)), and keeps what retries need (tags 7 to 11, and 14).
+//     P (14)), and keeps what retries need (tags 7 to 11, and 14). It
+//     keeps the unique index and windows (tags 15 and 16) too: exec clears
+//     tag 15 with it, for a table that has unique keys.
+//   - A unique key's window entries sort by bucket (P (16, k, bucket)),
+//     so one range clear of [P (16, k), P (16, k, b)) drops every entry
+//     of key k whose until is before bucket b's start.
 //   - Every item is under tag 0 (visible) or tag 13 (invisible), never
 //     both; an invisible item has exactly one due index key, whose due is
 //     its value's visible_at, and its id index value ends with that due.
@@ -148,7 +165,9 @@ const (
 	tagDue         = 12
 	tagHidden      = 13
 	tagReceipts    = 14
-	tagStats       = 17 // 15 and 16: reserved
+	tagUnique      = 15
+	tagUniqueUntil = 16
+	tagStats       = 17
 
 	numTags = tagStats + 1
 )

@@ -238,12 +238,6 @@ func (q *Queue) rewrite(tr kv.Transaction, old pos, was, it Item, now int64) (po
 	return np, nil
 }
 
-// earliestDue returns the earliest due time in the due index (0: none),
-// with a snapshot read.
-func (q *Queue) earliestDue(tr kv.ReadTransaction) (int64, error) {
-	return q.ReadNextDue(tr).earliest()
-}
-
 // NextDue returns when the earliest invisible item becomes due, and
 // whether there is one, with a snapshot read: a consumer that found
 // nothing to pop waits for the push signal (WatchSignal) or this time,
@@ -318,6 +312,12 @@ type LeaseRequest struct {
 	// Dead receives the items removed for MaxAttempts, with their id and
 	// attempts (a dead-letter queue pushes them). It may be nil.
 	Dead func(Item) error
+	// Backoff, when not nil, returns how long an item stays invisible
+	// after its lease ends, given the item as leased (its new attempts):
+	// the item is invisible until now + For + Backoff(item), so that if
+	// the lease ends with neither an ack nor a release, its next attempt
+	// waits that long. It may be nil (no backoff).
+	Backoff func(Item) time.Duration
 }
 
 // Lease takes up to req.N of the visible items a pop would take, in
@@ -352,6 +352,7 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 		return nil, err
 	}
 	var out []Item
+	soonest := until // the earliest any leased item becomes visible
 	for len(out) < req.N {
 		var items []Item
 		var poss []pos
@@ -387,6 +388,17 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 			}
 			was := it
 			it.VisibleAt, it.Lease, it.Attempts, it.Held = until, newToken(), it.Attempts+1, true
+			if req.Backoff != nil {
+				if d := req.Backoff(it); d > 0 {
+					it.VisibleAt = until.Add(d)
+					if err := checkEnd("a lease and its backoff", req.For+d, it.VisibleAt); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if len(out) == 0 || it.VisibleAt.Before(soonest) {
+				soonest = it.VisibleAt
+			}
 			if _, err := q.rewrite(tr, poss[i], was, it, now.UnixNano()); err != nil {
 				return nil, err
 			}
@@ -397,7 +409,7 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 		}
 	}
 	if len(out) > 0 {
-		q.wakeIfSooner(tr, until.UnixNano(), pr.earliest)
+		q.wakeIfSooner(tr, soonest.UnixNano(), pr.earliest)
 		q.AddStat(tr, StatLeased, int64(len(out)))
 	}
 	return out, nil
@@ -518,26 +530,77 @@ func (q *Queue) SetVisibleAt(tr kv.Transaction, id int64, at time.Time) (bool, e
 	return true, q.setVisible(tr, it, p, at, false)
 }
 
-// setVisible rewrites it, the item at p, visible at at. An item hidden by
-// a lease (Held) that stays invisible stays leased, unless release; one
-// that becomes visible, or delayed, counts as released.
-func (q *Queue) setVisible(tr kv.Transaction, it Item, p pos, at time.Time, release bool) error {
-	earliest, err := q.earliestDue(tr)
-	if err != nil {
-		return err
+// SetVisibleWith rewrites the item with id, whoever holds it, as f says,
+// and reports whether it did: f gets the item, and returns its new
+// visible_at (as SetVisibleAt takes it), its new value (nil: unchanged),
+// and whether to rewrite it at all (false: it is left as it is, and
+// SetVisibleWith reports false, as for an item that is not queued). It
+// reads the item once, and the due index's head in the same round trip:
+// a release or heartbeat that checks the item's lease token, or computes
+// the time from its attempts, waits no longer than SetVisibleAt. An item
+// hidden by a lease stays leased while it stays invisible (a heartbeat:
+// see setVisibleDue).
+func (q *Queue) SetVisibleWith(tr kv.Transaction, id int64, f func(Item) (at time.Time, value []byte, ok bool, err error)) (bool, error) {
+	return q.setVisibleWith(tr, id, f, false)
+}
+
+// ReleaseWith is SetVisibleWith for a release: the item's lease ends, and
+// an item that stays invisible is delayed, no longer leased.
+func (q *Queue) ReleaseWith(tr kv.Transaction, id int64, f func(Item) (at time.Time, value []byte, ok bool, err error)) (bool, error) {
+	return q.setVisibleWith(tr, id, f, true)
+}
+
+func (q *Queue) setVisibleWith(tr kv.Transaction, id int64, f func(Item) (at time.Time, value []byte, ok bool, err error), release bool) (bool, error) {
+	due := q.ReadNextDue(tr) // issued first: answered with the item's reads
+	it, p, ok, err := q.getByID(tr, id)
+	if err != nil || !ok {
+		return false, err
 	}
+	at, value, ok, err := f(it)
+	if err != nil || !ok {
+		return false, err
+	}
+	if !ValidVisibleAt(at) {
+		return false, fmt.Errorf("%w: visible_at %s: it is %s", ErrInvalidItem, at.UTC().Format(time.RFC3339Nano), VisibleAtRange)
+	}
+	if value != nil {
+		it.Value = value
+	}
+	return true, q.setVisibleDue(tr, it, p, at, due, release)
+}
+
+func (q *Queue) setVisible(tr kv.Transaction, it Item, p pos, at time.Time, release bool) error {
+	return q.setVisibleDue(tr, it, p, at, q.ReadNextDue(tr), release)
+}
+
+// setVisibleDue rewrites it, the item at p, visible at at; due is the read
+// of the due index's head, in flight, which says whom to wake. An item
+// hidden by a lease (Held) that stays invisible stays leased, unless
+// release; one that becomes visible, or delayed, counts as released.
+func (q *Queue) setVisibleDue(tr kv.Transaction, it Item, p pos, at time.Time, due DueRead, release bool) error {
 	now := q.opts.now().UnixNano()
 	was := it
 	it.VisibleAt = at
 	if release {
 		it.Held = false
 	}
-	np, err := q.rewrite(tr, p, was, it, now)
+	vis := nanos(at)
+	if p.due != 0 && was.Held && (vis <= now || release) {
+		q.AddStat(tr, StatReleased, 1)
+	}
+	if vis > now && vis == p.due || vis <= now && p.due == 0 {
+		// It stays where it is (a value rewritten, or the same time set
+		// again): no consumer has anything new to look at.
+		_, err := q.rewrite(tr, p, was, it, now)
+		return err
+	}
+	earliest, err := due.earliest()
 	if err != nil {
 		return err
 	}
-	if p.due != 0 && was.Held && (np.due == 0 || release) {
-		q.AddStat(tr, StatReleased, 1)
+	np, err := q.rewrite(tr, p, was, it, now)
+	if err != nil {
+		return err
 	}
 	switch {
 	case np.due == 0 && p.due != 0:

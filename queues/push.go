@@ -43,55 +43,115 @@ func (q *Queue) PushAll(tr kv.Transaction, token Token, items []Item) (bool, err
 	return q.pushAll(tr, token, items, true)
 }
 
+// PushSome is PushAll for a caller that decides which items to push once
+// the push's reads are in: keep runs after the push read the seqs and
+// checked the ids (one round trip on FoundationDB, with the reads the
+// caller issued before the call, such as exec's unique keys), before it
+// writes anything, and returns which of items to push (nil: all), or an
+// error, which ends the push with nothing written. It returns which items
+// were pushed (nil: all) and, as PushAll, whether this attempt applied
+// the push: with a token, the receipt records which items were pushed, and
+// an attempt that finds it pushes nothing, does not call keep, and returns
+// what the receipt says with false.
+func (q *Queue) PushSome(tr kv.Transaction, token Token, items []Item, keep func() ([]bool, error)) ([]bool, bool, error) {
+	return q.pushSome(tr, token, items, true, keep)
+}
+
 // pushAll adds items as one operation: PushAll's and PutBack's body (see
 // PushAll for token). With next, each item takes the next seq of its
 // priority (nextSeqs); without, its own (PutBack).
+func (q *Queue) pushAll(tr kv.Transaction, token Token, items []Item, next bool) (bool, error) {
+	_, applied, err := q.pushSome(tr, token, items, next, nil)
+	return applied, err
+}
+
+// pushSome is pushAll with PushSome's keep (nil: push every item).
 //
 // Its reads are independent of each other, and issued together: the
 // receipt (only on an attempt after one that may have been applied), the
 // seqs of every priority (nextSeqs), the id and directory checks
 // (checkNew). On FoundationDB that is one round trip, for one row or a
 // hundred of any number of priorities.
-func (q *Queue) pushAll(tr kv.Transaction, token Token, items []Item, next bool) (bool, error) {
+func (q *Queue) pushSome(tr kv.Transaction, token Token, items []Item, next bool, keep func() ([]bool, error)) ([]bool, bool, error) {
 	for _, it := range items {
 		if err := q.checkItem(it); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	}
-	if done, err := q.receipts.Has(tr, token); err != nil || done {
-		return false, err
+	if parts, done, err := q.receipts.Lookup(tr, token); err != nil || done {
+		if err != nil {
+			return nil, false, err
+		}
+		pushed, err := pushedOf(parts, len(items))
+		return pushed, false, err
 	}
 	var seqs *nextSeqs
 	if next {
 		seqs = q.readSeqs(tr, items) // in flight during checkNew's wait
 	}
-	dirs, err := q.checkNew(tr, items)
+	dirs, pushed, err := q.checkNew(tr, items, keep)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	sc := &scratch{}
-	for _, it := range items {
+	n := 0 // items pushed
+	for i, it := range items {
+		if pushed != nil && !pushed[i] {
+			continue
+		}
+		n++
 		seq := it.Seq
 		if seqs != nil {
 			if seq, err = seqs.next(q.prioOf(it)); err != nil {
-				return false, err
+				return nil, false, err
 			}
 		}
 		if err := q.pushChecked(tr, it, seq, dirs, sc); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	}
 	sc.tallies.flush(tr)
-	if len(items) > 0 { // one ADD each for the whole operation
-		tr.Add(q.countKey(), int64(len(items)))
-		q.signal(tr, len(items))
+	if n > 0 { // one ADD each for the whole operation
+		tr.Add(q.countKey(), int64(n))
+		q.signal(tr, n)
 		stat := StatPushed
 		if !next {
 			stat = StatReturned
 		}
-		q.AddStat(tr, stat, int64(len(items)))
+		q.AddStat(tr, stat, int64(n))
 	}
-	return true, q.receipts.Record(tr, token, nil)
+	return pushed, true, q.receipts.Record(tr, token, pushedPart(pushed))
+}
+
+// pushedPart is the receipt of a push of the items pushed says (nil:
+// all): "" when it pushed every item, as PushAll's receipts, else a bit
+// set, bit i set for the i-th item pushed, of at least one byte.
+func pushedPart(pushed []bool) []byte {
+	if pushed == nil || !slices.Contains(pushed, false) {
+		return nil
+	}
+	b := make([]byte, (len(pushed)+7)/8)
+	for i, p := range pushed {
+		if p {
+			b[i/8] |= 1 << (i % 8)
+		}
+	}
+	return b
+}
+
+// pushedOf reads a push receipt's parts (pushedPart) for n items.
+func pushedOf(parts [][]byte, n int) ([]bool, error) {
+	if len(parts) != 1 || len(parts[0]) != 0 && len(parts[0]) != (n+7)/8 {
+		return nil, fmt.Errorf("%w: push receipt of %d parts for %d items", ErrCorrupt, len(parts), n)
+	}
+	if len(parts[0]) == 0 {
+		return nil, nil
+	}
+	pushed := make([]bool, n)
+	for i := range pushed {
+		pushed[i] = parts[0][i/8]&(1<<(i%8)) != 0
+	}
+	return pushed, nil
 }
 
 func (q *Queue) checkItem(it Item) error {
@@ -147,8 +207,10 @@ func (q *Queue) prioOf(it Item) int64 {
 // through the snapshot, and their read conflicts added once the checks
 // are done, as the same reads made one after the other, serializably,
 // would have added them: a run that holds a queued id ends the checks
-// there.
-func (q *Queue) checkNew(tr kv.Transaction, items []Item) (dirSet, error) {
+// there. keep, if not nil, runs once the reads are in, before any write,
+// and says which items are pushed (see PushSome): only their directory
+// keys are written.
+func (q *Queue) checkNew(tr kv.Transaction, items []Item, keep func() ([]bool, error)) (dirSet, []bool, error) {
 	ids := make([]int64, len(items))
 	for i, it := range items {
 		ids[i] = it.ID
@@ -156,7 +218,7 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item) (dirSet, error) {
 	slices.Sort(ids)
 	for i := 1; i < len(ids); i++ {
 		if ids[i] == ids[i-1] {
-			return nil, fmt.Errorf("%w: id %d is given twice", ErrDuplicateID, ids[i])
+			return nil, nil, fmt.Errorf("%w: id %d is given twice", ErrDuplicateID, ids[i])
 		}
 	}
 	// Runs of consecutive ids (NewID hands them out in blocks) are read
@@ -202,29 +264,49 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item) (dirSet, error) {
 	}
 	vals, err := kv.GetMany(snap, keys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, run := range runs {
 		if err := run.check(tr); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for _, k := range keys {
 		if err := tr.AddReadConflictKey(k); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for i, k := range keys[:lone] {
 		if vals[i] != nil {
-			return nil, q.duplicateID(k)
+			return nil, nil, q.duplicateID(k)
+		}
+	}
+	var pushed []bool
+	if keep != nil {
+		if pushed, err = keep(); err != nil {
+			return nil, nil, err
+		}
+		if pushed != nil && len(pushed) != len(items) {
+			return nil, nil, fmt.Errorf("%w: %d items to keep or not for %d items", ErrInvalidItem, len(pushed), len(items))
+		}
+	}
+	// The directories that are not there yet, of the items pushed.
+	var needed map[string]bool
+	if pushed != nil {
+		needed = map[string]bool{}
+		for i, it := range items {
+			if pushed[i] && len(it.Resources) > 0 && nanos(it.VisibleAt) <= now {
+				needed[string(q.appendKey(buf[:0], tagCellDir, cellsOf(it.Resources)...))] = true
+				needed[string(q.appendKey(buf[:0], tagShapeDir, it.Resources...))] = true
+			}
 		}
 	}
 	for i, k := range keys[lone:] {
-		if vals[lone+i] == nil {
+		if vals[lone+i] == nil && (needed == nil || needed[string(k)]) {
 			tr.Set(k, nil)
 		}
 	}
-	return dirs, nil
+	return dirs, pushed, nil
 }
 
 // minIDRun is the fewest consecutive ids checkNew reads as a range.

@@ -268,6 +268,35 @@ func (q *Queue) CountReceipt(tr kv.Transaction, token Token) (int64, bool, error
 	return int64(binary.LittleEndian.Uint64(parts[0])), true, nil
 }
 
+// RecordCounts records, under the operation token, the numbers an
+// operation reports (an INSERT ... SELECT: how many rows, and the last
+// id), for CountsReceipt to return to a retry after
+// commit_unknown_result.
+func (q *Queue) RecordCounts(tr kv.Transaction, token Token, ns ...int64) error {
+	b := make([]byte, 0, counterLen*len(ns))
+	for _, n := range ns {
+		b = binary.LittleEndian.AppendUint64(b, uint64(n))
+	}
+	return q.receipts.Record(tr, token, b)
+}
+
+// CountsReceipt returns the numbers an earlier, committed attempt of the
+// operation token recorded with RecordCounts, and whether there were any.
+func (q *Queue) CountsReceipt(tr kv.Transaction, token Token) ([]int64, bool, error) {
+	parts, ok, err := q.receipts.Lookup(tr, token)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if len(parts) != 1 || len(parts[0])%counterLen != 0 {
+		return nil, false, fmt.Errorf("%w: counts receipt of %d parts", ErrCorrupt, len(parts))
+	}
+	ns := make([]int64, len(parts[0])/counterLen)
+	for i := range ns {
+		ns[i] = int64(binary.LittleEndian.Uint64(parts[0][i*counterLen:]))
+	}
+	return ns, true, nil
+}
+
 // Receipt returns the items that an earlier, committed attempt of the pop
 // operation token recorded with RecordReceipt, and whether there was one
 // (no items for a pop that SettlePop settled before it was applied).

@@ -1,9 +1,10 @@
-// Command leases shows a task queue with leases: workers lease a task
-// (FOR LEASE), work on it while renewing the lease (a heartbeat), then ack
-// it (DELETE ... AND _lease = ?); a worker that fails releases its task
-// for a retry, and one that dies simply stops: its lease expires and the
-// task comes back at its place for another worker. Every task is done
-// once.
+// Command leases shows a task queue with leases, worked by the worker
+// package: four handlers at a time lease a task (FOR LEASE ... WAIT), work
+// on it while the package renews the lease (a heartbeat), and return nil
+// to ack it (DELETE ... AND _lease = ?) or an error to release it for a
+// retry after the table's BACKOFF, recording the error in _error. A worker
+// that dies simply stops: its lease expires and the task comes back at its
+// place for another worker. Every task is done once.
 //
 //	go run ./examples/leases
 package main
@@ -15,10 +16,10 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	_ "github.com/fdbqueue/fdbqueue/driver"
+	"github.com/fdbqueue/fdbqueue/worker"
 )
 
 func main() {
@@ -36,8 +37,12 @@ func run() error {
 		return err
 	}
 	defer db.Close()
-	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE jobs (priority INT NOT NULL, payload TEXT)`); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A failed attempt comes back after 50 ms; a task failing 5 times
+	// would move to jobs_dead.
+	if _, err := db.ExecContext(ctx, `CREATE TABLE jobs (priority INT NOT NULL, payload TEXT)
+	                                  MAX_ATTEMPTS=5 BACKOFF=CONSTANT(0.05 SECOND)`); err != nil {
 		return err
 	}
 	const tasks = 40
@@ -46,31 +51,59 @@ func run() error {
 			return err
 		}
 	}
+	// A worker of another process leases a task and dies holding it: no
+	// ack, no release. The task comes back when the lease ends.
+	if _, err := db.ExecContext(ctx, `SELECT id FROM jobs ORDER BY priority DESC LIMIT 1 FOR LEASE ?`, leaseFor); err != nil {
+		return err
+	}
 
 	var mu sync.Mutex
 	done := map[string]int{}
-	var died, retried atomic.Int64
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := 0; ; n++ {
-				switch err := work(ctx, db, w, n, &died, &retried, func(payload string) {
-					mu.Lock()
-					done[payload]++
-					mu.Unlock()
-				}); {
-				case errors.Is(err, sql.ErrNoRows):
-					return // nothing left, and nothing leased that could come back
-				case err != nil:
-					fmt.Fprintln(os.Stderr, "worker", w, err)
-					return
+	failed := 0
+	w := worker.New(db, worker.Config{
+		Table: "jobs", Columns: []string{"payload"}, OrderBy: "priority DESC",
+		Lease: leaseFor, Heartbeat: leaseFor / 3, Wait: 2 * leaseFor,
+		Concurrency: 4, ShutdownTimeout: time.Second,
+		Hooks: worker.Hooks{
+			OnSuccess: func(_ context.Context, j *worker.Job, _ time.Duration) {
+				var payload string
+				_ = j.Scan(&payload)
+				mu.Lock()
+				defer mu.Unlock()
+				if done[payload]++; len(done) == tasks {
+					cancel() // all done: shut down
 				}
+			},
+			OnFailure: func(_ context.Context, j *worker.Job, err error, _ time.Duration) {
+				mu.Lock()
+				defer mu.Unlock()
+				failed++
+			},
+		},
+	})
+	err = w.Run(ctx, func(ctx context.Context, j *worker.Job) error {
+		var payload string
+		if err := j.Scan(&payload); err != nil {
+			return err
+		}
+		switch {
+		case j.ID%7 == 0 && j.Attempts == 1:
+			return errors.New("flaky: try again") // released, back after the backoff
+		case j.ID%11 == 0 && j.Attempts == 1:
+			panic("a bug") // recovered, and released as an error
+		case j.ID%13 == 0:
+			// Longer than a lease: the heartbeat keeps the task ours.
+			select {
+			case <-time.After(leaseFor + leaseFor/2):
+			case <-ctx.Done():
+				return context.Cause(ctx)
 			}
-		}()
+		}
+		return nil // ack
+	})
+	if err != nil {
+		return err
 	}
-	wg.Wait()
 	for payload, n := range done {
 		if n != 1 {
 			return fmt.Errorf("%s was done %d times", payload, n)
@@ -79,49 +112,6 @@ func run() error {
 	if len(done) != tasks {
 		return fmt.Errorf("%d tasks done, %d pushed", len(done), tasks)
 	}
-	fmt.Printf("%d tasks done once each; %d abandoned by a dying worker and %d released after a failure came back\n", len(done), died.Load(), retried.Load())
-	return nil
-}
-
-// work leases one task, works on it with a heartbeat, and acks it.
-func work(ctx context.Context, db *sql.DB, worker, n int, died, retried *atomic.Int64, did func(string)) error {
-	var id, lease, attempts int64
-	var payload string
-	// Lease the most urgent task (the highest priority), waiting up to twice the lease for one: a task a
-	// dead worker held comes back when its lease expires.
-	err := db.QueryRowContext(ctx, `SELECT id, _lease, _attempts, payload FROM jobs
-	                                ORDER BY priority DESC LIMIT 1 FOR LEASE ? WAIT ?`, leaseFor, 2*leaseFor).
-		Scan(&id, &lease, &attempts, &payload)
-	if err != nil {
-		return err
-	}
-	switch {
-	case worker == 0 && n == 2:
-		died.Add(1)
-		return nil // this worker "dies" holding the lease: no ack, no release
-	case worker == 1 && attempts == 1 && n%5 == 0:
-		// The work failed: release the task now for a retry (a real
-		// worker would add a backoff: NOW() + INTERVAL n SECOND).
-		retried.Add(1)
-		_, err := db.ExecContext(ctx, `UPDATE jobs SET _visible_at = NOW() WHERE id = ? AND _lease = ?`, id, lease)
-		return err
-	}
-	// Work, renewing the lease half-way: a heartbeat keeps the task ours.
-	time.Sleep(leaseFor / 4)
-	res, err := db.ExecContext(ctx, `UPDATE jobs SET _visible_at = NOW() + INTERVAL 1 SECOND WHERE id = ? AND _lease = ?`, id, lease)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // the lease was lost: another worker has the task now
-	}
-	// Ack: only the holder of the current lease removes the task.
-	res, err = db.ExecContext(ctx, `DELETE FROM jobs WHERE id = ? AND _lease = ?`, id, lease)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		did(payload)
-	}
+	fmt.Printf("%d tasks done once each; 1 abandoned by a dying worker came back, and %d failed attempts were retried\n", len(done), failed)
 	return nil
 }

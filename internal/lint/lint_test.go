@@ -34,8 +34,17 @@ var allowed = map[string][]string{
 	"exec":        {"kv", "parser", "queues", "tuple"},
 	"driver":      {"exec", "kv", "kv/embedded", "kv/fdb", "kv/shared", "parser", "tuple"},
 	"conformance": {"driver"},
+	// The worker loop is a client of the driver: SQL and its errors only.
+	"worker": {"driver"},
 	// The modeled cluster wraps any engine, as an engine would.
 	"internal/fdbmodel": {"kv"},
+	// The command is a thin main over one package a program. The shell
+	// is a program of the driver's public API; the bench also opens
+	// engines itself: the modeled cluster (--model) and the file:
+	// database's server (--processes, to see who serves it).
+	"cmd/fdbqueue":                {"cmd/fdbqueue/internal/bench", "cmd/fdbqueue/internal/shell"},
+	"cmd/fdbqueue/internal/shell": {"driver"},
+	"cmd/fdbqueue/internal/bench": {"driver", "internal/fdbmodel", "kv/embedded", "kv/shared"},
 }
 
 func root(t *testing.T) string {

@@ -1,5 +1,5 @@
-// Commit: size limits, preparing the batch, and waiting for the combiner
-// (combine.go) to check it and apply it (memory) or hand it to the log (file).
+// Commit: size limits, preparing the batch, and waiting for the commitGroups
+// (groups.go) to check it and apply it (memory) or hand it to the log (file).
 
 package embedded
 
@@ -54,7 +54,7 @@ func (t *txn) commit() error {
 		// the merged read spans.
 		r.reads = mergeSpans(t.reads)
 	}
-	s.combine(r)
+	s.settle(r)
 	if r.err != nil {
 		return r.err
 	}

@@ -68,8 +68,8 @@ type store struct {
 	cfg    Config
 	faults *injector // nil unless Config.Faults
 
-	// comb queues commits for the store's lock (combine.go).
-	comb combiner
+	// comb queues commits for the store's lock (groups.go).
+	comb commitGroups
 
 	// mu guards tree, dead, older, history, gcq, the records' flags and the
 	// scratch buffers of applyLocked. Readers hold it shared for one read

@@ -18,7 +18,7 @@
 // for the few microseconds of one read or one batch of a range read, so a
 // long transaction never blocks commits (and vice versa).
 //
-// Concurrent commits are combined (combine.go): each prepares its batch and
+// Concurrent commits are settled in groups (groups.go): each prepares its batch and
 // write spans without a lock and queues; the first to find no leader leads,
 // takes the store's lock once for the whole queue, checks and installs the
 // commits in queue order (a conflict inside the group fails only the later
@@ -91,7 +91,7 @@
 //	clears.go      a transaction's range clears, as the union of the ranges
 //	async.go       futures, answered when issued by the synchronous read's path
 //	commit.go      Commit: limits, preparing the batch outside the lock
-//	combine.go     commit combining: one leader checks and installs a queue of commits
+//	groups.go      commit groups: one leader checks and installs a queue of commits
 //	yield.go       taking the store's lock: yield a few times before parking
 //	conflict.go    write spans of recent commits against a commit's read spans
 //	mvcc.go        version chains, deleted keys out of the tree, reads as of a

@@ -55,7 +55,7 @@ type txn struct {
 	backoff time.Duration
 	queued  func() // OnCommitQueued
 	snap    snapshot
-	creq    commitReq // the commit on its way through the combiner
+	creq    commitReq // the commit on its way through the commitGroups
 
 	// attempt counts the resets (OnError): a future remembers the attempt
 	// that issued it. vfutures and rfutures are what is left of the

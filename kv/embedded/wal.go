@@ -147,7 +147,7 @@ func (w *wal) failure() error {
 }
 
 // lead is called by a committing goroutine once its commit is queued for
-// the log (perhaps with others a combiner leader queued with it). A lone
+// the log (perhaps with others a commitGroups leader queued with it). A lone
 // client (the last group was one commit, and no one holds the pen) writes
 // the queue itself. Under concurrent commits it wakes the writer
 // goroutine, which gathers groups; and when another goroutine holds the

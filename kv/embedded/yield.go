@@ -12,7 +12,7 @@ import "runtime"
 // wake-ups of parked readers after every commit left a core idle. A
 // goroutine that yields instead lets another client's goroutine run (work
 // that needs no lock: building its statement and its writes) and comes back
-// to find the lock free. Measured with commit combining, fdbqueue bench on
+// to find the lock free. Measured with commit groups, fdbqueue bench on
 // memory:, medians of 5 on a shared 2-core machine: 100-row INSERTs from 8
 // clients 48.8k -> 54.9k rows/s, 8 consumers' pops 19.7k -> 25.7k a second.
 const lockYields = 20

@@ -132,7 +132,7 @@ func (h *host) open() error {
 	defer cancel()
 	var lockErr error
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		served, err := h.tryServe(h.cfg.Mode)
+		served, err := h.tryServe(true)
 		if served {
 			h.certain = true
 			return nil
@@ -157,11 +157,13 @@ func (h *host) open() error {
 }
 
 // tryServe opens the engine and serves it if no other process holds the
-// database. A read-only open serves it by opening the engine to write,
-// unless it may not; then it opens it read-only, alone with other readers,
-// as embedded.OpenFile does. false with embedded.ErrLocked: another
-// process holds it.
-func (h *host) tryServe(mode embedded.OpenMode) (bool, error) {
+// database. It opens the engine to write whatever the handle's mode: a
+// read-only handle's process serves the others too. Only at the first
+// open (first), a read-only handle that may not write the directory opens
+// the engine read-only instead, alone with other readers, as
+// embedded.OpenFile does. false with embedded.ErrLocked: another process
+// holds the database.
+func (h *host) tryServe(first bool) (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -171,11 +173,13 @@ func (h *host) tryServe(mode embedded.OpenMode) (bool, error) {
 		return true, nil
 	}
 	cfg := h.cfg
-	if mode == embedded.ReadOnly {
+	if cfg.Mode == embedded.ReadOnly || !first {
+		// The database exists: a take-over must not create one where
+		// the directory was removed.
 		cfg.Mode = embedded.ReadWrite
 	}
 	db, err := embedded.OpenFile(h.dir, cfg)
-	if mode == embedded.ReadOnly && errors.Is(err, os.ErrPermission) {
+	if first && h.cfg.Mode == embedded.ReadOnly && errors.Is(err, os.ErrPermission) {
 		cfg.Mode = embedded.ReadOnly
 		db, err = embedded.OpenFile(h.dir, cfg)
 		if err == nil {
@@ -229,7 +233,7 @@ func (h *host) redial(ctx context.Context) (net.Conn, error) {
 		// No process listens: the one that served is gone. Take the
 		// database over if its lock is free; another process may be
 		// faster, and then we connect to it.
-		if _, err := h.tryServe(embedded.ReadWrite); err != nil && !errors.Is(err, embedded.ErrLocked) {
+		if _, err := h.tryServe(false); err != nil && !errors.Is(err, embedded.ErrLocked) {
 			return nil, err
 		}
 		if ctx.Err() != nil {

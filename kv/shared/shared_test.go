@@ -42,6 +42,20 @@ func TestServeChild(t *testing.T) {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
+	if pair := os.Getenv("FDBQUEUE_SHARED_PUT"); pair != "" {
+		// A client that writes k=v, and waits.
+		k, v, _ := strings.Cut(pair, "=")
+		err := db.Transact(context.Background(), func(tr kv.Transaction) error {
+			tr.Set([]byte(k), []byte(v))
+			return nil
+		})
+		if err != nil || db.Serving() {
+			fmt.Println("error: the client's write:", err, "serving:", db.Serving())
+			os.Exit(2)
+		}
+		fmt.Println("ready")
+		select {}
+	}
 	if !db.Serving() {
 		fmt.Println("error: the child does not serve")
 		os.Exit(2)
@@ -175,6 +189,31 @@ func TestReadOnlyClient(t *testing.T) {
 	})
 	require.ErrorIs(t, err, embedded.ErrReadOnly)
 	require.Empty(t, get(t, rw, "b"))
+}
+
+// TestReadOnlyTakesOver: a read-only handle's process takes the database
+// over when the serving one dies, and serves it to the others writable.
+func TestReadOnlyTakesOver(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	child := serveInChild(t, dir)
+	rw := open(t, dir)
+	put(t, rw, "a", "1")
+	require.NoError(t, rw.Close())
+	ro, err := shared.Open(dir, embedded.FileConfig{Mode: embedded.ReadOnly})
+	require.NoError(t, err)
+	defer ro.Close()
+	require.False(t, ro.Serving())
+	child.Kill(t)
+	require.Equal(t, "1", get(t, ro, "a"))
+	require.True(t, ro.Serving())
+	serveInChild(t, dir, "FDBQUEUE_SHARED_PUT=b=2")
+	require.Equal(t, "2", get(t, ro, "b"), "another process writes through the read-only handle's process")
+	err = ro.Transact(context.Background(), func(tr kv.Transaction) error {
+		tr.Set([]byte("c"), []byte("3"))
+		return nil
+	})
+	require.ErrorIs(t, err, embedded.ErrReadOnly)
 }
 
 // TestLongPath: a directory whose path is too long for a socket's address

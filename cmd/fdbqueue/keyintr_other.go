@@ -1,7 +1,0 @@
-//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
-
-package main
-
-// keepCtrlCAsKey does nothing where the terminal has no termios: the line
-// editor reads Ctrl-C as a key there.
-func keepCtrlCAsKey(int) (restore func()) { return func() {} }

@@ -1,0 +1,134 @@
+package kvtest
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// The contract of writes: buffers the caller may reuse, atomic operations
+// under concurrency, compare-and-clear, and range clears.
+
+// testWriteBuffersReusable: the writes copy their keys and values, so the
+// caller may reuse those bytes at once, as pushes do with one buffer for
+// every key they write.
+func testWriteBuffersReusable(t *testing.T, in Instance) {
+	set(t, in.DB, "w/c", "old", "w/d", "old", "w/e", "old", "w/f", "old")
+	tr := newTr(t, in.DB)
+	buf := []byte("w/a=1")
+	tr.Set(buf[:3], buf[4:])
+	copy(buf, "w/b=2")
+	tr.Set(buf[:3], buf[4:])
+	copy(buf, "w/c")
+	tr.Clear(buf[:3])
+	begin, end := []byte("w/d"), []byte("w/e")
+	tr.ClearRange(kv.Range{Begin: begin, End: end})
+	copy(begin, "w/0")
+	copy(end, "w/z")
+	n := []byte("w/n")
+	tr.Add(n, 7)
+	copy(n, "w/m")
+	cv := []byte("old")
+	key := []byte("w/f")
+	tr.CompareAndClear(key, cv)
+	copy(key, "w/e")
+	copy(cv, "new")
+	copy(buf, "zzzzz")
+	require.NoError(t, tr.Commit())
+
+	got := map[string]string{}
+	rd := newTr(t, in.DB)
+	it := rd.GetRange(kv.PrefixRange([]byte("w/")), kv.RangeOptions{})
+	for it.Next() {
+		e := it.KeyValue()
+		got[string(e.Key)] = string(e.Value)
+	}
+	require.NoError(t, it.Err())
+	require.Equal(t, map[string]string{
+		"w/a": "1", "w/b": "2", "w/e": "old",
+		"w/n": string([]byte{7, 0, 0, 0, 0, 0, 0, 0}),
+	}, got)
+}
+
+func testAtomicAddConcurrent(t *testing.T, in Instance) {
+	const workers, each = 16, 100
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				err := in.DB.Transact(bg, func(tr kv.Transaction) error {
+					tr.Add([]byte("counter"), 1)
+					tr.Add([]byte("sum"), int64(i))
+					return nil
+				})
+				if err != nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, failed.Load())
+	require.Equal(t, uint64(workers*each), binary.LittleEndian.Uint64(get(t, in.DB, "counter")))
+	require.Equal(t, uint64(workers*each*(each-1)/2), binary.LittleEndian.Uint64(get(t, in.DB, "sum")))
+
+	// Negative deltas wrap as two's complement, as FoundationDB's ADD does.
+	set(t, in.DB, "neg", "\x01\x00\x00\x00\x00\x00\x00\x00")
+	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
+		tr.Add([]byte("neg"), -3)
+		return nil
+	}))
+	require.Equal(t, int64(-2), int64(binary.LittleEndian.Uint64(get(t, in.DB, "neg"))))
+}
+
+func testCompareAndClear(t *testing.T, in Instance) {
+	set(t, in.DB, "a", "x", "b", "y")
+	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
+		tr.CompareAndClear([]byte("a"), []byte("x"))
+		tr.CompareAndClear([]byte("b"), []byte("nope"))
+		tr.CompareAndClear([]byte("absent"), []byte("x"))
+		return nil
+	}))
+	require.Nil(t, get(t, in.DB, "a"))
+	require.Equal(t, "y", string(get(t, in.DB, "b")))
+
+	// Add then compare-and-clear at zero: a counter that vanishes at zero.
+	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
+		tr.Add([]byte("c"), 1)
+		return nil
+	}))
+	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
+		tr.Add([]byte("c"), -1)
+		tr.CompareAndClear([]byte("c"), make([]byte, 8))
+		return nil
+	}))
+	require.Nil(t, get(t, in.DB, "c"))
+}
+
+func testClearRange(t *testing.T, in Instance) {
+	set(t, in.DB, "a", "1", "b", "2", "c", "3", "d", "4")
+	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
+		tr.ClearRange(kv.Range{Begin: []byte("b"), End: []byte("d")})
+		return nil
+	}))
+	tr := newTr(t, in.DB)
+	require.Equal(t, []string{"a", "d"}, rangeKeys(t, tr, "", "\xff", kv.RangeOptions{}))
+
+	// A range read that overlaps a concurrent clear conflicts.
+	reader := newTr(t, in.DB)
+	require.Equal(t, []string{"a"}, rangeKeys(t, reader, "a", "b", kv.RangeOptions{}))
+	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
+		tr.ClearRange(kv.Range{Begin: []byte("a"), End: []byte("c")})
+		return nil
+	}))
+	reader.Set([]byte("out"), []byte("1"))
+	require.ErrorIs(t, reader.Commit(), kv.ErrNotCommitted)
+}
