@@ -64,6 +64,9 @@ func (e *Executor) insertSelect(tr kv.Transaction, st *parser.InsertSelect, b *b
 	if err != nil {
 		return nil, err
 	}
+	if st.Source.ForPop {
+		src.countPopped(rows)
+	}
 	res := &Result{RowsAffected: int64(len(rows))}
 	if len(rows) > 0 {
 		// The rows' values, as the arguments of an INSERT of them.

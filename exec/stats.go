@@ -274,8 +274,14 @@ func (e *Executor) migrateStats(ctx context.Context, name string) error {
 // (leases are counted by the queue).
 func (s *stmtCtx) countTaken(rows []row) {
 	if isPop(s.b.p.Stmt) {
-		s.t.Queue.AddStat(s.tr, queues.StatPopped, int64(len(rows)))
+		s.countPopped(rows)
 	}
+}
+
+// countPopped counts rows as popped: those of a FOR POP, or of the
+// SELECT ... FOR POP of an INSERT ... SELECT (a redrive).
+func (s *stmtCtx) countPopped(rows []row) {
+	s.t.Queue.AddStat(s.tr, queues.StatPopped, int64(len(rows)))
 }
 
 // countDeleted counts the n rows an attempt of a DELETE removed: acked
