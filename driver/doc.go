@@ -53,6 +53,13 @@
 //	UPDATE t SET priority = v WHERE id = v
 //	UPDATE t SET _visible_at = v|NULL [, _error = v] WHERE id = v [AND _lease = v]
 //	BEGIN | START TRANSACTION, COMMIT, ROLLBACK
+//	SELECT * | cols FROM fdbqueue_queues [WHERE name = v]
+//
+// fdbqueue_queues is a system table: per table, its rows by state
+// (visible, delayed, leased, dead), the age of its oldest visible row and
+// its counters, O(1) (docs/sql.md). Observe reports each statement's kind
+// and duration to a function; package metrics exports both to Prometheus
+// and OpenTelemetry.
 //
 // Types: INT/INTEGER/BIGINT (64-bit), DOUBLE/FLOAT/REAL (64-bit; NaN is
 // refused), TEXT/VARCHAR(n) (valid UTF-8), BLOB/VARBINARY(n), BOOLEAN,
