@@ -3,8 +3,6 @@ package metrics_test
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -24,30 +22,46 @@ import (
 
 var bg = context.Background()
 
+// open opens a private database, and runs statements on it, reading the
+// rows of each.
+func open(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("fdbqueue", "memory:")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// run runs statements on db, reading every row of each.
+func run(t *testing.T, db *sql.DB, statements ...string) {
+	t.Helper()
+	for _, q := range statements {
+		rows, err := db.Query(q)
+		require.NoError(t, err, q)
+		for rows.Next() {
+		}
+		require.NoError(t, rows.Close(), q)
+	}
+}
+
 // workload opens a database with two tables in known states: jobs (4
 // rows: 1 visible, 1 delayed, 2 leased, of which 1 acked since; a dead
 // letter) and log (1 visible row).
 func workload(t *testing.T) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("fdbqueue", "memory:")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	for _, q := range []string{
+	db := open(t)
+	run(t, db,
 		"CREATE TABLE jobs (priority INT NOT NULL, v TEXT) MAX_ATTEMPTS=1",
 		"CREATE TABLE log (v TEXT)",
 		"INSERT INTO jobs (id, priority, v, _attempts) VALUES (1, 9, 'doomed', 1)",
 		"INSERT INTO jobs VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')",
 		"INSERT INTO jobs (priority, v, _visible_at) VALUES (1, 'later', NOW() + INTERVAL 1 HOUR)",
-		"INSERT INTO log VALUES ('x')",
-	} {
-		_, err := db.Exec(q)
-		require.NoError(t, err, q)
-	}
+		"INSERT INTO log VALUES ('x')")
 	var id, lease int64
 	var v string
 	// The first lease finds the doomed row, which dies, and leases d.
 	require.NoError(t, db.QueryRow("SELECT id, _lease FROM jobs ORDER BY priority DESC LIMIT 1 FOR LEASE 3600").Scan(&id, &lease))
-	_, err = db.Exec("DELETE FROM jobs WHERE id = ? AND _lease = ?", id, lease)
+	_, err := db.Exec("DELETE FROM jobs WHERE id = ? AND _lease = ?", id, lease)
 	require.NoError(t, err)
 	require.NoError(t, db.QueryRow("SELECT id FROM jobs ORDER BY priority DESC LIMIT 2 FOR LEASE 3600").Scan(&id))
 	require.NoError(t, db.QueryRow("SELECT v FROM jobs ORDER BY priority LIMIT 1 FOR POP").Scan(&v))
@@ -137,14 +151,9 @@ fdbqueue_stats_up 1
 // by kind and table.
 func TestCollectorDurations(t *testing.T) {
 	t.Parallel()
-	db, err := sql.Open("fdbqueue", "memory:")
-	require.NoError(t, err)
-	defer db.Close()
+	db := open(t)
 	c := metrics.NewCollector(db)
-	for _, q := range []string{"CREATE TABLE t (v TEXT)", "INSERT INTO t VALUES ('a')", "INSERT INTO t VALUES ('b')", "SELECT v FROM t LIMIT 1 FOR POP"} {
-		_, err := db.Exec(q)
-		require.NoError(t, err)
-	}
+	run(t, db, "CREATE TABLE t (v TEXT)", "INSERT INTO t VALUES ('a')", "INSERT INTO t VALUES ('b')", "SELECT v FROM t LIMIT 1 FOR POP")
 	counts := map[string]uint64{}
 	for _, m := range gather(t, c)["fdbqueue_statement_duration_seconds"] {
 		counts[label(m, "kind")+" "+label(m, "table")] = m.GetHistogram().GetSampleCount()
@@ -153,7 +162,8 @@ func TestCollectorDurations(t *testing.T) {
 }
 
 // TestCollectorFailures: a scrape that cannot read the system table in
-// time, or a database that is not fdbqueue's, reports fdbqueue_stats_up 0.
+// time, or a database whose statements cannot be observed (closed, or
+// another driver's: see driver.Observe), reports fdbqueue_stats_up 0.
 func TestCollectorFailures(t *testing.T) {
 	t.Parallel()
 	db := workload(t)
@@ -162,10 +172,10 @@ func TestCollectorFailures(t *testing.T) {
 	}
 	require.Equal(t, 0.0, up(metrics.NewCollector(db, metrics.WithTimeout(time.Nanosecond))))
 
-	other := sql.OpenDB(foreignConnector{})
-	defer other.Close()
-	c := metrics.NewCollector(other)
-	require.ErrorContains(t, c.Err(), "Observe got a metrics_test.foreignConn connection")
+	closed := open(t)
+	require.NoError(t, closed.Close())
+	c := metrics.NewCollector(closed)
+	require.ErrorContains(t, c.Err(), "database is closed")
 	require.Equal(t, 0.0, up(c))
 }
 
@@ -177,24 +187,15 @@ func TestRegisterOTel(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(bg) }()
-	db, err := sql.Open("fdbqueue", "memory:")
-	require.NoError(t, err)
-	defer db.Close()
+	db := open(t)
 	unregister, err := metrics.RegisterOTel(db, mp)
 	require.NoError(t, err)
-	for _, q := range []string{
+	run(t, db,
 		"CREATE TABLE jobs (priority INT NOT NULL, v TEXT)",
 		"INSERT INTO jobs VALUES (1, 'a'), (2, 'b'), (3, 'c')",
 		"INSERT INTO jobs (priority, v, _visible_at) VALUES (1, 'later', NOW() + INTERVAL 1 HOUR)",
 		"SELECT v FROM jobs LIMIT 2 FOR LEASE 60",
-		"SELECT v FROM jobs LIMIT 1 FOR POP",
-	} {
-		rows, err := db.Query(q)
-		require.NoError(t, err, q)
-		for rows.Next() {
-		}
-		require.NoError(t, rows.Close())
-	}
+		"SELECT v FROM jobs LIMIT 1 FOR POP")
 	_, err = db.Exec("INSERT INTO nope VALUES (1)")
 	require.Error(t, err)
 
@@ -296,15 +297,3 @@ func label(m *dto.Metric, name string) string {
 	}
 	return ""
 }
-
-// foreignConn is another driver's connection.
-type foreignConn struct{}
-
-func (foreignConn) Prepare(string) (driver.Stmt, error) { return nil, errors.New("foreign") }
-func (foreignConn) Close() error                        { return nil }
-func (foreignConn) Begin() (driver.Tx, error)           { return nil, errors.New("foreign") }
-
-type foreignConnector struct{}
-
-func (foreignConnector) Connect(context.Context) (driver.Conn, error) { return foreignConn{}, nil }
-func (foreignConnector) Driver() driver.Driver                        { return nil }

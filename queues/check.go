@@ -2,7 +2,6 @@ package queues
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -145,10 +144,11 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 		it := tr.GetRange(q.prefixRange(tagStats, sub), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
 		for it.Next() {
 			e := it.KeyValue()
-			if len(e.Value) != counterLen {
-				return fmt.Errorf("%w: statistics bucket %x of %d bytes", ErrCorrupt, e.Key, len(e.Value))
+			got, err := countOf(e)
+			if err != nil {
+				return err
 			}
-			if got, want := int64(binary.LittleEndian.Uint64(e.Value)), gauges[string(e.Key)]; got != want {
+			if want := gauges[string(e.Key)]; got != want {
 				return fmt.Errorf("%w: statistics bucket %x counts %d items, %d are there", ErrCorrupt, e.Key, got, want)
 			}
 			delete(gauges, string(e.Key))

@@ -319,11 +319,13 @@ func (r *StatsRead) Get() (Stats, error) {
 	prefix := q.prefixRange(tagStats, statCounters).Begin
 	for _, e := range rows {
 		c, _, err := tuple.DecodeInt(e.Key[len(prefix):])
-		if err != nil || len(e.Value) != counterLen {
+		if err != nil {
 			return s, fmt.Errorf("%w: statistics counter %x", ErrCorrupt, e.Key)
 		}
 		if c > 0 && c < numStats {
-			s.Counters[c] = int64(binary.LittleEndian.Uint64(e.Value))
+			if s.Counters[c], err = countOf(e); err != nil {
+				return s, err
+			}
 		}
 	}
 	var hidden [2]int64
@@ -334,10 +336,11 @@ func (r *StatsRead) Get() (Stats, error) {
 				return s, err
 			}
 			for _, e := range rows {
-				if len(e.Value) != counterLen {
-					return s, fmt.Errorf("%w: statistics bucket %x", ErrCorrupt, e.Key)
+				n, err := countOf(e)
+				if err != nil {
+					return s, err
 				}
-				hidden[i] += int64(binary.LittleEndian.Uint64(e.Value))
+				hidden[i] += n
 			}
 		}
 	}
@@ -376,6 +379,15 @@ func (r *StatsRead) Get() (Stats, error) {
 		s.VisibleSince = time.Unix(oldest, 0)
 	}
 	return s, nil
+}
+
+// countOf returns the count a statistics key e holds (little-endian
+// int64).
+func countOf(e kv.KeyValue) (int64, error) {
+	if len(e.Value) != counterLen {
+		return 0, fmt.Errorf("%w: statistics key %x holds %d bytes", ErrCorrupt, e.Key, len(e.Value))
+	}
+	return int64(binary.LittleEndian.Uint64(e.Value)), nil
 }
 
 func getCounter(f kv.FutureValue) (int64, error) {
