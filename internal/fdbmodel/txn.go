@@ -6,14 +6,6 @@ import (
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
-type txnState int
-
-const (
-	txnActive txnState = iota
-	txnCommitted
-	txnCancelled
-)
-
 // txn is a transaction on the modeled cluster: the wrapped engine's
 // transaction (in) does the work; the attempt counts what it costs.
 type txn struct {
@@ -25,7 +17,7 @@ type txn struct {
 
 	a        *attempt
 	reported bool // a's counts went to col
-	state    txnState
+	state    kv.TxnState
 	// spans are the read-conflict ranges of the attempt's serializable
 	// range reads, as far as they were consumed, added at Commit: range
 	// reads go through the engine's snapshot view, so that the batches
@@ -69,16 +61,7 @@ func (t *txn) report() {
 // check returns the error that stops an iterator's Next (which reads
 // ahead, so the engine below may not see it): the FoundationDB engine's.
 func (t *txn) check() error {
-	switch t.state {
-	case txnCommitted:
-		return kv.Errorf(kv.CodeClientInvalidOperation, "transaction already committed")
-	case txnCancelled:
-		return kv.Errorf(kv.CodeTransactionCancelled, "transaction was cancelled")
-	}
-	if err := t.ctx.Err(); err != nil {
-		return kv.Join(kv.ErrTransactionCancelled, err)
-	}
-	return nil
+	return t.state.Err(t.ctx)
 }
 
 // view is the engine's transaction, or its snapshot view.
@@ -203,7 +186,7 @@ func (t *txn) Watch(key []byte) kv.Watch {
 // a commit wait if the attempt wrote (and a GRV wait if it read nothing); a
 // read-only commit is free.
 func (t *txn) Commit() error {
-	if t.state != txnActive {
+	if t.state != kv.TxnActive {
 		return t.in.Commit() // the engine's error
 	}
 	a := t.a
@@ -228,7 +211,7 @@ func (t *txn) Commit() error {
 		err = t.in.Commit()
 	}
 	if err == nil {
-		t.state = txnCommitted
+		t.state = kv.TxnCommitted
 	}
 	t.report()
 	return err
@@ -236,8 +219,8 @@ func (t *txn) Commit() error {
 
 func (t *txn) Cancel() {
 	t.report()
-	if t.state == txnActive {
-		t.state = txnCancelled
+	if t.state == kv.TxnActive {
+		t.state = kv.TxnCancelled
 	}
 	t.pending = nil
 	t.in.Cancel()

@@ -27,7 +27,7 @@ func (t *txn) commit() error {
 	}
 	if !t.hasWrites() {
 		// A read-only transaction commits trivially, as on FoundationDB.
-		t.finish(txnCommitted)
+		t.finish(kv.TxnCommitted)
 		return nil
 	}
 	if t.readOnly {
@@ -68,7 +68,7 @@ func (t *txn) commit() error {
 			return err
 		}
 	}
-	t.finish(txnCommitted)
+	t.finish(kv.TxnCommitted)
 	if len(b.clears) > 0 {
 		s.awaitTombs(s.version.Load())
 	}
@@ -82,6 +82,6 @@ func (t *txn) injectedUnknown(report bool) error {
 	if !report {
 		return nil
 	}
-	t.state = txnActive
+	t.state = kv.TxnActive
 	return kv.Errorf(kv.CodeCommitUnknownResult, "injected: applied")
 }

@@ -54,7 +54,7 @@ func (t *txn) metadataVersion(snapshot bool) ([]byte, error) {
 // BumpMetadataVersion is kv.BumpMetadataVersion: a write of mdvKey, which
 // the commit publishes with its version (publishLocked).
 func (t *txn) BumpMetadataVersion() {
-	if t.state != txnActive || t.bumped {
+	if t.state != kv.TxnActive || t.bumped {
 		return
 	}
 	t.bumped = true

@@ -14,21 +14,13 @@ import (
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
-type txnState int
-
-const (
-	txnActive txnState = iota
-	txnCommitted
-	txnCancelled
-)
-
 // txn is a transaction on a store. It is not safe for concurrent use, as
 // FoundationDB transactions are not meant to be shared between goroutines
 // without care.
 type txn struct {
 	s        *store
 	ctx      context.Context
-	state    txnState
+	state    kv.TxnState
 	start    time.Time // creation, for TransactionTimeout
 	readOnly bool      // from a ReadOnly handle: a commit that writes fails
 
@@ -94,16 +86,7 @@ func newTxn(s *store, ctx context.Context) *txn {
 // ended returns the error of any operation once the transaction committed
 // or was cancelled, or its context is done.
 func (t *txn) ended() error {
-	switch t.state {
-	case txnCommitted:
-		return kv.Errorf(kv.CodeClientInvalidOperation, "transaction already committed")
-	case txnCancelled:
-		return kv.Errorf(kv.CodeTransactionCancelled, "transaction was cancelled")
-	}
-	if err := t.ctx.Err(); err != nil {
-		return kv.Join(kv.ErrTransactionCancelled, err)
-	}
-	return nil
+	return t.state.Err(t.ctx)
 }
 
 // check returns the error that stops any operation now, and acquires the read
@@ -333,7 +316,7 @@ func (t *txn) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 // writeKey buffers a write to key, returning the write record to fill in,
 // and, when the write is new, room for extra bytes of value.
 func (t *txn) writeKey(key []byte, extra int) (*write, []byte) {
-	if t.state != txnActive {
+	if t.state != kv.TxnActive {
 		return nil, nil
 	}
 	if t.err == nil {
@@ -432,7 +415,7 @@ func (t *txn) Clear(key []byte) {
 }
 
 func (t *txn) ClearRange(r kv.Range) {
-	if t.state != txnActive {
+	if t.state != kv.TxnActive {
 		return
 	}
 	if bytes.Compare(r.Begin, r.End) >= 0 {
@@ -507,7 +490,7 @@ func (t *txn) AddReadConflictRange(r kv.Range) error {
 }
 
 func (t *txn) AddWriteConflictKey(key []byte) error {
-	if t.state != txnActive {
+	if t.state != kv.TxnActive {
 		return t.check()
 	}
 	s := span{begin: slices.Clone(key)}
@@ -516,7 +499,7 @@ func (t *txn) AddWriteConflictKey(key []byte) error {
 	return nil
 }
 
-func (t *txn) finish(state txnState) {
+func (t *txn) finish(state kv.TxnState) {
 	if t.hasRV {
 		t.s.releaseReadVersion(t)
 		t.hasRV = false
@@ -526,8 +509,8 @@ func (t *txn) finish(state txnState) {
 
 // Cancel implements kv.Transaction.
 func (t *txn) Cancel() {
-	if t.state == txnActive {
-		t.finish(txnCancelled)
+	if t.state == kv.TxnActive {
+		t.finish(kv.TxnCancelled)
 	}
 	t.settleWatches(kv.Errorf(kv.CodeTransactionCancelled, "the transaction that made the watch was cancelled"))
 }
@@ -550,7 +533,7 @@ func (t *txn) OnCommitQueued(queued func()) { t.queued = queued }
 
 // OnError implements kv.Transaction.
 func (t *txn) OnError(err error) error {
-	if !kv.IsRetryable(err) || t.state == txnCancelled || errors.Is(err, ErrFailed) {
+	if !kv.IsRetryable(err) || t.state == kv.TxnCancelled || errors.Is(err, ErrFailed) {
 		// A commit_unknown_result joined with ErrFailed is final: the
 		// database takes no more commits until it is reopened.
 		return err

@@ -13,14 +13,6 @@ import (
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
-type txnState int
-
-const (
-	txnActive txnState = iota
-	txnCommitted
-	txnCancelled
-)
-
 // txn is a FoundationDB transaction behind the kv contract. Like the
 // bindings' transactions, it is not for concurrent use.
 type txn struct {
@@ -33,7 +25,7 @@ type txn struct {
 	deadline        time.Time // when FoundationDB's timeout fires; zero: never
 	deadlineTimeout bool      // that timeout is the context's deadline
 
-	state txnState
+	state kv.TxnState
 	// werr is the first invalid write of the attempt. The kv contract
 	// reports it at Commit; it is never sent to FoundationDB, which would
 	// also fail the attempt's next read.
@@ -58,16 +50,7 @@ func (t *txn) Context() context.Context { return t.ctx }
 // check returns the error that stops any operation now. It runs before the
 // operation is issued.
 func (t *txn) check() error {
-	switch t.state {
-	case txnCommitted:
-		return kv.Errorf(kv.CodeClientInvalidOperation, "transaction already committed")
-	case txnCancelled:
-		return kv.Errorf(kv.CodeTransactionCancelled, "transaction was cancelled")
-	}
-	if err := t.ctx.Err(); err != nil {
-		return kv.Join(kv.ErrTransactionCancelled, err)
-	}
-	return nil
+	return t.state.Err(t.ctx)
 }
 
 // key returns the FoundationDB key of a user key: the root prefix and k.
@@ -129,7 +112,7 @@ func checkValue(v []byte) error {
 // the transaction ended, nor after an invalid write (err) of this attempt,
 // which it records.
 func (t *txn) writable(errs ...error) bool {
-	if t.state != txnActive || t.werr != nil {
+	if t.state != kv.TxnActive || t.werr != nil {
 		return false
 	}
 	for _, err := range errs {
@@ -288,7 +271,7 @@ func (t *txn) Commit() error {
 	}
 	err := t.tr.Commit().Get()
 	if err == nil {
-		t.state = txnCommitted
+		t.state = kv.TxnCommitted
 		t.stop()
 		return nil
 	}
@@ -303,8 +286,8 @@ func (t *txn) Commit() error {
 // Cancel cancels the transaction; later calls fail.
 func (t *txn) Cancel() {
 	t.stop()
-	if t.state == txnActive {
-		t.state = txnCancelled
+	if t.state == kv.TxnActive {
+		t.state = kv.TxnCancelled
 		t.tr.Cancel()
 	}
 	t.pending = nil
@@ -316,7 +299,7 @@ func (t *txn) Cancel() {
 // context).
 func (t *txn) OnError(err error) error {
 	var ke *kv.Error
-	if !errors.As(err, &ke) || t.state != txnActive {
+	if !errors.As(err, &ke) || t.state != kv.TxnActive {
 		return err
 	}
 	if cerr := t.ctx.Err(); cerr != nil {

@@ -13,21 +13,13 @@ import (
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
-type txnState int
-
-const (
-	txnActive txnState = iota
-	txnCommitted
-	txnCancelled
-)
-
 // txn is a transaction of a DB. Like the engines', it is not for
 // concurrent use.
 type txn struct {
 	d       *DB
 	ctx     context.Context
 	stopCtx func() bool // unregisters abort from ctx
-	state   txnState
+	state   kv.TxnState
 	a       *attempt
 	cur     atomic.Pointer[attempt] // a, for abort
 	snap    snapshot
@@ -157,16 +149,7 @@ func (t *txn) Snapshot() kv.ReadTransaction { return &t.snap }
 // check returns the error that stops an operation before it is sent, as
 // the engines check it.
 func (t *txn) check() error {
-	switch t.state {
-	case txnCommitted:
-		return kv.Errorf(kv.CodeClientInvalidOperation, "transaction already committed")
-	case txnCancelled:
-		return kv.Errorf(kv.CodeTransactionCancelled, "transaction was cancelled")
-	}
-	if err := t.ctx.Err(); err != nil {
-		return kv.Join(kv.ErrTransactionCancelled, err)
-	}
-	return nil
+	return t.state.Err(t.ctx)
 }
 
 // live returns the error of a future of attempt n once that attempt is
@@ -396,7 +379,7 @@ func (t *txn) metadataVersion(snapshot bool) ([]byte, error) {
 
 // writable reports whether a write may be sent: not after the transaction
 // ended, as the engines ignore such writes.
-func (t *txn) writable() bool { return t.state == txnActive }
+func (t *txn) writable() bool { return t.state == kv.TxnActive }
 
 // refuse records the first write the client refused to send.
 func (a *attempt) refuse(err error) {
@@ -539,7 +522,7 @@ func (t *txn) AddReadConflictRange(r kv.Range) error {
 }
 
 func (t *txn) AddWriteConflictKey(key []byte) error {
-	if t.state != txnActive {
+	if t.state != kv.TxnActive {
 		return t.check()
 	}
 	return t.conflictKey(mWriteConflictKey, key)
@@ -561,7 +544,7 @@ func (t *txn) Commit() error {
 	if !a.used {
 		// Nothing to commit, as an engine commits a transaction that
 		// did nothing.
-		t.ended(txnCommitted)
+		t.ended(kv.TxnCommitted)
 		return nil
 	}
 	if err := a.lost(); err != nil {
@@ -583,14 +566,14 @@ func (t *txn) Commit() error {
 	err := t.mapErr(cl.err)
 	freeCall(cl)
 	if err == nil {
-		t.ended(txnCommitted)
+		t.ended(kv.TxnCommitted)
 	}
 	return err
 }
 
 // ended ends the transaction: the server forgets a committed one by
 // itself.
-func (t *txn) ended(state txnState) {
+func (t *txn) ended(state kv.TxnState) {
 	t.state = state
 	if t.stopCtx != nil {
 		t.stopCtx()
@@ -600,10 +583,10 @@ func (t *txn) ended(state txnState) {
 // Cancel implements kv.Transaction: the server cancels its transaction,
 // which fails the watches it made that its commit did not arm.
 func (t *txn) Cancel() {
-	if t.state != txnActive {
+	if t.state != kv.TxnActive {
 		return
 	}
-	t.ended(txnCancelled)
+	t.ended(kv.TxnCancelled)
 	t.forget(t.a)
 }
 
@@ -625,11 +608,11 @@ func (t *txn) forget(a *attempt) {
 // on the DB's connection, waiting for the reconnect under way if there is
 // none, in a new server transaction.
 func (t *txn) OnError(err error) error {
-	if t.state == txnCancelled || !kv.IsRetryable(err) {
+	if t.state == kv.TxnCancelled || !kv.IsRetryable(err) {
 		return err
 	}
 	a := t.a
-	if t.state == txnActive && a.lost() == nil {
+	if t.state == kv.TxnActive && a.lost() == nil {
 		cl := newCall(mOnError)
 		if e, ok := a.request(cl); ok {
 			encodeErr(&e, err)
@@ -673,7 +656,7 @@ func (t *txn) OnError(err error) error {
 		}
 		return kv.Join(err, errLost(cerr))
 	}
-	if t.state == txnActive {
+	if t.state == kv.TxnActive {
 		t.forget(a)
 	}
 	t.reset(c, true)
@@ -691,7 +674,7 @@ func (t *txn) reset(c *conn, fresh bool) {
 		t.a.begun.Store(true)
 	}
 	t.cur.Store(t.a)
-	t.state = txnActive
+	t.state = kv.TxnActive
 }
 
 // snapshot is the transaction's snapshot view.
