@@ -113,10 +113,11 @@ type Queue struct {
 	resources []string
 	sub       [numTags][]byte // P (tag), for each tag (see layout.go)
 	opts      Options
-	marks     markers   // push markers: tags 7 and 8
-	receipts  Receipts  // pop, count and push receipts: tag 14
-	hints     *fitHints // shared by the copies WithOptions makes
-	top       *topHint  // the same (see head.go)
+	marks     markers          // push markers: tags 7 and 8
+	receipts  Receipts         // pop, count and push receipts: tag 14
+	hints     *fitHints        // shared by the copies WithOptions makes
+	top       *topHint         // the same (see head.go)
+	statKeys  [numStats][]byte // the counters' keys (stats.go)
 }
 
 // New returns the queue stored under prefix (a packed tuple, so that the keys
@@ -127,6 +128,7 @@ func New(prefix []byte, kind Kind, resources ...string) *Queue {
 	for tag := range q.sub {
 		q.sub[tag] = tuple.AppendInt(bytes.Clone(prefix), int64(tag))
 	}
+	q.statKeys = statKeysOf(q.sub[tagStats])
 	return q.WithOptions(Options{})
 }
 

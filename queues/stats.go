@@ -110,8 +110,17 @@ var zeroCounter = make([]byte, counterLen)
 // AddStat adds n to the counter s, with an atomic ADD.
 func (q *Queue) AddStat(tr kv.Transaction, s Stat, n int64) {
 	if n != 0 {
-		tr.Add(q.key(tagStats, statCounters, int64(s)), n)
+		tr.Add(q.statKeys[s], n)
 	}
+}
+
+// statKeysOf returns the keys of the counters of a queue whose tag 17 is
+// under stats.
+func statKeysOf(stats []byte) (keys [numStats][]byte) {
+	for s := range keys {
+		keys[s] = tuple.AppendInt(tuple.AppendInt(append([]byte(nil), stats...), statCounters), int64(s))
+	}
+	return keys
 }
 
 // StartStats marks the queue's statistics exact from now on: for a new,
@@ -143,20 +152,51 @@ func stateOf(it Item, due int64) rowState {
 	return rowState{counted: true, since: max(it.PushedAt.UnixNano(), nanos(it.VisibleAt)) / int64(time.Second)}
 }
 
-// gaugeKeys returns the keys an item in state s is counted under.
-func (q *Queue) gaugeKeys(s rowState) [][]byte {
+// gauge names a count of the gauges: P (17, sub, elems...), sub
+// statVisible (one element, the second) or statDue (three: kind, level,
+// bucket). A comparable value, so that moving an item between states
+// builds no key unless a count changes.
+type gauge struct {
+	sub   int64
+	elems [3]int64
+}
+
+// key returns the gauge's key.
+func (q *Queue) gaugeKey(g gauge) []byte {
+	if g.sub == statVisible {
+		return q.key(tagStats, statVisible, g.elems[0])
+	}
+	return q.key(tagStats, statDue, g.elems[0], g.elems[1], g.elems[2])
+}
+
+// gaugesOf returns the gauges an item in state s is counted under: the
+// first n of gs.
+func gaugesOf(s rowState) (gs [2]gauge, n int) {
 	switch {
 	case !s.counted:
-		return nil
+		return gs, 0
 	case s.due == 0:
-		return [][]byte{q.key(tagStats, statVisible, s.since)}
+		gs[0] = gauge{sub: statVisible, elems: [3]int64{s.since}}
+		return gs, 1
 	}
 	kind := int64(kindDelayed)
 	if s.held {
 		kind = kindLeased
 	}
 	b := dueBucket(s.due)
-	return [][]byte{q.key(tagStats, statDue, kind, 0, b), q.key(tagStats, statDue, kind, 1, b/dueLevel)}
+	gs[0] = gauge{sub: statDue, elems: [3]int64{kind, 0, b}}
+	gs[1] = gauge{sub: statDue, elems: [3]int64{kind, 1, b / dueLevel}}
+	return gs, 2
+}
+
+// gaugeKeys returns the keys an item in state s is counted under.
+func (q *Queue) gaugeKeys(s rowState) [][]byte {
+	gs, n := gaugesOf(s)
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = q.gaugeKey(gs[i])
+	}
+	return keys
 }
 
 // dueBucket is the one-second bucket of a due time: bucket b holds the
@@ -168,27 +208,28 @@ func dueBucket(due int64) int64 { return (due - 1) / int64(time.Second) }
 // in: an ADD of -1 (and a COMPARE_AND_CLEAR at 0) for each key it leaves,
 // an ADD of 1 for each it enters.
 func (q *Queue) tally(tr kv.Transaction, from, to rowState) {
-	q.moveCounts(from, to, func(k []byte, n int64) { addCount(tr, k, n) })
+	moveCounts(from, to, func(g gauge, n int64) { addCount(tr, q.gaugeKey(g), n) })
 }
 
-// moveCounts calls add with each key an item moving from one state to
+// moveCounts calls add with each gauge an item moving from one state to
 // another leaves (-1) or enters (1).
-func (q *Queue) moveCounts(from, to rowState, add func(k []byte, n int64)) {
+func moveCounts(from, to rowState, add func(g gauge, n int64)) {
 	if from == to {
 		return
 	}
-	fk, tk := q.gaugeKeys(from), q.gaugeKeys(to)
-	for i, k := range fk {
-		if i < len(tk) && string(k) == string(tk[i]) {
+	fg, fn := gaugesOf(from)
+	tg, tn := gaugesOf(to)
+	for i := range fn {
+		if i < tn && fg[i] == tg[i] {
 			continue
 		}
-		add(k, -1)
+		add(fg[i], -1)
 	}
-	for i, k := range tk {
-		if i < len(fk) && string(k) == string(fk[i]) {
+	for i := range tn {
+		if i < fn && fg[i] == tg[i] {
 			continue
 		}
-		add(k, 1)
+		add(tg[i], 1)
 	}
 }
 
@@ -203,33 +244,40 @@ func addCount(tr kv.Transaction, k []byte, n int64) {
 
 // tallies gathers the counts of an operation on many items (a push of
 // many, a pop of many), so that it writes one ADD per key rather than one
-// per item: the items of one INSERT are counted under one second.
+// per item: the items of one INSERT are counted under one second. An
+// operation's items fall in a few gauges: a slice, searched.
 type tallies struct {
-	keys []string
-	n    map[string]int64
+	q      *Queue
+	counts []tally
+}
+
+type tally struct {
+	g gauge
+	n int64
 }
 
 // tally is Queue.tally, gathered.
 func (tl *tallies) tally(q *Queue, from, to rowState) {
-	q.moveCounts(from, to, func(k []byte, n int64) {
-		if tl.n == nil {
-			tl.n = map[string]int64{}
+	tl.q = q
+	moveCounts(from, to, func(g gauge, n int64) {
+		for i := range tl.counts {
+			if tl.counts[i].g == g {
+				tl.counts[i].n += n
+				return
+			}
 		}
-		if _, ok := tl.n[string(k)]; !ok {
-			tl.keys = append(tl.keys, string(k))
-		}
-		tl.n[string(k)] += n
+		tl.counts = append(tl.counts, tally{g, n})
 	})
 }
 
-// flush writes the gathered counts, in the order their keys came.
+// flush writes the gathered counts, in the order their gauges came.
 func (tl *tallies) flush(tr kv.Transaction) {
-	for _, k := range tl.keys {
-		if n := tl.n[k]; n != 0 {
-			addCount(tr, []byte(k), n)
+	for _, c := range tl.counts {
+		if c.n != 0 {
+			addCount(tr, tl.q.gaugeKey(c.g), c.n)
 		}
 	}
-	tl.keys, tl.n = tl.keys[:0], nil
+	tl.counts = tl.counts[:0]
 }
 
 // Stats is a queue's statistics as one transaction read them.
