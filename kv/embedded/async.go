@@ -4,7 +4,11 @@
 
 package embedded
 
-import "github.com/fdbqueue/fdbqueue/kv"
+import (
+	"slices"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
 
 var (
 	_ kv.FutureValue = (*valueFuture)(nil)
@@ -58,14 +62,90 @@ func (t *txn) getRangeAsync(r kv.Range, opts kv.RangeOptions, snapshot bool) kv.
 		f.err = err
 		return f
 	}
-	it := newRangeIter(t, r, opts, snapshot)
-	for it.Next() {
-		f.rows = append(f.rows, it.KeyValue())
+	rows, err := t.collect(t.rows[:0], r, opts, snapshot)
+	switch {
+	case err != nil:
+		f.err = err
+	case len(rows) == 1:
+		f.one[0] = rows[0]
+		f.rows = f.one[:]
+	case len(rows) > 1:
+		f.rows = slices.Clone(rows)
 	}
-	if f.err = it.Err(); f.err != nil {
-		f.rows = nil
-	}
+	clear(rows) // no slab memory kept alive by the scratch
+	t.rows = rows[:0]
 	return f
+}
+
+// collect is Collect of GetRange, appended to rows (the transaction's
+// scratch, t.rows), which it returns with the read's error. When the
+// transaction wrote nothing in r, there is nothing to merge: it reads the
+// store's batches as the iterator would, checks what it checks, and
+// records the same read conflict, without an iterator.
+func (t *txn) collect(rows []kv.KeyValue, r kv.Range, opts kv.RangeOptions, snapshot bool) ([]kv.KeyValue, error) {
+	if t.wroteIn(r) {
+		it := newRangeIter(t, r, opts, snapshot)
+		for it.Next() {
+			rows = append(rows, it.KeyValue())
+		}
+		return rows, it.Err()
+	}
+	size, err := t.startRange(r, opts)
+	if err != nil {
+		return rows, err
+	}
+	begin, beginEx, end := r.Begin, false, r.End
+	full := false // the limit stopped the read
+	for {
+		n := len(rows)
+		var done bool
+		rows, done = t.s.fetch(t.rv, begin, beginEx, end, opts.Reverse, n+size, rows, &t.eprobe)
+		for i := n; i < len(rows); i++ {
+			rows[i].Value = presence(rows[i].Value, true)
+		}
+		if opts.Limit > 0 && len(rows) >= opts.Limit {
+			clear(rows[opts.Limit:])
+			rows, full = rows[:opts.Limit], true
+			break
+		}
+		if done || len(rows) == n {
+			break
+		}
+		if last := rows[len(rows)-1].Key; opts.Reverse {
+			end = last
+		} else {
+			begin, beginEx = last, true
+		}
+		size = min(2*size, maxBatch)
+		// The next batch is checked as the iterator checks it; what was
+		// read so far stays in the conflicts, as the iterator's span.
+		if err := t.check(); err != nil {
+			if !snapshot {
+				t.reads = append(t.reads, readSpan(r, opts.Reverse, rows[len(rows)-1].Key))
+			}
+			return rows, err
+		}
+	}
+	if !snapshot {
+		// As the iterator records it: up to the last row when the limit
+		// stopped the read, the whole range otherwise.
+		if full {
+			t.addRead(readSpan(r, opts.Reverse, rows[len(rows)-1].Key))
+		} else {
+			t.addRead(twoKeys(r.Begin, r.End))
+		}
+	}
+	return rows, nil
+}
+
+// readSpan is the read conflict of a range read of r that returned last
+// as its last row: from r's begin up to it, or from it to r's end in
+// reverse.
+func readSpan(r kv.Range, reverse bool, last []byte) span {
+	if reverse {
+		return span{begin: last, end: slices.Clone(r.End)}
+	}
+	return twoKeys(r.Begin, last, 0)
 }
 
 // futureBlock is the most futures one allocation holds.

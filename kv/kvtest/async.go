@@ -361,6 +361,10 @@ func testAsyncConflicts(t *testing.T, in Instance) {
 				tc{"reverse limit 1, before the key", ranged(kv.RangeOptions{Limit: 1, Reverse: true}), "c/c", snap, wait, false},
 				tc{"the whole range", ranged(kv.RangeOptions{}), "c/z", snap, wait, !snap},
 				tc{"a limit past the range's rows", ranged(kv.RangeOptions{Limit: 3}), "c/z", snap, wait, !snap},
+				tc{"limit 2, before the last key", ranged(kv.RangeOptions{Limit: 2}), "c/c", snap, wait, !snap},
+				tc{"limit 2, after the last key", ranged(kv.RangeOptions{Limit: 2}), "c/e", snap, wait, false},
+				tc{"reverse limit 2, after the last key", ranged(kv.RangeOptions{Limit: 2, Reverse: true}), "c/c", snap, wait, !snap},
+				tc{"reverse limit 2, before the last key", ranged(kv.RangeOptions{Limit: 2, Reverse: true}), "c/a", snap, wait, false},
 			)
 		}
 	}
