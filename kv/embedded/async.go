@@ -6,6 +6,7 @@ package embedded
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -13,6 +14,8 @@ import (
 var (
 	_ kv.FutureValue = (*valueFuture)(nil)
 	_ kv.FutureRange = (*rangeFuture)(nil)
+	_ kv.FutureValue = (*failedFuture[[]byte])(nil)
+	_ kv.FutureRange = (*failedFuture[[]kv.KeyValue])(nil)
 )
 
 // valueFuture is a point read, answered when it was issued.
@@ -20,7 +23,6 @@ type valueFuture struct {
 	t       *txn
 	attempt uint64 // t.attempt when issued
 	v       []byte
-	err     error // the read's
 }
 
 // rangeFuture is a range read, answered when it was issued.
@@ -28,10 +30,16 @@ type rangeFuture struct {
 	t       *txn
 	attempt uint64
 	rows    []kv.KeyValue
-	err     error
 	// one holds the row of a read of one row, which then needs no slice
 	// of its own.
 	one [1]kv.KeyValue
+}
+
+// failedFuture is a read that failed when it was issued: its Get returns
+// the read's error, whatever became of the transaction since. Reads rarely
+// fail, and the futures of those that do not carry no error.
+type failedFuture[T any] struct {
+	err error
 }
 
 // GetAsync is kv.GetAsync: Get, now.
@@ -43,42 +51,72 @@ func (t *txn) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
 }
 
 func (t *txn) getAsync(key []byte, snapshot bool) kv.FutureValue {
+	v, err := t.get(key, snapshot)
+	if err != nil {
+		return &failedFuture[[]byte]{err}
+	}
 	f := carve(&t.vfutures, &t.issued)
-	f.t, f.attempt = t, t.attempt
-	f.v, f.err = t.get(key, snapshot)
+	f.t, f.attempt, f.v = t, t.attempt, v
 	return f
 }
 
 func (t *txn) getRangeAsync(r kv.Range, opts kv.RangeOptions, snapshot bool) kv.FutureRange {
-	f := carve(&t.rfutures, &t.issued)
-	f.t, f.attempt = t, t.attempt
 	if opts.Limit == 1 {
 		// A queue's head: First's path, without an iterator when it can.
 		e, ok, err := t.first(r, opts.Reverse, snapshot)
+		if err != nil {
+			return &failedFuture[[]kv.KeyValue]{err}
+		}
+		f := t.rangeFuture()
 		if ok {
 			f.one[0] = e
 			f.rows = f.one[:]
 		}
-		f.err = err
 		return f
 	}
-	rows, err := t.collect(t.rows[:0], r, opts, snapshot)
-	switch {
-	case err != nil:
-		f.err = err
-	case len(rows) == 1:
-		f.one[0] = rows[0]
-		f.rows = f.one[:]
-	case len(rows) > 1:
-		f.rows = slices.Clone(rows)
+	scratch := rowScratch.Get().(*[]kv.KeyValue)
+	rows, err := t.collect((*scratch)[:0], r, opts, snapshot)
+	var fu kv.FutureRange
+	if err != nil {
+		fu = &failedFuture[[]kv.KeyValue]{err}
+	} else {
+		f := t.rangeFuture()
+		switch len(rows) {
+		case 0:
+		case 1:
+			f.one[0] = rows[0]
+			f.rows = f.one[:]
+		default:
+			f.rows = slices.Clone(rows)
+		}
+		fu = f
 	}
-	clear(rows) // no slab memory kept alive by the scratch
-	t.rows = rows[:0]
+	if cap(rows) <= maxScratchRows {
+		clear(rows) // no slab memory kept alive by the scratch
+		*scratch = rows[:0]
+		rowScratch.Put(scratch)
+	}
+	return fu
+}
+
+// rangeFuture returns a new range future of the current attempt, with no
+// rows yet.
+func (t *txn) rangeFuture() *rangeFuture {
+	f := carve(&t.rfutures, &t.issued)
+	f.t, f.attempt = t, t.attempt
 	return f
 }
 
-// collect is Collect of GetRange, appended to rows (the transaction's
-// scratch, t.rows), which it returns with the read's error. When the
+// rowScratch holds the memory range futures collect their rows into
+// before they copy them: it grows to the largest reads, once, not in
+// every transaction.
+var rowScratch = sync.Pool{New: func() any { return new([]kv.KeyValue) }}
+
+// maxScratchRows is the most rows of a scratch kept for the next read.
+const maxScratchRows = 4096
+
+// collect is Collect of GetRange, appended to rows (a scratch from
+// rowScratch), which it returns with the read's error. When the
 // transaction wrote nothing in r, there is nothing to merge: it reads the
 // store's batches as the iterator would, checks what it checks, and
 // records the same read conflict, without an iterator.
@@ -166,28 +204,26 @@ func carve[F any](block *[]F, issued *int) *F {
 	return f
 }
 
-// Get is kv.Future's: the read's error, or its value while the attempt
-// that issued it lasts.
+// Get is kv.Future's: its value while the attempt that issued it lasts.
 func (f *valueFuture) Get() ([]byte, error) {
-	if f.err != nil {
-		return nil, f.err
-	}
 	if err := f.t.live(f.attempt); err != nil {
 		return nil, err
 	}
 	return f.v, nil
 }
 
-// Get is kv.Future's: the read's error, or its rows while the attempt that
-// issued it lasts.
+// Get is kv.Future's: its rows while the attempt that issued it lasts.
 func (f *rangeFuture) Get() ([]kv.KeyValue, error) {
-	if f.err != nil {
-		return nil, f.err
-	}
 	if err := f.t.live(f.attempt); err != nil {
 		return nil, err
 	}
 	return f.rows, nil
+}
+
+// Get is kv.Future's: the read's error.
+func (f *failedFuture[T]) Get() (T, error) {
+	var zero T
+	return zero, f.err
 }
 
 // live returns the error of a future of attempt once that attempt is over:

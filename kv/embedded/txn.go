@@ -78,9 +78,6 @@ type txn struct {
 	// spareBatch is the batch of the last finished range iterator, for
 	// the next one.
 	spareBatch []kv.KeyValue
-	// rows is where a range future collects its rows (collect), before
-	// they are copied into the future, as many as there are.
-	rows []kv.KeyValue
 }
 
 var (
