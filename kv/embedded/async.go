@@ -42,6 +42,12 @@ type failedFuture[T any] struct {
 	err error
 }
 
+// AnswersAtIssue is kv.AnswersAtIssue's: a read is answered when issued.
+func (t *txn) AnswersAtIssue() bool { return true }
+
+// AnswersAtIssue is kv.AnswersAtIssue's, as the transaction's.
+func (s *snapshot) AnswersAtIssue() bool { return true }
+
 // GetAsync is kv.GetAsync: Get, now.
 func (t *txn) GetAsync(key []byte) kv.FutureValue { return t.getAsync(key, false) }
 
