@@ -240,8 +240,10 @@ func (m *fitMerge) openCells() error {
 	if m.dir == nil {
 		m.dir = m.q.readCellDir(m.pk, m.limits)
 	}
+	dir := m.dir
+	m.dir = nil // scanned once, then given back (dirAhead.scan)
 	var cs []*cursor
-	if err := m.dir.scan(m.pk, func(cell []int64) error {
+	if err := dir.scan(m.pk, func(cell []int64) error {
 		c := m.newCursor(tagCells, tagCellDir, cell, m.after)
 		if straddles(cell, m.limits) {
 			c.limits, c.budget = m.limits, straddleBudget

@@ -153,7 +153,8 @@ func (st *straddleRead) goesOn(s *indexSearch) bool {
 // offers the first entry that fits. Past the budget it offers the heads of
 // the cell's fitting shapes instead.
 func (s *indexSearch) straddlingCell(st *straddleRead) error {
-	x := &knownReader{rd: s.tr}
+	x := newKnownReader(s.tr, false)
+	defer x.release()
 	if s.maxFirst {
 		x.one, x.oneRange = &st.top, kv.PrefixRange(st.prefix)
 	}
