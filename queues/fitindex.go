@@ -35,6 +35,12 @@ import (
 // through the snapshot, and the pick records what the reads that use it
 // covered (known.go).
 //
+// On an engine that answers a read when it is issued (kv.AnswersAtIssue:
+// memory: and file:), rounds save no wait: the search reads nothing ahead
+// (pick.readsAhead), and its one-row reads are made as they are issued
+// (issueFirst). What it chooses and the read conflicts it adds are the
+// same: only what the reads cost changes.
+//
 // A listed cell or shape that turns out empty has its directory key cleared
 // when the search runs in a pop; the read that found it empty is in the
 // read conflicts, so a concurrent push into it conflicts with the clear. A
@@ -56,11 +62,16 @@ func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64, dir *dirAhe
 }
 
 // readCellDir issues the read of the cell directory for a search with
-// limits (round 1).
+// limits (round 1), if the pick reads ahead.
 func (q *Queue) readCellDir(pk *pick, limits []int64) *dirAhead {
 	noMin := make([]int64, len(limits))
 	for i := range noMin {
 		noMin[i] = math.MinInt64
+	}
+	if !pk.readsAhead() {
+		// (Nor does it learn the first coordinates, which only say what
+		// to read ahead.)
+		return newDirAhead(q.sub[tagCellDir], noMin, limits, nil)
 	}
 	return readDirAhead(pk.snapshot(), q.sub[tagCellDir], noMin, limits, q.hints.cellFirsts(), q.hints.sawCellFirsts)
 }

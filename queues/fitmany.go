@@ -266,7 +266,7 @@ func (m *fitMerge) openShapes(cells []*cursor) error {
 		for j, c := range cell.coords {
 			lo[j], hi[j] = c, min(cellHigh(c), m.limits[j])
 		}
-		dirs[i] = readBoxAhead(m.pk.snapshot(), m.q.sub[tagShapeDir], lo, hi)
+		dirs[i] = readBox(m.pk, m.q.sub[tagShapeDir], lo, hi)
 	}
 	var cs []*cursor
 	for i, cell := range cells {

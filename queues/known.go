@@ -19,7 +19,10 @@ import (
 // as the same reads through the pick's reader would have, and records what
 // they covered and returned, for the pick to add as its read conflicts
 // (pick.record): reading ahead costs a request, never a conflict. The
-// reads it cannot answer go to the pick's reader.
+// reads it cannot answer go to the pick's reader. A search reads ahead
+// only where reads wait (pick.readsAhead): on an engine that answers a
+// read when it is issued, the reads that would be answered here read
+// themselves, through the pick's reader.
 
 // known is a range read ahead: the rows of r in key order, all of them, or
 // the first ones when a limit cut the read short.

@@ -57,7 +57,9 @@ func skipScanDim(tr kv.ReadTransaction, base []byte, dim int, mins, maxs, cur []
 // The skip-scan's reads are then answered from what it read where they
 // can be, the others made as before, through the pick's directory reads;
 // and the pick records what the reads answered covered: the conflicts are
-// the skip-scan's, not those of what was read ahead.
+// the skip-scan's, not those of what was read ahead. A dirAhead that read
+// nothing ahead (a pick that does not read ahead, or nothing fits) has the
+// skip-scan make every read itself.
 type dirAhead struct {
 	base       []byte
 	mins, maxs []int64
@@ -175,6 +177,15 @@ func readBoxAhead(snap kv.ReadTransaction, base []byte, lo, hi []int64) *dirAhea
 	return d
 }
 
+// readBox is readBoxAhead of the directory under base for pk, if it
+// reads ahead.
+func readBox(pk *pick, base []byte, lo, hi []int64) *dirAhead {
+	if !pk.readsAhead() {
+		return newDirAhead(base, lo, hi, nil)
+	}
+	return readBoxAhead(pk.snapshot(), base, lo, hi)
+}
+
 // read issues one of d's reads.
 func (d *dirAhead) read(snap kv.ReadTransaction, r kv.Range, limit int) {
 	d.reads = append(d.reads, aheadRead{r: r, limit: limit,
@@ -196,9 +207,6 @@ func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
 	// Every read is in: d is given back once the skip-scan no longer
 	// needs it.
 	defer d.release()
-	if len(d.reads) == 0 {
-		return nil // no coordinate fits
-	}
 	if err := skipScan(x, d.base, d.mins, d.maxs, fn); err != nil {
 		return err
 	}
