@@ -27,6 +27,7 @@ var asyncTests = []struct {
 	{"AsyncReadYourWritesAtIssue", testAsyncReadYourWritesAtIssue},
 	{"AsyncConflicts", testAsyncConflicts},
 	{"AsyncErrors", testAsyncErrors},
+	{"AsyncAnswersAtIssue", testAsyncAnswersAtIssue},
 }
 
 // testAsyncIsSyncRead: random interleavings, in one transaction, of writes
@@ -477,4 +478,34 @@ func testAsyncErrors(t *testing.T, in Instance) {
 	require.True(t, kv.IsRetryable(err))
 	_, err = kv.GetRangeAsync(tr, kv.PrefixRange([]byte("f/")), kv.RangeOptions{}).Get()
 	require.ErrorIs(t, err, kv.ErrTransactionTooOld)
+}
+
+// testAsyncAnswersAtIssue: a transaction and its snapshot view say alike
+// whether they answer a read when it is issued (kv.AnswersAtIssue); if
+// they do, a read made then, synchronously, answers what the future
+// issued at the same point answers, after writes that came later too.
+func testAsyncAnswersAtIssue(t *testing.T, in Instance) {
+	set(t, in.DB, "i/a", "1", "i/c", "3")
+	tr := newTr(t, in.DB)
+	at := kv.AnswersAtIssue(tr)
+	require.Equal(t, at, kv.AnswersAtIssue(tr.Snapshot()))
+	if !at {
+		return
+	}
+	all := kv.PrefixRange([]byte("i/"))
+	for _, rt := range []kv.ReadTransaction{tr, tr.Snapshot()} {
+		for _, reverse := range []bool{false, true} {
+			f := kv.GetRangeAsync(rt, all, kv.RangeOptions{Limit: 1, Reverse: reverse})
+			e, ok, err := kv.First(rt, all, reverse)
+			require.NoError(t, err)
+			require.True(t, ok)
+			tr.Set([]byte("i/0"), []byte("later"))
+			tr.Set([]byte("i/z"), []byte("later"))
+			rows, err := f.Get()
+			require.NoError(t, err)
+			require.Equal(t, rowsOf([]kv.KeyValue{e}), rowsOf(rows))
+			tr.Clear([]byte("i/0"))
+			tr.Clear([]byte("i/z"))
+		}
+	}
 }
