@@ -1,6 +1,11 @@
 // Futures (kv.GetAsync, kv.GetRangeAsync): the embedded engine answers a
-// read when it is issued, by the synchronous read's own path, so its result
-// and its read conflict are that read's by construction.
+// read when it is issued (kv.AnswersAtIssue). A point read and a one-row
+// range read take the synchronous read's own path, so their result and
+// read conflict are that read's by construction; a longer range read
+// takes the iterator's, or, when the transaction wrote nothing in its
+// range, reads the store's batches as the iterator does, with its checks
+// and its read conflict (collect; TestRangeFutureIsIteratorRead compares
+// them).
 
 package embedded
 
