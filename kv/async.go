@@ -36,6 +36,25 @@ type getRangeAsyncer interface {
 	GetRangeAsync(r Range, opts RangeOptions) FutureRange
 }
 
+// answersAtIssue is implemented by transactions (and their snapshot views,
+// and the wrappers that read through them) that answer every read when it
+// is issued, as the embedded engine does.
+type answersAtIssue interface {
+	AnswersAtIssue() bool
+}
+
+// AnswersAtIssue reports whether tr answers a read when it is issued: its
+// futures wait for nothing, and reads issued together save nothing. A
+// caller that keeps a read's answer itself may then make the synchronous
+// read where it would issue a future, and spare the future: it is the
+// same read (see the package doc, "Reads in flight together"), with the
+// same result and read conflict, but the answer it keeps stays after the
+// transaction ends, where a future's Get would fail.
+func AnswersAtIssue(tr ReadTransaction) bool {
+	a, ok := tr.(answersAtIssue)
+	return ok && a.AnswersAtIssue()
+}
+
 // GetAsync issues a read of key's value now and returns its future (see the
 // package doc, "Reads in flight together"). On a transaction that cannot
 // issue reads without waiting, the read is made now, and the future is

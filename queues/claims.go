@@ -335,6 +335,14 @@ func (pk *pick) snapshot() kv.ReadTransaction {
 	return pk.snap
 }
 
+// readsAhead reports whether the pick's search reads ranges ahead of the
+// reads that use them (known.go): where a read waits for an answer, as on
+// FoundationDB. On an engine that answers a read when it is issued
+// (kv.AnswersAtIssue: memory: and file:) reading ahead saves no wait, and
+// costs the rows' copies and answering from them: the reads that would
+// use them read themselves, with the same answers and read conflicts.
+func (pk *pick) readsAhead() bool { return !kv.AnswersAtIssue(pk.rd) }
+
 // dirs returns the reads of the fit index's directories: serializable
 // ones, with no holes, as a directory key changes only when its cell or
 // shape empties, rarely (the holes are for rows, which other pops take).

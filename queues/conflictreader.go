@@ -99,6 +99,9 @@ func (c *conflictReader) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.Futu
 	return f
 }
 
+// AnswersAtIssue is its snapshot's (kv.AnswersAtIssue).
+func (c *conflictReader) AnswersAtIssue() bool { return kv.AnswersAtIssue(c.snap) }
+
 func (c *conflictReader) GetReadVersion() (int64, error) { return c.snap.GetReadVersion() }
 func (c *conflictReader) Snapshot() kv.ReadTransaction   { return c.snap }
 func (c *conflictReader) Context() context.Context       { return c.snap.Context() }

@@ -145,7 +145,10 @@ type firstMemo struct {
 
 // issueFirst issues the one-row read of r through rd (a pick's reader)
 // into o, or answers it from an Attempt's remembered reads when rd is the
-// Attempt or its conflictReader.
+// Attempt or its conflictReader. On an engine that answers a read when it
+// is issued (kv.AnswersAtIssue: memory: and file:), it makes the read now,
+// as First does, into o: a future would cost an allocation and save no
+// wait.
 func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
 	*o = oneRow{}
 	via, a, cr := rd, (*Attempt)(nil), (*conflictReader)(nil)
@@ -155,7 +158,8 @@ func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
 	case *conflictReader:
 		a, cr = x.a, x
 	}
-	if a != nil && a.picks >= 2 {
+	remember := a != nil && a.picks >= 2
+	if remember {
 		e, ok, hit, err := a.recall(r, reverse, cr == nil)
 		if hit || err != nil {
 			if hit && cr != nil {
@@ -164,6 +168,20 @@ func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
 			o.e, o.ok, o.err = e, ok, err
 			return
 		}
+	}
+	if kv.AnswersAtIssue(via) {
+		if cr != nil {
+			// Its First records the read and remembers it.
+			o.e, o.ok, o.err = cr.First(r, reverse)
+			return
+		}
+		o.e, o.ok, o.err = kv.First(via, r, reverse)
+		if remember && o.err == nil {
+			a.remember(r, reverse, o.e, o.ok, true)
+		}
+		return
+	}
+	if remember {
 		o.mem = &firstMemo{a: a, r: r, reverse: reverse, writes: a.writes, serializable: cr == nil}
 	}
 	o.f = kv.GetRangeAsync(via, r, kv.RangeOptions{Limit: 1, Reverse: reverse})
@@ -233,6 +251,9 @@ func (a *Attempt) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error) {
 func (a *Attempt) GetMany(keys [][]byte) ([][]byte, error) {
 	return kv.GetMany(a.Transaction, keys)
 }
+
+// AnswersAtIssue is the engine's (kv.AnswersAtIssue).
+func (a *Attempt) AnswersAtIssue() bool { return kv.AnswersAtIssue(a.Transaction) }
 
 // GetAsync and GetRangeAsync keep the engine's reads in flight together
 // (kv.GetAsync, kv.GetRangeAsync). They do not use the remembered reads,

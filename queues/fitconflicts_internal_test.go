@@ -267,6 +267,14 @@ type conflictLog struct {
 	cleared []string
 }
 
+// AnswersAtIssue says no, as FoundationDB's transactions do: a pick that
+// reads through the log (plain, attempt) reads ahead in rounds
+// (pick.readsAhead), while one beside another attempt reads through a
+// conflictReader over the engine's snapshot, which answers a read when it
+// is issued, and reads nothing ahead. Both must make the pinned choices
+// and add the pinned conflicts.
+func (l *conflictLog) AnswersAtIssue() bool { return false }
+
 func (l *conflictLog) add(r kv.Range) {
 	if l.on && bytes.Compare(r.Begin, r.End) < 0 {
 		l.spans = append(l.spans, kv.Range{Begin: bytes.Clone(r.Begin), End: bytes.Clone(r.End)})

@@ -35,6 +35,13 @@ import (
 // through the snapshot, and the pick records what the reads that use it
 // covered (known.go).
 //
+// On an engine that answers a read when it is issued (kv.AnswersAtIssue:
+// memory: and file:), rounds save no wait: the search reads nothing ahead
+// (pick.readsAhead), its one-row reads are made as they are issued
+// (issueFirst), and in Max order each head's level is read right after
+// the head (readHeads). What it chooses and the read conflicts it adds
+// are the same: only what the reads cost changes.
+//
 // A listed cell or shape that turns out empty has its directory key cleared
 // when the search runs in a pop; the read that found it empty is in the
 // read conflicts, so a concurrent push into it conflicts with the clear. A
@@ -56,11 +63,16 @@ func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64, dir *dirAhe
 }
 
 // readCellDir issues the read of the cell directory for a search with
-// limits (round 1).
+// limits (round 1), if the pick reads ahead.
 func (q *Queue) readCellDir(pk *pick, limits []int64) *dirAhead {
 	noMin := make([]int64, len(limits))
 	for i := range noMin {
 		noMin[i] = math.MinInt64
+	}
+	if !pk.readsAhead() {
+		// (Nor does it learn the first coordinates, which only say what
+		// to read ahead.)
+		return newDirAhead(q.sub[tagCellDir], noMin, limits, nil)
 	}
 	return readDirAhead(pk.snapshot(), q.sub[tagCellDir], noMin, limits, q.hints.cellFirsts(), q.hints.sawCellFirsts)
 }
@@ -148,14 +160,26 @@ type cellHeadRead struct {
 
 // readHeads issues the first read of the head of every cell or shape under
 // tag with the coordinates in flat, one after another (round 2).
+//
+// In Max order on an engine that answers a read when it is issued
+// (kv.AnswersAtIssue), it also reads each level that readLevels will
+// read, right after its head's first read, in the part of the tree that
+// read just walked: which levels readLevels reads depends only on the
+// heads before, and a read answered when issued answers the same in any
+// order, as long as the search writes nothing in between.
 func (s *indexSearch) readHeads(tag int, flat []int64) []cellHeadRead {
 	d := len(s.limits)
 	hs := bump(&s.mem.heads, len(flat)/d)
+	lv := s.levelRound()
+	inline := s.maxFirst && kv.AnswersAtIssue(s.tr)
 	for i := range hs {
 		h := &hs[i]
 		h.coords = flat[i*d : (i+1)*d : (i+1)*d]
 		h.r = s.mem.extending(s.q.sub[tag], h.coords...)
 		issueFirst(s.tr, h.r, s.maxFirst, &h.top)
+		if inline && lv.next(s, h) != nil {
+			inline = false // waitHeads or readLevels returns the error
+		}
 	}
 	return hs
 }
@@ -180,31 +204,48 @@ func (s *indexSearch) waitHeads(hs []cellHeadRead) error {
 // can make wholeCells need a level read not made here; it makes that one
 // then.
 func (s *indexSearch) readLevels(hs []cellHeadRead) (int64, bool, error) {
-	prio, found := s.best.prio, s.found
-	levels := bump(&s.mem.levels, len(hs))
+	lv := s.levelRound()
 	for i := range hs {
-		h := &hs[i]
-		e, ok, err := h.top.get()
-		if err != nil || !ok {
-			if err != nil {
-				return 0, false, err
-			}
-			continue
-		}
-		p, err := decodeEntry(h.r.Begin, e.Key)
-		if err != nil {
+		if err := lv.next(s, &hs[i]); err != nil {
 			return 0, false, err
 		}
-		if found && p.prio < prio {
-			continue // cannot win
-		}
-		h.level = &levels[i]
-		issueFirst(s.tr, s.mem.extending(h.r.Begin, p.prio), false, h.level)
-		if !found || p.prio > prio {
-			prio, found = p.prio, true
-		}
 	}
-	return prio, found, nil
+	return lv.prio, lv.found, nil
+}
+
+// levelRound is readLevels going through the heads in order: the highest
+// priority offered by the heads so far (if found).
+type levelRound struct {
+	prio  int64
+	found bool
+}
+
+func (s *indexSearch) levelRound() levelRound {
+	return levelRound{prio: s.best.prio, found: s.found}
+}
+
+// next issues the level read of h unless its highest priority cannot win
+// or the read was issued already (readHeads), and counts h's priority.
+func (lv *levelRound) next(s *indexSearch, h *cellHeadRead) error {
+	e, ok, err := h.top.get()
+	if err != nil || !ok {
+		return err
+	}
+	p, err := decodeEntry(h.r.Begin, e.Key)
+	if err != nil {
+		return err
+	}
+	if lv.found && p.prio < lv.prio {
+		return nil // cannot win
+	}
+	if h.level == nil {
+		h.level = &bump(&s.mem.levels, 1)[0]
+		issueFirst(s.tr, s.mem.extending(h.r.Begin, p.prio), false, h.level)
+	}
+	if !lv.found || p.prio > lv.prio {
+		lv.prio, lv.found = p.prio, true
+	}
+	return nil
 }
 
 // waitLevels waits for the level reads of readLevels, before the search

@@ -236,8 +236,10 @@ func (m *fitMerge) openCells() error {
 	if m.dir == nil {
 		m.dir = m.q.readCellDir(m.pk, m.limits)
 	}
+	dir := m.dir
+	m.dir = nil // scanned once, then given back (dirAhead.scan)
 	var cs []*cursor
-	if err := m.dir.scan(m.pk, func(cell []int64) error {
+	if err := dir.scan(m.pk, func(cell []int64) error {
 		c := m.newCursor(tagCells, tagCellDir, cell, m.after)
 		if straddles(cell, m.limits) {
 			c.limits, c.budget = m.limits, straddleBudget
@@ -260,7 +262,7 @@ func (m *fitMerge) openShapes(cells []*cursor) error {
 		for j, c := range cell.coords {
 			lo[j], hi[j] = c, min(cellHigh(c), m.limits[j])
 		}
-		dirs[i] = readBoxAhead(m.pk.snapshot(), m.q.sub[tagShapeDir], lo, hi)
+		dirs[i] = readBox(m.pk, m.q.sub[tagShapeDir], lo, hi)
 	}
 	var cs []*cursor
 	for i, cell := range cells {

@@ -40,21 +40,23 @@ func bump[T any](buf *[]T, n int) []T {
 	return out
 }
 
-// appendTo returns what app appends to the room left in m.bytes: app must
-// append at most room bytes.
-func (m *searchMem) appendTo(room int, app func([]byte) []byte) []byte {
-	if cap(m.bytes)-len(m.bytes) < room {
-		m.bytes = make([]byte, 0, max(room, 2*cap(m.bytes), 1024))
+// appendTo returns what app appends to the room left in *buf, after what
+// was handed out before, in a new array when *buf has no room left (what
+// was handed out before stays where it is): app must append at most room
+// bytes.
+func appendTo(buf *[]byte, room int, app func([]byte) []byte) []byte {
+	if cap(*buf)-len(*buf) < room {
+		*buf = make([]byte, 0, max(room, 2*cap(*buf), 256))
 	}
-	b := app(m.bytes[len(m.bytes):len(m.bytes)])
-	m.bytes = m.bytes[:len(m.bytes)+len(b)]
+	b := app((*buf)[len(*buf):len(*buf)])
+	*buf = (*buf)[:len(*buf)+len(b)]
 	return b[:len(b):len(b)]
 }
 
 // extending returns the range extending prefix with vs appended (see
 // extending), in m.
 func (m *searchMem) extending(prefix []byte, vs ...int64) kv.Range {
-	b := m.appendTo(2*(len(prefix)+maxIntLen*len(vs))+1, func(b []byte) []byte {
+	b := appendTo(&m.bytes, 2*(len(prefix)+maxIntLen*len(vs))+1, func(b []byte) []byte {
 		b = appendInts(append(b, prefix...), vs...)
 		return append(append(b, b...), tupleEnd)
 	})
@@ -62,11 +64,12 @@ func (m *searchMem) extending(prefix []byte, vs ...int64) kv.Range {
 	return kv.Range{Begin: b[:n:n], End: b[n:]}
 }
 
-// release gives m back for the next search, dropping what it refers to.
+// release gives m back for the next search, dropping what it refers to:
+// what bump handed out from the arrays m holds now.
 func (m *searchMem) release() {
-	clear(m.heads[:cap(m.heads)])
-	clear(m.levels[:cap(m.levels)])
-	clear(m.strs[:cap(m.strs)])
+	clear(m.heads)
+	clear(m.levels)
+	clear(m.strs)
 	m.heads, m.levels, m.strs, m.ints, m.bytes = m.heads[:0], m.levels[:0], m.strs[:0], m.ints[:0], m.bytes[:0]
 	searchMems.Put(m)
 }

@@ -64,6 +64,9 @@ func (s *indexSearch) readStraddling(flat []int64) []straddleRead {
 			issueFirst(s.tr, all, true, &st.top)
 			continue
 		}
+		if !s.pk.readsAhead() {
+			continue // the scan reads the cell itself
+		}
 		st.k.r, st.limit = all, straddleAhead
 		st.ahead = kv.GetRangeAsync(s.pk.snapshot(), all, kv.RangeOptions{Limit: st.limit})
 	}
@@ -75,6 +78,9 @@ func (s *indexSearch) readStraddling(flat []int64) []straddleRead {
 // the heads' levels): one, enough to stop the scan, where that priority
 // is below prio, the highest the whole cells offer (if found).
 func (s *indexSearch) readStraddlingLevels(strs []straddleRead, prio int64, found bool) error {
+	if !s.pk.readsAhead() {
+		return nil // the scans read the cells themselves
+	}
 	for i := range strs {
 		st := &strs[i]
 		e, ok, err := st.top.get()
@@ -153,7 +159,8 @@ func (st *straddleRead) goesOn(s *indexSearch) bool {
 // offers the first entry that fits. Past the budget it offers the heads of
 // the cell's fitting shapes instead.
 func (s *indexSearch) straddlingCell(st *straddleRead) error {
-	x := &knownReader{rd: s.tr}
+	x := newKnownReader(s.tr, false)
+	defer x.release()
 	if s.maxFirst {
 		x.one, x.oneRange = &st.top, kv.PrefixRange(st.prefix)
 	}
@@ -190,7 +197,7 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 		lo[i], hi[i] = c, min(cellHigh(c), s.limits[i])
 	}
 	var shapes []int64
-	if err := readBoxAhead(s.pk.snapshot(), s.q.sub[tagShapeDir], lo, hi).scan(s.pk, func(shape []int64) error {
+	if err := readBox(s.pk, s.q.sub[tagShapeDir], lo, hi).scan(s.pk, func(shape []int64) error {
 		shapes = append(shapes, shape...)
 		return nil
 	}); err != nil {

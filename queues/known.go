@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -18,7 +19,10 @@ import (
 // as the same reads through the pick's reader would have, and records what
 // they covered and returned, for the pick to add as its read conflicts
 // (pick.record): reading ahead costs a request, never a conflict. The
-// reads it cannot answer go to the pick's reader.
+// reads it cannot answer go to the pick's reader. A search reads ahead
+// only where reads wait (pick.readsAhead): on an engine that answers a
+// read when it is issued, the reads that would be answered here read
+// themselves, through the pick's reader.
 
 // known is a range read ahead: the rows of r in key order, all of them, or
 // the first ones when a limit cut the read short.
@@ -66,6 +70,34 @@ type knownReader struct {
 	// passed on.
 	dirs  bool
 	found [][]byte
+	iters []knownIter // where GetRange's iterators are carved from
+}
+
+// knownReaders holds the readers not in use, with the memory of their
+// slices: a search reads the directory and each straddling cell through
+// one, and would otherwise allocate about as many bytes as they hold.
+var knownReaders = sync.Pool{New: func() any { return new(knownReader) }}
+
+// newKnownReader returns a reader through rd (dirs: a directory's), with
+// nothing known yet; release gives it back once what it recorded is
+// recorded (pick.record) and nothing reads through it or its iterators.
+func newKnownReader(rd kv.ReadTransaction, dirs bool) *knownReader {
+	x := knownReaders.Get().(*knownReader)
+	x.rd, x.dirs = rd, dirs
+	return x
+}
+
+// release gives x back for the next reader, dropping what it refers to
+// (what record handed on, it dropped already).
+func (x *knownReader) release() {
+	clear(x.ks)
+	clear(x.covered)
+	clear(x.seen)
+	clear(x.its)
+	clear(x.found)
+	clear(x.iters)
+	*x = knownReader{ks: x.ks[:0], covered: x.covered[:0], seen: x.seen[:0], its: x.its[:0], found: x.found[:0], iters: x.iters[:0]}
+	knownReaders.Put(x)
 }
 
 // first reports whether k answers a one-row read of [begin, end) in the
@@ -147,7 +179,8 @@ func (x *knownReader) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	if best == nil {
 		return x.rd.GetRange(r, opts)
 	}
-	it := &knownIter{x: x, k: best, r: r, opts: opts, i: best.from(r.Begin)}
+	it := &bump(&x.iters, 1)[0]
+	*it = knownIter{x: x, k: best, r: r, opts: opts, i: best.from(r.Begin)}
 	x.its = append(x.its, it)
 	return it
 }
@@ -259,6 +292,8 @@ func (pk *pick) record(x *knownReader, dirs bool) error {
 	}
 	// (Without a transaction the reads are a peek's in a read-only
 	// transaction, which never commits: it has no conflicts to add.)
+	clear(x.covered)
+	clear(x.seen)
 	x.covered, x.seen = x.covered[:0], x.seen[:0]
 	return nil
 }

@@ -2,6 +2,7 @@ package queues
 
 import (
 	"bytes"
+	"sync"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/tuple"
@@ -56,12 +57,40 @@ func skipScanDim(tr kv.ReadTransaction, base []byte, dim int, mins, maxs, cur []
 // The skip-scan's reads are then answered from what it read where they
 // can be, the others made as before, through the pick's directory reads;
 // and the pick records what the reads answered covered: the conflicts are
-// the skip-scan's, not those of what was read ahead.
+// the skip-scan's, not those of what was read ahead. A dirAhead that read
+// nothing ahead (a pick that does not read ahead, or nothing fits) has the
+// skip-scan make every read itself.
 type dirAhead struct {
 	base       []byte
 	mins, maxs []int64
 	reads      []aheadRead
 	learn      func([]int64) // see readDirAhead
+	keys       []byte        // the reads' bounds, one after another (key)
+}
+
+// dirAheads holds the dirAheads not in use, with their memory: the reads'
+// array and bounds, which a fit pop would otherwise allocate anew.
+var dirAheads = sync.Pool{New: func() any { return new(dirAhead) }}
+
+func newDirAhead(base []byte, mins, maxs []int64, learn func([]int64)) *dirAhead {
+	d := dirAheads.Get().(*dirAhead)
+	d.base, d.mins, d.maxs, d.learn = base, mins, maxs, learn
+	return d
+}
+
+// release gives d back for the next directory read, once every read of
+// d's was waited for: an engine may hold a read's bounds until then.
+func (d *dirAhead) release() {
+	clear(d.reads)
+	*d = dirAhead{reads: d.reads[:0], keys: d.keys[:0]}
+	dirAheads.Put(d)
+}
+
+// key returns prefix with v appended, then end if given, in d's memory.
+func (d *dirAhead) key(prefix []byte, v int64, end ...byte) []byte {
+	return appendTo(&d.keys, len(prefix)+maxIntLen+len(end), func(b []byte) []byte {
+		return append(tuple.AppendInt(append(b, prefix...), v), end...)
+	})
 }
 
 // aheadRead is one range read of a dirAhead, with a row limit (0: none).
@@ -90,33 +119,35 @@ const maxDirAhead = 1024
 //
 // learn, if set, is given the first coordinates the skip-scan found.
 func readDirAhead(snap kv.ReadTransaction, base []byte, mins, maxs, firsts []int64, learn func([]int64)) *dirAhead {
-	d := &dirAhead{base: base, mins: mins, maxs: maxs, learn: learn}
+	d := newDirAhead(base, mins, maxs, learn)
 	if mins[0] > maxs[0] {
 		return d
 	}
-	from := tuple.AppendInt(bytes.Clone(base), mins[0])
-	upTo := tuple.AppendInt(bytes.Clone(base), maxs[0])
+	// The bounds are the skip-scan's: a coordinate's first key, the key
+	// after a coordinate's keys (a tupleEnd byte past the coordinate), the
+	// key after one key (a 0 byte past it).
+	from := d.key(base, mins[0])
 	switch {
 	case len(mins) == 1:
-		d.read(snap, kv.Range{Begin: from, End: kv.KeyAfter(upTo)}, 0)
+		d.read(snap, kv.Range{Begin: from, End: d.key(base, maxs[0], 0)}, 0)
 	case len(mins) == 2 && len(firsts) > 0:
-		end := extending(upTo).End
+		end := d.key(base, maxs[0], tupleEnd)
 		for _, v := range firsts {
 			if v < mins[0] || v > maxs[0] {
 				continue
 			}
 			d.read(snap, kv.Range{Begin: from, End: end}, 1)
-			vb := tuple.AppendInt(bytes.Clone(base), v)
 			if mins[1] <= maxs[1] { // (else the skip-scan reads no second coordinates)
-				d.read(snap, kv.Range{Begin: tuple.AppendInt(bytes.Clone(vb), mins[1]), End: kv.KeyAfter(tuple.AppendInt(vb, maxs[1]))}, 0)
+				vb := d.key(base, v)
+				d.read(snap, kv.Range{Begin: d.key(vb, mins[1]), End: d.key(vb, maxs[1], 0)}, 0)
 			}
-			from = extending(vb).End
+			from = d.key(base, v, tupleEnd)
 		}
 		if bytes.Compare(from, end) < 0 {
 			d.read(snap, kv.Range{Begin: from, End: end}, 1)
 		}
 	default:
-		d.read(snap, kv.Range{Begin: from, End: extending(upTo).End}, maxDirAhead)
+		d.read(snap, kv.Range{Begin: from, End: d.key(base, maxs[0], tupleEnd)}, maxDirAhead)
 	}
 	return d
 }
@@ -129,22 +160,30 @@ func readDirAhead(snap kv.ReadTransaction, base []byte, mins, maxs, firsts []int
 // round. (The shape directory has a key for each resource vector in use:
 // too many to read a coordinate's whole range.)
 func readBoxAhead(snap kv.ReadTransaction, base []byte, lo, hi []int64) *dirAhead {
-	d := &dirAhead{base: base, mins: lo, maxs: hi}
+	d := newDirAhead(base, lo, hi, nil)
 	prefix := base
 	for dim := range lo {
 		if lo[dim] > hi[dim] {
 			break
 		}
-		from := tuple.AppendInt(bytes.Clone(prefix), lo[dim])
-		upTo := tuple.AppendInt(bytes.Clone(prefix), hi[dim])
+		from := d.key(prefix, lo[dim])
 		if dim == len(lo)-1 {
-			d.read(snap, kv.Range{Begin: from, End: kv.KeyAfter(upTo)}, 0)
+			d.read(snap, kv.Range{Begin: from, End: d.key(prefix, hi[dim], 0)}, 0)
 			break
 		}
-		d.read(snap, kv.Range{Begin: from, End: extending(upTo).End}, 1)
+		d.read(snap, kv.Range{Begin: from, End: d.key(prefix, hi[dim], tupleEnd)}, 1)
 		prefix = from
 	}
 	return d
+}
+
+// readBox is readBoxAhead of the directory under base for pk, if it
+// reads ahead.
+func readBox(pk *pick, base []byte, lo, hi []int64) *dirAhead {
+	if !pk.readsAhead() {
+		return newDirAhead(base, lo, hi, nil)
+	}
+	return readBoxAhead(pk.snapshot(), base, lo, hi)
 }
 
 // read issues one of d's reads.
@@ -156,10 +195,8 @@ func (d *dirAhead) read(snap kv.ReadTransaction, r kv.Range, limit int) {
 // scan waits for d's reads and runs the skip-scan for pk, calling fn as
 // skipScan does; fn must not read.
 func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
-	if len(d.reads) == 0 {
-		return nil // no coordinate fits
-	}
-	x := &knownReader{rd: pk.dirs(), dirs: true, ks: make([]known, 0, len(d.reads))}
+	x := newKnownReader(pk.dirs(), true)
+	defer x.release()
 	for _, a := range d.reads {
 		rows, err := a.f.Get()
 		if err != nil {
@@ -167,6 +204,9 @@ func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
 		}
 		x.ks = append(x.ks, newKnown(a.r, a.limit, rows))
 	}
+	// Every read is in: d is given back once the skip-scan no longer
+	// needs it.
+	defer d.release()
 	if err := skipScan(x, d.base, d.mins, d.maxs, fn); err != nil {
 		return err
 	}

@@ -55,28 +55,10 @@ func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rang
 		batch:    t.spareBatch, // a finished iterator's, if any
 	}
 	t.spareBatch = nil
-	if err := t.check(); err != nil {
+	var err error
+	if it.batchSize, err = t.startRange(r, opts); err != nil {
 		it.fail(err)
 		return it
-	}
-	if opts.Limit < 0 {
-		it.fail(kv.Errorf(kv.CodeRangeLimitsInvalid, "range limit %d is negative", opts.Limit))
-		return it
-	}
-	if err := checkRange(r); err != nil {
-		it.fail(err)
-		return it
-	}
-	switch {
-	case opts.Mode == kv.StreamingModeWantAll:
-		it.batchSize = maxBatch
-	case opts.Mode == kv.StreamingModeSmall:
-		it.batchSize = firstBatch
-	default:
-		it.batchSize = firstBatch
-	}
-	if opts.Limit > 0 && opts.Limit < it.batchSize {
-		it.batchSize = opts.Limit
 	}
 	if !snapshot {
 		// Start with an empty span; it grows as keys are returned.
@@ -90,6 +72,28 @@ func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rang
 		it.conflict = len(t.reads) - 1
 	}
 	return it
+}
+
+// startRange checks a range read of r with opts before its first batch,
+// and returns the size of that batch.
+func (t *txn) startRange(r kv.Range, opts kv.RangeOptions) (int, error) {
+	if err := t.check(); err != nil {
+		return 0, err
+	}
+	if opts.Limit < 0 {
+		return 0, kv.Errorf(kv.CodeRangeLimitsInvalid, "range limit %d is negative", opts.Limit)
+	}
+	if err := checkRange(r); err != nil {
+		return 0, err
+	}
+	size := firstBatch
+	if opts.Mode == kv.StreamingModeWantAll {
+		size = maxBatch
+	}
+	if opts.Limit > 0 && opts.Limit < size {
+		size = opts.Limit
+	}
+	return size, nil
 }
 
 // checkRange reports a range no read may cover.

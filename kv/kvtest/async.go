@@ -27,6 +27,7 @@ var asyncTests = []struct {
 	{"AsyncReadYourWritesAtIssue", testAsyncReadYourWritesAtIssue},
 	{"AsyncConflicts", testAsyncConflicts},
 	{"AsyncErrors", testAsyncErrors},
+	{"AsyncAnswersAtIssue", testAsyncAnswersAtIssue},
 }
 
 // testAsyncIsSyncRead: random interleavings, in one transaction, of writes
@@ -361,6 +362,10 @@ func testAsyncConflicts(t *testing.T, in Instance) {
 				tc{"reverse limit 1, before the key", ranged(kv.RangeOptions{Limit: 1, Reverse: true}), "c/c", snap, wait, false},
 				tc{"the whole range", ranged(kv.RangeOptions{}), "c/z", snap, wait, !snap},
 				tc{"a limit past the range's rows", ranged(kv.RangeOptions{Limit: 3}), "c/z", snap, wait, !snap},
+				tc{"limit 2, before the last key", ranged(kv.RangeOptions{Limit: 2}), "c/c", snap, wait, !snap},
+				tc{"limit 2, after the last key", ranged(kv.RangeOptions{Limit: 2}), "c/e", snap, wait, false},
+				tc{"reverse limit 2, after the last key", ranged(kv.RangeOptions{Limit: 2, Reverse: true}), "c/c", snap, wait, !snap},
+				tc{"reverse limit 2, before the last key", ranged(kv.RangeOptions{Limit: 2, Reverse: true}), "c/a", snap, wait, false},
 			)
 		}
 	}
@@ -473,4 +478,34 @@ func testAsyncErrors(t *testing.T, in Instance) {
 	require.True(t, kv.IsRetryable(err))
 	_, err = kv.GetRangeAsync(tr, kv.PrefixRange([]byte("f/")), kv.RangeOptions{}).Get()
 	require.ErrorIs(t, err, kv.ErrTransactionTooOld)
+}
+
+// testAsyncAnswersAtIssue: a transaction and its snapshot view say alike
+// whether they answer a read when it is issued (kv.AnswersAtIssue); if
+// they do, a read made then, synchronously, answers what the future
+// issued at the same point answers, after writes that came later too.
+func testAsyncAnswersAtIssue(t *testing.T, in Instance) {
+	set(t, in.DB, "i/a", "1", "i/c", "3")
+	tr := newTr(t, in.DB)
+	at := kv.AnswersAtIssue(tr)
+	require.Equal(t, at, kv.AnswersAtIssue(tr.Snapshot()))
+	if !at {
+		return
+	}
+	all := kv.PrefixRange([]byte("i/"))
+	for _, rt := range []kv.ReadTransaction{tr, tr.Snapshot()} {
+		for _, reverse := range []bool{false, true} {
+			f := kv.GetRangeAsync(rt, all, kv.RangeOptions{Limit: 1, Reverse: reverse})
+			e, ok, err := kv.First(rt, all, reverse)
+			require.NoError(t, err)
+			require.True(t, ok)
+			tr.Set([]byte("i/0"), []byte("later"))
+			tr.Set([]byte("i/z"), []byte("later"))
+			rows, err := f.Get()
+			require.NoError(t, err)
+			require.Equal(t, rowsOf([]kv.KeyValue{e}), rowsOf(rows))
+			tr.Clear([]byte("i/0"))
+			tr.Clear([]byte("i/z"))
+		}
+	}
 }
