@@ -73,7 +73,11 @@ func processChild(role, dir string) {
 		for {
 			var v int
 			err := db.QueryRow("SELECT v FROM q LIMIT 1 FOR POP WAIT 5").Scan(&v)
-			if errors.Is(err, sql.ErrNoRows) || err == nil && v < 0 {
+			if errors.Is(err, sql.ErrNoRows) {
+				fmt.Println("waited 5 s in vain")
+				break
+			}
+			if err == nil && v < 0 {
 				break
 			}
 			if err != nil {
@@ -238,6 +242,11 @@ func TestProcessesShareFile(t *testing.T) {
 	// after every pushed row in the queue's order.
 	waitFor(t, func() bool { return len(p.ints("push")) == pushers*perPusher })
 	time.Sleep(time.Until(leasedAt.Add(1100 * time.Millisecond)))
+	// Every row popped, then the stop rows: they must not rely on FIFO
+	// order across processes, which under the race detector put the last
+	// pushed row after them in 2 of 6 runs (it stayed in the queue: an
+	// open question of push order across a take-over).
+	waitFor(t, func() bool { return len(p.ints("pop")) == pushers*perPusher+leased })
 	db, err = sql.Open("fdbqueue", "file:"+p.dir)
 	require.NoError(t, err)
 	for range poppers {
@@ -250,6 +259,21 @@ func TestProcessesShareFile(t *testing.T) {
 	require.Equal(t, []string{"ok"}, p.lines["reader"])
 	pushed, popped := p.ints("push"), p.ints("pop")
 	pushed = append(pushed, p.ints("lease")...)
+	// What the queue still holds, to tell a row left behind (after the stop
+	// rows, or by a popper that waited in vain) from one lost.
+	db, err = sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(t, err)
+	var left []int
+	rows, err := db.Query("SELECT v FROM q")
+	require.NoError(t, err)
+	for rows.Next() {
+		var v int
+		require.NoError(t, rows.Scan(&v))
+		left = append(left, v)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, db.Close())
+	t.Logf("left in q: %v; poppers that waited in vain: %d", left, len(p.lines["waited"]))
 	require.ElementsMatch(t, pushed, popped, "every pushed row popped exactly once (the leased ones after their lease ended)")
 }
 
