@@ -81,9 +81,12 @@
 // On FoundationDB (kv/fdb) reads are issued through the bindings' futures,
 // and nothing waits before Get; a write into the range of a range future
 // whose later batches are not in yet first waits for them, which keeps the
-// result as of the call. The embedded engine answers at the call, by the
-// synchronous read's own path, with as many allocations. GetMany is GetAsync of each key,
-// then a wait for each, where the engine has no path of its own.
+// result as of the call. The embedded engine answers at the call
+// (AnswersAtIssue): a point or one-row read takes the synchronous read's
+// own path, a longer range reads the store's batches as an iterator
+// would, and a future is a small struct whose rows live in scratch the
+// transaction reuses. GetMany is GetAsync of each key, then a wait for
+// each, where the engine has no path of its own.
 //
 // # The metadata version
 //
