@@ -115,4 +115,7 @@ var (
 	// ErrSchedule is returned for a CREATE SCHEDULE whose start is in the
 	// past or not a timestamp.
 	ErrSchedule = exec.ErrSchedule
+	// ErrScheduled is returned by DROP TABLE for a table that schedules
+	// insert into, naming them: DROP SCHEDULE them first.
+	ErrScheduled = exec.ErrScheduled
 )

@@ -99,8 +99,21 @@ func TestSchedulesListAndRefuse(t *testing.T) {
 		"CREATE SCHEDULE x ON jobs EVERY 0 DAY INSERT (kind) VALUES ('x')":                                 fdbqueue.ErrValue,
 		"CREATE SCHEDULE x ON jobs EVERY 1 DAY STARTING '2001-01-01T00:00:00Z' INSERT (kind) VALUES ('x')": fdbqueue.ErrSchedule,
 		"DROP SCHEDULE nosuch": fdbqueue.ErrNoSchedule,
+		"DROP TABLE jobs":      fdbqueue.ErrScheduled,
 	} {
 		_, err := db.Exec(sql)
 		require.ErrorIs(t, err, want, sql)
 	}
+
+	// The refused DROP TABLE left the table and its schedule; dropped in
+	// order, both go.
+	_, err = db.Exec("INSERT INTO jobs (kind) VALUES ('still here')")
+	require.NoError(t, err)
+	_, err = db.Exec("DROP SCHEDULE daily")
+	require.NoError(t, err)
+	_, err = db.Exec("DROP TABLE jobs")
+	require.NoError(t, err)
+	s, err = fdbqueue.Schedules(context.Background(), db)
+	require.NoError(t, err)
+	require.Empty(t, s)
 }

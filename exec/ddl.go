@@ -156,6 +156,9 @@ func (e *Executor) dropTable(tr kv.Transaction, st *parser.DropTable) (*Result, 
 	if err != nil {
 		return nil, err
 	}
+	if err := e.refuseScheduled(tr, t.Name); err != nil {
+		return nil, err
+	}
 	if err := e.cat.changed(tr); err != nil {
 		return nil, err
 	}

@@ -37,6 +37,10 @@ var (
 	// ErrSchedule is returned when a CREATE SCHEDULE's start is in the
 	// past, or when a stored schedule cannot be read.
 	ErrSchedule = errors.New("fdbqueue: invalid schedule")
+	// ErrScheduled is returned by DROP TABLE for a table that schedules
+	// insert into: they are dropped first, as PostgreSQL refuses to drop
+	// a table that other objects depend on.
+	ErrScheduled = errors.New("fdbqueue: table has schedules")
 )
 
 // scheduleVersion is the version of the packed schedule format.
@@ -217,6 +221,33 @@ func (e *Executor) dropSchedule(tr kv.Transaction, st *parser.DropSchedule) (*Re
 	return &Result{}, nil
 }
 
+// refuseScheduled returns ErrScheduled, naming them, if schedules insert
+// into table. The schedules come from their cache (no round trip while
+// the metadata version has not moved), and their range is added to the
+// transaction's read conflicts as if read, so a CREATE SCHEDULE committed
+// meanwhile makes the DROP TABLE conflict, retry and find it.
+func (e *Executor) refuseScheduled(tr kv.Transaction, table string) error {
+	list, err := e.scheduleList(tr)
+	if err != nil {
+		return err
+	}
+	b, end := tuple.PrefixRange(rootKey(e.cat.root, tagSchedule))
+	if err := tr.AddReadConflictRange(kv.Range{Begin: b, End: end}); err != nil {
+		return err
+	}
+	var names []string
+	for _, s := range list {
+		if strings.EqualFold(s.Table, table) {
+			names = append(names, s.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is the table of schedule %s; DROP SCHEDULE %s first (SHOW SCHEDULES lists them)",
+		ErrScheduled, table, strings.Join(names, ", "), strings.Join(names, ", DROP SCHEDULE "))
+}
+
 // showSchedules lists the schedules: name, table, interval (seconds),
 // next run and the INSERT.
 func (e *Executor) showSchedules(tr kv.Transaction) (*Result, error) {
@@ -318,9 +349,8 @@ func (e *Executor) fireInsert(tr kv.Transaction, text string, at time.Time, dry 
 // clock, each occurrence in one transaction with the advance of its
 // next-run key (see the top of this file), and returns how many it fired.
 // Any number of processes may call it at once: each occurrence is
-// inserted once. A schedule that cannot fire (its table was dropped, or
-// no longer takes its values) stays due, and its error is returned with
-// the others'.
+// inserted once. A schedule that cannot fire (its INSERT finds its unique
+// key taken) stays due, and its error is returned with the others'.
 func (e *Executor) FireDue(ctx context.Context) (int, error) {
 	now := e.now()
 	var due []string
