@@ -12,7 +12,8 @@ import (
 // them): id first, so that a restore keeps the ids workers and logs know
 // rows by; _visible_at, so that a delayed row stays delayed and a leased
 // one hidden until its lease would have ended; _attempts, so that
-// MAX_ATTEMPTS counts on. Rows are written in queue order, and a restore
+// MAX_ATTEMPTS counts on; _error, so that a row's last error survives
+// (and moves with it to the dead letters). Rows are written in queue order, and a restore
 // pushes them in that order, which is what orders rows (not their ids).
 // _lease is not written: a lease's token belongs to the worker holding
 // it, and a restored row has none (0).
@@ -22,10 +23,11 @@ var restorable = []fdbqueue.ColumnInfo{
 	{Name: "id", Type: "INT", NotNull: true},
 	{Name: "_visible_at", Type: "TIMESTAMP", NotNull: true},
 	{Name: "_attempts", Type: "INT", NotNull: true},
+	{Name: "_error", Type: "TEXT"},
 }
 
 // backupColumns returns the columns \copy TO writes of t: id, t's
-// columns, _visible_at and _attempts.
+// columns, _visible_at, _attempts and _error.
 func backupColumns(t fdbqueue.TableInfo) []fdbqueue.ColumnInfo {
 	cols := make([]fdbqueue.ColumnInfo, 0, len(t.Columns)+len(restorable))
 	cols = append(cols, restorable[0])

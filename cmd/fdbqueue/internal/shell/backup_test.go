@@ -66,7 +66,7 @@ func TestCopyBackupRestore(t *testing.T) {
 			}
 			args := append([]string{"--format", "csv"}, create...)
 			args = append(args,
-				"-c", "INSERT INTO jobs (priority, name) VALUES (1, 'leased'), (2, 'plain'), (1, 'a2'), (2, 'b2'), (1, 'a3')",
+				"-c", "INSERT INTO jobs (priority, name, _error) VALUES (1, 'leased', NULL), (2, 'plain', 'timeout'), (1, 'a2', ''), (2, 'b2', NULL), (1, 'a3', 'a \"quoted\", multi-line\nerror')",
 				"-c", "INSERT INTO jobs (priority, name, _visible_at) VALUES (0, 'delayed-1h', NOW() + INTERVAL 1 HOUR)",
 				"-c", "INSERT INTO jobs (priority, name) VALUES (1, 'a4')",
 				"-c", "SELECT name FROM jobs ORDER BY priority DESC LIMIT 1 FOR LEASE 3600",
@@ -82,14 +82,15 @@ func TestCopyBackupRestore(t *testing.T) {
 			require.Contains(t, errs, "COPY 7\nCOPY 3\n")
 			file, err := os.ReadFile(jobsCSV)
 			require.NoError(t, err)
-			require.True(t, strings.HasPrefix(string(file), "id,priority,name,_visible_at,_attempts\n"), "%s", file)
+			require.True(t, strings.HasPrefix(string(file), "id,priority,name,_visible_at,_attempts,_error\n"), "%s", file)
 
-			const jobsState = "SELECT id, priority, name, _visible_at, _attempts, _lease FROM jobs"
+			const jobsState = "SELECT id, priority, name, _error, _visible_at, _attempts, _lease FROM jobs"
 			const fifoState = "SELECT id, v, _visible_at, _attempts, _lease FROM fifo"
 			jobs, fifo := csvRows(t, dsn, jobsState), csvRows(t, dsn, fifoState)
 			require.Equal(t, []string{"delayed-1h", "leased", "a2", "a3", "a4", "plain", "b2"}, column(jobs, "name"), "queue order")
 			require.Equal(t, []string{"0", "1", "0", "0", "0", "1", "0"}, column(jobs, "_attempts"))
 			require.Equal(t, []string{"1", "0", "0"}, column(fifo, "_attempts"))
+			require.Equal(t, []string{"", "", "", "a \"quoted\", multi-line\nerror", "", "timeout", ""}, column(jobs, "_error"))
 
 			// What the pops of the original return: the rows due, then,
 			// once every hidden row is released, the rest.

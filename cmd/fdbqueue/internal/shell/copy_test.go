@@ -98,7 +98,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	src, srcOut, srcMsg := newTestShell(t, "csv")
 	require.NoError(t, src.exec(everyType))
 	awkwardRows(t, src)
-	const backup = "SELECT id, i, n, f, s, v, b, ok, ts, _visible_at, _attempts FROM `all types`"
+	const backup = "SELECT id, i, n, f, s, v, b, ok, ts, _visible_at, _attempts, _error FROM `all types`"
 	want := selectAll(t, src, backup)
 	require.Len(t, want, 10)
 
@@ -109,7 +109,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	require.Len(t, selectAll(t, src, "SELECT * FROM `all types`"), 10, "\\copy TO is a peek")
 	file, err := os.ReadFile(path)
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(string(file), "id,i,n,f,s,v,b,ok,ts,_visible_at,_attempts\n"), "a header row")
+	require.True(t, strings.HasPrefix(string(file), "id,i,n,f,s,v,b,ok,ts,_visible_at,_attempts,_error\n"), "a header row")
 
 	// TO STDOUT, and the csv format, write the same bytes.
 	srcOut.Reset()
@@ -230,9 +230,9 @@ func TestQuotedIdentifiers(t *testing.T) {
 	sh, out, msg := newTestShell(t, "csv")
 	require.NoError(t, sh.exec("CREATE TABLE `my order` (`key` TEXT, `order` INT, `from` BLOB, `naïve` DOUBLE, `b``q` BOOLEAN)"))
 	csvPath := filepath.Join(t.TempDir(), "in.csv")
-	backup := "id,key,order,from,naïve,b`q,_visible_at,_attempts\n" +
-		"7,k,1,\\x00,0.5,true,0001-01-01T00:00:00Z,0\n" +
-		"3,,2,,,,0001-01-01T00:00:00Z,0\n"
+	backup := "id,key,order,from,naïve,b`q,_visible_at,_attempts,_error\n" +
+		"7,k,1,\\x00,0.5,true,0001-01-01T00:00:00Z,0,\n" +
+		"3,,2,,,,0001-01-01T00:00:00Z,0,\n"
 	require.NoError(t, os.WriteFile(csvPath, []byte(backup), 0o600))
 	for _, cmd := range []string{
 		"\\copy `my order` FROM '" + csvPath + "'",
