@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
+	"github.com/fdbqueue/fdbqueue/internal/crashtest"
 )
 
 // Two sql.DBs on one database (two processes, as far as firing goes),
@@ -116,4 +118,97 @@ func TestSchedulesListAndRefuse(t *testing.T) {
 	s, err = fdbqueue.Schedules(context.Background(), db)
 	require.NoError(t, err)
 	require.Empty(t, s)
+}
+
+// TestSchedulesFireOnceAcrossProcesses: three processes on one file:
+// database fire a schedule due every second as fast as they can (their
+// tickers too), while one of them, the serving process first, is killed
+// and started again: each occurrence is inserted once (its NOW() is its
+// time, so a repeated time is a repeated occurrence), on the schedule's
+// grid, across take-overs and commits of unknown outcome.
+func TestSchedulesFireOnceAcrossProcesses(t *testing.T) {
+	if os.Getenv("FDBQUEUE_PROC_ROLE") == "fire" {
+		fireChild(os.Getenv("FDBQUEUE_PROC_DIR"))
+		return
+	}
+	t.Parallel()
+	p := newProcTest(t, "TestSchedulesFireOnceAcrossProcesses")
+	db, err := sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(t, err)
+	_, err = db.Exec("CREATE TABLE ticks (at TIMESTAMP NOT NULL)")
+	require.NoError(t, err)
+	_, err = db.Exec("CREATE SCHEDULE tick ON ticks EVERY 1 SECOND STARTING NOW() INSERT (at) VALUES (NOW())")
+	require.NoError(t, err)
+	s, err := fdbqueue.Schedules(context.Background(), db)
+	require.NoError(t, err)
+	require.Len(t, s, 1)
+	first := s[0].First
+	require.NoError(t, db.Close()) // the first child serves
+
+	children := make([]*crashtest.Child, 3)
+	for i := range children {
+		children[i] = p.start("fire")
+	}
+	for i := range crashtest.Rounds(3) {
+		time.Sleep(700 * time.Millisecond)
+		k := i % len(children)
+		children[k].Kill(t)
+		children[k] = p.start("fire")
+	}
+	time.Sleep(1500 * time.Millisecond)
+	for _, c := range children {
+		c.Kill(t)
+	}
+	p.wg.Wait()
+	require.Empty(t, p.errs)
+
+	db, err = sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.Query("SELECT at FROM ticks")
+	require.NoError(t, err)
+	seen := map[time.Time]bool{}
+	for rows.Next() {
+		var at time.Time
+		require.NoError(t, rows.Scan(&at))
+		require.False(t, seen[at], "occurrence %v inserted twice", at)
+		seen[at] = true
+		require.Zero(t, at.Sub(first)%time.Second, "occurrence %v off the grid of %v", at, first)
+	}
+	require.NoError(t, rows.Err())
+	require.GreaterOrEqual(t, len(seen), 2, "the schedule fired")
+	fired := 0
+	for _, n := range p.ints("fired") {
+		fired += n
+	}
+	require.LessOrEqual(t, fired, len(seen), "acknowledged firings are in the table")
+	t.Logf("%d occurrences, %d fired by FireSchedules", len(seen), fired)
+}
+
+// fireChild fires dir's schedules in a loop until killed, printing "fired
+// n" for each acknowledged firing.
+func fireChild(dir string) {
+	db, err := sql.Open("fdbqueue", "file:"+dir)
+	if err == nil {
+		err = db.Ping()
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	fmt.Println("ready")
+	for {
+		n, err := fdbqueue.FireSchedules(context.Background(), db)
+		switch {
+		case fdbqueue.IsMaybeCommitted(err):
+			// The serving process died during the commit: the occurrence
+			// is in the table or still due, and either passes the check.
+		case err != nil:
+			fmt.Println("error", err)
+			os.Exit(2)
+		case n > 0:
+			fmt.Println("fired", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
