@@ -1,0 +1,430 @@
+package ui_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/driver"
+	"github.com/fdbqueue/fdbqueue/ui"
+)
+
+// client calls a dashboard's API as its page does.
+type client struct {
+	srv   *httptest.Server
+	token string
+}
+
+var tokenMeta = regexp.MustCompile(`name="fdbqueue-token" content="([0-9a-f]+)"`)
+
+func newClient(t *testing.T, d *ui.Dashboard) *client {
+	t.Helper()
+	srv := serve(t, d)
+	res, err := http.Get(srv.URL + "/queues/")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	page, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	m := tokenMeta.FindSubmatch(page)
+	require.NotNil(t, m, "the page holds its token")
+	return &client{srv: srv, token: string(m[1])}
+}
+
+// response is a status and a decoded JSON body.
+type response struct {
+	status int
+	body   map[string]any
+	header http.Header
+}
+
+func (c *client) do(t *testing.T, method, path, body string, header map[string]string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, c.srv.URL+"/queues/"+path, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var m map[string]any
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		require.NoError(t, json.Unmarshal(raw, &m), "%s", raw)
+	}
+	return response{status: res.StatusCode, body: m, header: res.Header}
+}
+
+func (c *client) get(t *testing.T, path string) response { return c.do(t, "GET", path, "", nil) }
+
+// act posts an action as the page does: same origin, with the token.
+func (c *client) act(t *testing.T, table, action, body string) response {
+	t.Helper()
+	return c.do(t, "POST", "api/tables/"+table+"/actions/"+action, body, map[string]string{
+		"Content-Type": "application/json", "X-Fdbqueue-Token": c.token, "Sec-Fetch-Site": "same-origin",
+	})
+}
+
+func TestBadInputGetsAClearError(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	s := seed(t, db)
+	c := newClient(t, ui.Handler(db))
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		says               string
+	}{
+		{"GET", "api/tables/nope/rows", "", 404, `no table "nope": the tables are emails, jobs, jobs_dead`},
+		{"GET", "api/tables/nope", "", 404, `no table "nope"`},
+		{"GET", "api/tables/" + strings.Repeat("x", 5000) + "/rows", "", 404, "no table"},
+		{"GET", "api/tables/jobs/rows?limit=100000", "", 400, "limit \"100000\" is not a number from 1 to 500"},
+		{"GET", "api/tables/jobs/rows?limit=0", "", 400, "from 1 to 500"},
+		{"GET", "api/tables/jobs/rows?limit=1e3", "", 400, "from 1 to 500"},
+		{"GET", "api/tables/jobs/rows?offset=-1", "", 400, "offset \"-1\""},
+		{"GET", "api/tables/jobs/rows?offset=990&limit=50", "", 400, "1000 rows deep; find a deeper row by its id"},
+		{"GET", "api/tables/jobs/rows?state=running", "", 400, `no state "running"; accepted: state (visible, delayed, leased or dead)`},
+		{"GET", "api/tables/jobs/rows?sort=id", "", 400, `unknown parameter "sort"`},
+		{"GET", "api/tables/jobs/rows?limit=1&limit=2", "", 400, "limit given 2 times"},
+		{"GET", "api/tables/jobs/rows?id=abc", "", 400, `id "abc" is not a row's id`},
+		{"GET", "api/tables/jobs/rows?id=-5", "", 400, "is not a row's id"},
+		{"GET", "api/tables/jobs/rows?id=99999999999999999999", "", 400, "is not a row's id"},
+		{"GET", "api/tables/jobs/rows?id=1%27%20OR%201=1", "", 400, "is not a row's id"},
+		{"GET", "api/tables/jobs/rows?id=12345", "", 404, "table jobs has no row with id 12345 (nor has jobs_dead)"},
+		{"GET", "api/tables/emails/rows?state=dead", "", 400, "emails has no dead letters"},
+		{"POST", "api/overview", "", 405, "takes GET only"},
+		{"DELETE", "api/tables/jobs/rows", "", 405, "takes GET only"},
+		{"GET", "api/tables/jobs/actions/retry", "", 405, "takes POST only"},
+		{"GET", "api/nothing", "", 404, "the API serves GET api/overview"},
+	} {
+		r := c.do(t, tc.method, tc.path, tc.body, nil)
+		require.Equal(t, tc.status, r.status, "%s %s: %v", tc.method, tc.path, r.body)
+		require.Contains(t, r.body["error"], tc.says, "%s %s", tc.method, tc.path)
+	}
+	require.Equal(t, "POST", c.get(t, "api/tables/jobs/actions/retry").header.Get("Allow"))
+
+	// Actions, with the token: bad bodies are refused before any
+	// statement runs.
+	for _, tc := range []struct {
+		table, action, body string
+		status              int
+		says                string
+	}{
+		{"jobs", "explode", `{}`, 404, `no action "explode": the actions are retry, delete, release and purge`},
+		{"nope", "delete", `{"id": "1"}`, 404, `no table "nope"`},
+		{"jobs", "delete", `{"id": 1}`, 400, `the body of delete is not {"id": "<id>"`},
+		{"jobs", "delete", `{"id": "1", "extra": 1}`, 400, `unknown field "extra"`},
+		{"jobs", "delete", `{"id": "1"} {}`, 400, "more than one JSON value"},
+		{"jobs", "delete", `not json`, 400, "the body of delete is not"},
+		{"jobs", "delete", `{"id": "` + strings.Repeat("9", 10000) + `"}`, 400, "the body of delete is not"},
+		{"jobs", "delete", `{"id": "0"}`, 400, `id "0" is not a row's id`},
+		{"jobs", "delete", `{}`, 400, `id "" is not a row's id`},
+		{"jobs", "delete", `{"id": "424242"}`, 404, "jobs has no row 424242"},
+		{"emails", "retry", `{"id": "1"}`, 400, "emails has no dead letters"},
+		{"emails", "purge", `{}`, 400, "emails has no dead letters"},
+		{"jobs", "purge", `{"id": "1"}`, 400, "purge takes {}"},
+		{"jobs", "retry", `{"id": "424242"}`, 404, "jobs_dead has no dead letter 424242"},
+		{"jobs", "release", fmt.Sprintf(`{"id": "%d"}`, s.leasedID), 400, `lease "" is not a lease's token`},
+		{"jobs", "release", fmt.Sprintf(`{"id": "%d", "lease": "%d"}`, s.leasedID, s.lease+1), 409, "no row"},
+	} {
+		r := c.act(t, tc.table, tc.action, tc.body)
+		require.Equal(t, tc.status, r.status, "%s %s: %v", tc.action, tc.body, r.body)
+		require.Contains(t, r.body["error"], tc.says, "%s %s", tc.action, tc.body)
+	}
+	r := c.do(t, "POST", "api/tables/jobs/actions/delete", `{"id": "1"}`, map[string]string{"X-Fdbqueue-Token": c.token, "Content-Type": "text/plain"})
+	require.Equal(t, http.StatusUnsupportedMediaType, r.status)
+	// Nothing changed.
+	var visible, delayed, leased, dead int64
+	require.NoError(t, db.QueryRow(`SELECT visible, delayed, leased, dead FROM fdbqueue_queues WHERE name = 'jobs'`).Scan(&visible, &delayed, &leased, &dead))
+	require.Equal(t, []int64{2, 1, 1, 1}, []int64{visible, delayed, leased, dead})
+}
+
+func TestActionsNeedTheTokenAndTheSameOrigin(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	s := seed(t, db)
+	c := newClient(t, ui.Handler(db))
+	body := fmt.Sprintf(`{"id": "%d", "dead": true}`, s.deadID)
+	for name, h := range map[string]map[string]string{
+		"no token":    {"Content-Type": "application/json"},
+		"wrong token": {"Content-Type": "application/json", "X-Fdbqueue-Token": strings.Repeat("0", len(c.token))},
+		"cross-site":  {"Content-Type": "application/json", "X-Fdbqueue-Token": c.token, "Sec-Fetch-Site": "cross-site"},
+		"other origin": {"Content-Type": "application/json", "X-Fdbqueue-Token": c.token,
+			"Origin": "http://evil.example"},
+	} {
+		r := c.do(t, "POST", "api/tables/jobs/actions/delete", body, h)
+		require.Equal(t, http.StatusForbidden, r.status, name)
+		require.NotEmpty(t, r.body["error"], name)
+	}
+	require.EqualValues(t, 1, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
+	// Another handler's token does not do either.
+	other := newClient(t, ui.Handler(db))
+	require.NotEqual(t, c.token, other.token)
+	r := c.do(t, "POST", "api/tables/jobs/actions/delete", body, map[string]string{"Content-Type": "application/json", "X-Fdbqueue-Token": other.token})
+	require.Equal(t, http.StatusForbidden, r.status)
+	// The page's own request does.
+	r = c.act(t, "jobs", "delete", body)
+	require.Equal(t, http.StatusOK, r.status, "%v", r.body)
+	require.EqualValues(t, 0, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
+	// The responses forbid framing and other origins' scripts.
+	h := c.get(t, "api/overview").header
+	require.Contains(t, h.Get("Content-Security-Policy"), "default-src 'self'")
+	require.Equal(t, "DENY", h.Get("X-Frame-Options"))
+}
+
+func TestReadOnlyRefusesActions(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	s := seed(t, db)
+	c := newClient(t, ui.Handler(db, ui.ReadOnly()))
+	for action, body := range map[string]string{
+		"retry":   fmt.Sprintf(`{"id": "%d"}`, s.deadID),
+		"delete":  fmt.Sprintf(`{"id": "%d"}`, s.leasedID),
+		"release": fmt.Sprintf(`{"id": "%d", "lease": "%d"}`, s.leasedID, s.lease),
+		"purge":   `{}`,
+	} {
+		r := c.act(t, "jobs", action, body)
+		require.Equal(t, http.StatusForbidden, r.status, action)
+		require.Contains(t, r.body["error"], "read-only", action)
+	}
+	var visible, delayed, leased, dead int64
+	require.NoError(t, db.QueryRow(`SELECT visible, delayed, leased, dead FROM fdbqueue_queues WHERE name = 'jobs'`).Scan(&visible, &delayed, &leased, &dead))
+	require.Equal(t, []int64{2, 1, 1, 1}, []int64{visible, delayed, leased, dead})
+	// Reads still work.
+	r := c.get(t, "api/tables/jobs/rows?state=dead")
+	require.Equal(t, http.StatusOK, r.status)
+	require.Len(t, r.body["rows"], 1)
+}
+
+func TestRowsByState(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	s := seed(t, db)
+	for i := range 120 {
+		_, err := db.Exec(`INSERT INTO emails (recipient) VALUES (?)`, fmt.Sprint("r", i))
+		require.NoError(t, err)
+	}
+	c := newClient(t, ui.Handler(db))
+	// Pages of 50 of the 122 visible emails, in queue order, none twice.
+	seen := map[string]bool{}
+	for offset, want := range map[int]int{0: 50, 50: 50, 100: 22} {
+		r := c.get(t, fmt.Sprintf("api/tables/emails/rows?state=visible&limit=50&offset=%d", offset))
+		require.Equal(t, http.StatusOK, r.status, "%v", r.body)
+		rows := r.body["rows"].([]any)
+		require.Len(t, rows, want, "offset %d", offset)
+		require.Equal(t, offset+50 < 122, r.body["more"], "offset %d", offset)
+		require.EqualValues(t, 122, r.body["count"])
+		for _, row := range rows {
+			id := row.([]any)[0].(string)
+			require.False(t, seen[id], "row %s on two pages", id)
+			seen[id] = true
+		}
+	}
+	require.Len(t, seen, 122)
+	// The leased row, with its lease and attempts, and columns named.
+	r := c.get(t, "api/tables/jobs/rows?state=leased")
+	require.Equal(t, []any{"id", "_visible_at", "_lease", "_attempts", "_error", "priority", "payload"}, r.body["columns"])
+	rows := r.body["rows"].([]any)
+	require.Len(t, rows, 1)
+	row := rows[0].([]any)
+	require.Equal(t, fmt.Sprint(s.leasedID), row[0])
+	require.Equal(t, fmt.Sprint(s.lease), row[2])
+	require.EqualValues(t, 1, row[3])
+	until, err := time.Parse(time.RFC3339Nano, row[1].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(time.Hour), until, time.Minute)
+	// The dead letter, with its error; and found by id.
+	r = c.get(t, "api/tables/jobs/rows?state=dead")
+	require.Equal(t, "boom", r.body["rows"].([]any)[0].([]any)[4])
+	r = c.get(t, fmt.Sprintf("api/tables/jobs/rows?id=%d", s.deadID))
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, "dead", r.body["state"])
+	r = c.get(t, fmt.Sprintf("api/tables/jobs/rows?id=%d", s.leasedID))
+	require.Equal(t, "leased", r.body["state"])
+	r = c.get(t, "api/tables/jobs/rows?state=delayed")
+	require.Equal(t, "later", r.body["rows"].([]any)[0].([]any)[6])
+}
+
+// TestActionsExactlyOnceUnderFaults runs the actions on a database that
+// fails commits with unknown results and conflicts, concurrently, several
+// on the same row: each row moves, goes or is released once.
+func TestActionsExactlyOnceUnderFaults(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:?fault_unknown=0.3&fault_conflict=0.2&fault_seed=7")
+	_, err := db.Exec(`CREATE TABLE jobs (n INT NOT NULL) MAX_ATTEMPTS=1`)
+	require.NoError(t, err)
+	const dead = 40
+	for i := range dead {
+		_, err := db.Exec(`INSERT INTO jobs (n, _attempts) VALUES (?, 1)`, i)
+		require.NoError(t, err)
+	}
+	// Every row was leased once already: the next lease moves them all.
+	var n int
+	require.ErrorIs(t, db.QueryRow(`SELECT n FROM jobs LIMIT 100 FOR LEASE 60`).Scan(&n), sql.ErrNoRows)
+	ids := idsOf(t, db, `SELECT id FROM jobs_dead`)
+	require.Len(t, ids, dead)
+	c := newClient(t, ui.Handler(db))
+
+	// Retry each dead letter from 3 clicks at once: one moves it.
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		for range 3 {
+			wg.Go(func() {
+				r := c.act(t, "jobs", "retry", fmt.Sprintf(`{"id": "%d"}`, id))
+				mu.Lock()
+				statuses[r.status]++
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	require.Equal(t, map[int]int{200: dead, 404: 2 * dead}, statuses)
+	require.EqualValues(t, 0, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
+	for i := range dead {
+		require.EqualValues(t, 1, sqlInt(t, db, `SELECT COUNT(*) FROM jobs WHERE n = ?`, i), "row %d", i)
+	}
+
+	// Lease them, release half and delete the others, twice each.
+	type leased struct{ id, lease int64 }
+	rows, err := db.Query(`SELECT id, _lease FROM jobs LIMIT 100 FOR LEASE 600`)
+	require.NoError(t, err)
+	var ls []leased
+	for rows.Next() {
+		var l leased
+		require.NoError(t, rows.Scan(&l.id, &l.lease))
+		ls = append(ls, l)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, ls, dead)
+	statuses = map[int]int{}
+	for i, l := range ls {
+		for range 2 {
+			wg.Go(func() {
+				var r response
+				if i%2 == 0 {
+					r = c.act(t, "jobs", "release", fmt.Sprintf(`{"id": "%d", "lease": "%d"}`, l.id, l.lease))
+				} else {
+					r = c.act(t, "jobs", "delete", fmt.Sprintf(`{"id": "%d"}`, l.id))
+				}
+				mu.Lock()
+				statuses[r.status]++
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	// A second release finds the row under the same token (a token stays
+	// the row's until it is leased again) and makes it visible now again,
+	// counting no second release; a second delete finds no row (404).
+	require.Equal(t, map[int]int{200: dead + dead/2, 404: dead / 2}, statuses)
+	var rowsN, visible, leasedN, released, deleted int64
+	require.NoError(t, db.QueryRow(`SELECT rows, visible, leased, released, deleted FROM fdbqueue_queues WHERE name = 'jobs'`).
+		Scan(&rowsN, &visible, &leasedN, &released, &deleted))
+	require.Equal(t, []int64{dead / 2, dead / 2, 0, dead / 2, dead / 2}, []int64{rowsN, visible, leasedN, released, deleted})
+	require.EqualValues(t, dead/2, sqlInt(t, db, `SELECT COUNT(*) FROM jobs WHERE _visible_at <= NOW()`))
+
+	// Purge, twice at once, the dead letters made again: they go once.
+	require.ErrorIs(t, db.QueryRow(`SELECT n FROM jobs LIMIT 100 FOR LEASE 60`).Scan(&n), sql.ErrNoRows)
+	require.EqualValues(t, dead/2, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
+	var purged []float64
+	for range 2 {
+		wg.Go(func() {
+			r := c.act(t, "jobs", "purge", `{}`)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, http.StatusOK, r.status, "%v", r.body)
+			purged = append(purged, r.body["affected"].(float64))
+		})
+	}
+	wg.Wait()
+	require.ElementsMatch(t, []float64{dead / 2, 0}, purged)
+	require.EqualValues(t, 0, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
+	require.EqualValues(t, dead/2, sqlInt(t, db, `SELECT deleted FROM fdbqueue_queues WHERE name = 'jobs_dead'`))
+}
+
+// idsOf reads a column of ids.
+func idsOf(t *testing.T, db *sql.DB, query string) []int64 {
+	t.Helper()
+	rows, err := db.Query(query)
+	require.NoError(t, err)
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Err())
+	return ids
+}
+
+// TestCloseStopsSampling: the handler samples fdbqueue_queues every
+// interval, keeps at most its history, and after Close runs no statement
+// and leaves no goroutine.
+func TestCloseStopsSampling(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	seed(t, db)
+	var mu sync.Mutex
+	stats := 0
+	stop, err := driver.Observe(context.Background(), db, func(s driver.Statement) {
+		if s.Kind == "stats" {
+			mu.Lock()
+			stats++
+			mu.Unlock()
+		}
+	})
+	require.NoError(t, err)
+	defer stop()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return stats
+	}
+	d := ui.Handler(db, ui.WithInterval(100*time.Millisecond), ui.WithHistory(5))
+	require.Eventually(t, func() bool { return count() >= 8 }, 10*time.Second, 10*time.Millisecond)
+	srv := httptest.NewServer(d)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/api/overview")
+	require.NoError(t, err)
+	var o struct {
+		Series struct {
+			T []int64 `json:"t"`
+		} `json:"series"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&o))
+	res.Body.Close()
+	require.Len(t, o.Series.T, 5, "the history holds 5 samples")
+	for i := 1; i < len(o.Series.T); i++ {
+		require.Less(t, o.Series.T[i-1], o.Series.T[i], "oldest first")
+	}
+
+	closed := make(chan struct{})
+	go func() {
+		require.NoError(t, d.Close())
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return: the sampling goroutine did not end")
+	}
+	require.NoError(t, d.Close(), "Close twice")
+	after := count() - 1 // the overview read one
+	time.Sleep(500 * time.Millisecond)
+	require.Equal(t, after, count()-1, "statements after Close")
+}
