@@ -120,11 +120,15 @@ func (tb *tab) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 }
 
 // visible waits for the element sel names to be visible.
-func visible(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitVisible(chromedp.CSS(sel)) }
+func visible(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(sel))
+}
 
 func click(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) }
 
-func gone(sel string) chromedp.Action[chromedp.Void] { return chromedp.WaitNotPresent(chromedp.CSS(sel)) }
+func gone(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitNotPresent(chromedp.CSS(sel))
+}
 
 // text returns the text of the element sel names, once visible.
 func (tb *tab) text(t *testing.T, sel string) string {
@@ -193,7 +197,9 @@ func TestBrowser(t *testing.T) {
 			var dead sql.NullInt64
 			require.NoError(t, db.QueryRow(`SELECT rows, visible, delayed, leased, dead FROM fdbqueue_queues WHERE name = ?`, table).
 				Scan(&rows, &visible, &delayed, &leased, &dead))
-			cell := func(f string) string { return tb.text(t, fmt.Sprintf(`#tables tr[data-table=%q] td[data-field=%q]`, table, f)) }
+			cell := func(f string) string {
+				return tb.text(t, fmt.Sprintf(`#tables tr[data-table=%q] td[data-field=%q]`, table, f))
+			}
 			require.Equal(t, strconv.FormatInt(rows, 10), cell("rows"), table)
 			require.Equal(t, strconv.FormatInt(visible, 10), cell("visible"), table)
 			require.Equal(t, strconv.FormatInt(delayed, 10), cell("delayed"), table)
