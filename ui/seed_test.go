@@ -13,7 +13,7 @@ import (
 )
 
 // open opens a database of its own for one test, closed at its end.
-func open(t *testing.T, dsn string) *sql.DB {
+func open(t testing.TB, dsn string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("fdbqueue", dsn)
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func seed(t *testing.T, db *sql.DB) seeded {
 
 // serve serves d under /queues/, as a service mounts it, until the test
 // ends.
-func serve(t *testing.T, d *ui.Dashboard) *httptest.Server {
+func serve(t testing.TB, d *ui.Dashboard) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("/queues/", http.StripPrefix("/queues", d))

@@ -131,7 +131,7 @@ async function overview(myRoute) {
     el("td", { class: "num", "data-field": "visible" }, q.exact ? fmtNum(q.visible) : "–"),
     el("td", { class: "num", "data-field": "delayed" }, q.exact ? fmtNum(q.delayed) : "–"),
     el("td", { class: "num", "data-field": "leased" }, q.exact ? fmtNum(q.leased) : "–"),
-    el("td", { class: "num", "data-field": "dead" }, q.hasDead ? el("a", { href: "#/t/" + enc(q.name) + "/dead" }, fmtNum(q.dead)) : "–"),
+    el("td", { class: "num" + (q.dead > 0 ? " bad" : ""), "data-field": "dead" }, q.hasDead ? el("a", { href: "#/t/" + enc(q.name) + "/dead" }, fmtNum(q.dead)) : "–"),
     el("td", { class: "num", "data-field": "age" }, q.exact && q.visible > 0 ? fmtAge(q.oldestVisibleAgeS) : "–"),
     el("td", { class: "num", "data-field": "in" }, fmtRate((lastRate[q.name] || {}).in)),
     el("td", { class: "num", "data-field": "out" }, fmtRate((lastRate[q.name] || {}).out)),
