@@ -50,21 +50,37 @@ type response struct {
 
 func (c *client) do(t *testing.T, method, path, body string, header map[string]string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, c.srv.URL+"/queues/"+path, strings.NewReader(body))
+	r, err := c.try(method, path, body, header)
 	require.NoError(t, err)
+	return r
+}
+
+// try is do for another goroutine than the test's: it returns what
+// failed.
+func (c *client) try(method, path, body string, header map[string]string) (response, error) {
+	req, err := http.NewRequest(method, c.srv.URL+"/queues/"+path, strings.NewReader(body))
+	if err != nil {
+		return response{}, err
+	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
 	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	var m map[string]any
-	raw, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
-		require.NoError(t, json.Unmarshal(raw, &m), "%s", raw)
+	if err != nil {
+		return response{}, err
 	}
-	return response{status: res.StatusCode, body: m, header: res.Header}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, err
+	}
+	var m map[string]any
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return response{}, fmt.Errorf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+	return response{status: res.StatusCode, body: m, header: res.Header}, nil
 }
 
 func (c *client) get(t *testing.T, path string) response { return c.do(t, "GET", path, "", nil) }
@@ -72,9 +88,37 @@ func (c *client) get(t *testing.T, path string) response { return c.do(t, "GET",
 // act posts an action as the page does: same origin, with the token.
 func (c *client) act(t *testing.T, table, action, body string) response {
 	t.Helper()
-	return c.do(t, "POST", "api/tables/"+table+"/actions/"+action, body, map[string]string{
+	r, err := c.tryAct(table, action, body)
+	require.NoError(t, err)
+	return r
+}
+
+func (c *client) tryAct(table, action, body string) (response, error) {
+	return c.try("POST", "api/tables/"+table+"/actions/"+action, body, map[string]string{
 		"Content-Type": "application/json", "X-Fdbqueue-Token": c.token, "Sec-Fetch-Site": "same-origin",
 	})
+}
+
+// tally counts the statuses of concurrent actions, and their errors.
+type tally struct {
+	mu       sync.Mutex
+	statuses map[int]int
+	bodies   []map[string]any
+	errs     []error
+}
+
+func (ta *tally) add(r response, err error) {
+	ta.mu.Lock()
+	defer ta.mu.Unlock()
+	if err != nil {
+		ta.errs = append(ta.errs, err)
+		return
+	}
+	if ta.statuses == nil {
+		ta.statuses = map[int]int{}
+	}
+	ta.statuses[r.status]++
+	ta.bodies = append(ta.bodies, r.body)
 }
 
 func TestBadInputGetsAClearError(t *testing.T) {
@@ -149,6 +193,30 @@ func TestBadInputGetsAClearError(t *testing.T) {
 	var visible, delayed, leased, dead int64
 	require.NoError(t, db.QueryRow(`SELECT visible, delayed, leased, dead FROM fdbqueue_queues WHERE name = 'jobs'`).Scan(&visible, &delayed, &leased, &dead))
 	require.Equal(t, []int64{2, 1, 1, 1}, []int64{visible, delayed, leased, dead})
+}
+
+// TestMountedUnderAPrefix: under http.StripPrefix the page's relative
+// URLs need the prefix's slash, which a request without it is sent to.
+func TestMountedUnderAPrefix(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	d := ui.Handler(db)
+	t.Cleanup(func() { d.Close() })
+	// As the root handler: no ServeMux adds the slash first.
+	srv := httptest.NewServer(http.StripPrefix("/queues", d))
+	t.Cleanup(srv.Close)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Get(srv.URL + "/queues?x=1")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusMovedPermanently, res.StatusCode)
+	require.Equal(t, "/queues/?x=1", res.Header.Get("Location"))
+	for path, want := range map[string]int{"/queues/": 200, "/queues/assets/app.js": 200, "/queues/assets/style.css": 200, "/queues/nope": 404, "/queues/assets/nope.js": 404} {
+		res, err := c.Get(srv.URL + path)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, want, res.StatusCode, path)
+	}
 }
 
 func TestActionsNeedTheTokenAndTheSameOrigin(t *testing.T) {
@@ -278,21 +346,16 @@ func TestActionsExactlyOnceUnderFaults(t *testing.T) {
 	c := newClient(t, ui.Handler(db))
 
 	// Retry each dead letter from 3 clicks at once: one moves it.
-	var mu sync.Mutex
-	statuses := map[int]int{}
+	var retries tally
 	var wg sync.WaitGroup
 	for _, id := range ids {
 		for range 3 {
-			wg.Go(func() {
-				r := c.act(t, "jobs", "retry", fmt.Sprintf(`{"id": "%d"}`, id))
-				mu.Lock()
-				statuses[r.status]++
-				mu.Unlock()
-			})
+			wg.Go(func() { retries.add(c.tryAct("jobs", "retry", fmt.Sprintf(`{"id": "%d"}`, id))) })
 		}
 	}
 	wg.Wait()
-	require.Equal(t, map[int]int{200: dead, 404: 2 * dead}, statuses)
+	require.Empty(t, retries.errs)
+	require.Equal(t, map[int]int{200: dead, 404: 2 * dead}, retries.statuses, "%v", retries.bodies)
 	require.EqualValues(t, 0, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
 	for i := range dead {
 		require.EqualValues(t, 1, sqlInt(t, db, `SELECT COUNT(*) FROM jobs WHERE n = ?`, i), "row %d", i)
@@ -310,27 +373,24 @@ func TestActionsExactlyOnceUnderFaults(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Len(t, ls, dead)
-	statuses = map[int]int{}
+	var ends tally
 	for i, l := range ls {
 		for range 2 {
 			wg.Go(func() {
-				var r response
 				if i%2 == 0 {
-					r = c.act(t, "jobs", "release", fmt.Sprintf(`{"id": "%d", "lease": "%d"}`, l.id, l.lease))
+					ends.add(c.tryAct("jobs", "release", fmt.Sprintf(`{"id": "%d", "lease": "%d"}`, l.id, l.lease)))
 				} else {
-					r = c.act(t, "jobs", "delete", fmt.Sprintf(`{"id": "%d"}`, l.id))
+					ends.add(c.tryAct("jobs", "delete", fmt.Sprintf(`{"id": "%d"}`, l.id)))
 				}
-				mu.Lock()
-				statuses[r.status]++
-				mu.Unlock()
 			})
 		}
 	}
 	wg.Wait()
+	require.Empty(t, ends.errs)
 	// A second release finds the row under the same token (a token stays
 	// the row's until it is leased again) and makes it visible now again,
 	// counting no second release; a second delete finds no row (404).
-	require.Equal(t, map[int]int{200: dead + dead/2, 404: dead / 2}, statuses)
+	require.Equal(t, map[int]int{200: dead + dead/2, 404: dead / 2}, ends.statuses, "%v", ends.bodies)
 	var rowsN, visible, leasedN, released, deleted int64
 	require.NoError(t, db.QueryRow(`SELECT rows, visible, leased, released, deleted FROM fdbqueue_queues WHERE name = 'jobs'`).
 		Scan(&rowsN, &visible, &leasedN, &released, &deleted))
@@ -340,18 +400,14 @@ func TestActionsExactlyOnceUnderFaults(t *testing.T) {
 	// Purge, twice at once, the dead letters made again: they go once.
 	require.ErrorIs(t, db.QueryRow(`SELECT n FROM jobs LIMIT 100 FOR LEASE 60`).Scan(&n), sql.ErrNoRows)
 	require.EqualValues(t, dead/2, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
-	var purged []float64
+	var purges tally
 	for range 2 {
-		wg.Go(func() {
-			r := c.act(t, "jobs", "purge", `{}`)
-			mu.Lock()
-			defer mu.Unlock()
-			require.Equal(t, http.StatusOK, r.status, "%v", r.body)
-			purged = append(purged, r.body["affected"].(float64))
-		})
+		wg.Go(func() { purges.add(c.tryAct("jobs", "purge", `{}`)) })
 	}
 	wg.Wait()
-	require.ElementsMatch(t, []float64{dead / 2, 0}, purged)
+	require.Empty(t, purges.errs)
+	require.Equal(t, map[int]int{200: 2}, purges.statuses, "%v", purges.bodies)
+	require.ElementsMatch(t, []any{float64(dead / 2), float64(0)}, []any{purges.bodies[0]["affected"], purges.bodies[1]["affected"]})
 	require.EqualValues(t, 0, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
 	require.EqualValues(t, dead/2, sqlInt(t, db, `SELECT deleted FROM fdbqueue_queues WHERE name = 'jobs_dead'`))
 }
