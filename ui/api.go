@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -200,17 +199,17 @@ func (d *Dashboard) serveTable(w http.ResponseWriter, r *http.Request) {
 	}{t.Name, t.Kind, cols, t.Options, t.dead != nil, toJSON(q), d.opts.readOnly, MaxDepth, MaxLimit})
 }
 
-// queue reads the table's row of fdbqueue_queues (O(1)).
+// queue reads the table's row of fdbqueue_queues (metrics.Read: O(1) a
+// table).
 func (d *Dashboard) queue(ctx context.Context, name string) (metrics.Queue, error) {
-	var q metrics.Queue
-	var visible, delayed, leased, dead, age sql.NullInt64
-	err := d.db.QueryRowContext(ctx, `SELECT name, rows, visible, delayed, leased, dead, oldest_visible_age_s,
-		pushed, popped, leased_total, acked, released, expired, dead_lettered, deleted, returned
-		FROM fdbqueue_queues WHERE name = ?`, name).Scan(&q.Name, &q.Rows, &visible, &delayed, &leased, &dead, &age,
-		&q.Pushed, &q.Popped, &q.LeasedTotal, &q.Acked, &q.Released, &q.Expired, &q.DeadLettered, &q.Deleted, &q.Returned)
-	q.Exact = visible.Valid
-	q.Visible, q.Delayed, q.Leased = visible.Int64, delayed.Int64, leased.Int64
-	q.HasDead, q.Dead = dead.Valid, dead.Int64
-	q.OldestVisibleAge = time.Duration(age.Int64) * time.Second
-	return q, err
+	qs, err := metrics.Read(ctx, d.db)
+	if err != nil {
+		return metrics.Queue{}, err
+	}
+	for _, q := range qs {
+		if q.Name == name {
+			return q, nil
+		}
+	}
+	return metrics.Queue{}, fmt.Errorf("fdbqueue_queues has no row for %s: was it dropped?", name)
 }

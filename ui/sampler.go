@@ -40,17 +40,21 @@ func startSampler(db *sql.DB, interval time.Duration, history int, timeout time.
 	return s
 }
 
+// run samples, waiting interval between the end of a read and the next
+// (a ticker would catch up after a slow read with samples a moment apart,
+// and rates over that moment).
 func (s *sampler) run(ctx context.Context) {
 	defer close(s.done)
-	t := time.NewTicker(s.interval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		s.sampleOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		s.sampleOnce(ctx)
+		t.Reset(s.interval)
 	}
 }
 
