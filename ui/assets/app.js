@@ -40,7 +40,7 @@ function say(text, isError) {
   const box = document.getElementById("status");
   const d = el("div", { class: isError ? "error" : "" }, text);
   box.append(d);
-  setTimeout(() => d.remove(), isError ? 10000 : 5000);
+  setTimeout(() => d.remove(), isError ? 15000 : 10000);
 }
 
 function fmtNum(n) { return n < 0 || n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"); }
