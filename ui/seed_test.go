@@ -27,7 +27,7 @@ type seeded struct {
 	leasedID, lease, deadID int64
 }
 
-func seed(t *testing.T, db *sql.DB) seeded {
+func seed(t testing.TB, db *sql.DB) seeded {
 	t.Helper()
 	for _, stmt := range []string{
 		`CREATE TABLE jobs (priority INT NOT NULL, payload TEXT) MAX_ATTEMPTS=2`,
