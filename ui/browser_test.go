@@ -83,6 +83,16 @@ func newTab(t *testing.T, b context.Context) *tab {
 	tb.ctx, cancel = context.WithTimeout(ctx, time.Minute)
 	t.Cleanup(cancel)
 	t.Cleanup(func() {
+		if t.Failed() {
+			// What the page showed when the test failed, for review.
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100)); err == nil {
+				dir := screenshotDir(t)
+				_ = os.WriteFile(filepath.Join(dir, "failed-"+strings.ReplaceAll(t.Name(), "/", "-")+".png"), png, 0o644)
+				t.Logf("the page when the test failed: %s", dir)
+			}
+		}
 		tb.mu.Lock()
 		defer tb.mu.Unlock()
 		require.Empty(t, tb.errors, "the page logged errors")
@@ -132,11 +142,13 @@ func gone(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.WaitNotPresent(chromedp.CSS(sel))
 }
 
-// text returns the text of the element sel names, once visible.
+// text returns the text of the element sel names, once visible. It reads
+// it in one evaluation: the page may replace the element meanwhile (the
+// table page redraws its counts every 2 s).
 func (tb *tab) text(t *testing.T, sel string) string {
 	t.Helper()
 	tb.do(t, visible(sel))
-	s, err := chromedp.Run(tb.ctx, chromedp.Text(chromedp.CSS(sel)))
+	s, err := chromedp.Run(tb.ctx, chromedp.Evaluate[string](fmt.Sprintf("document.querySelector(%q).innerText", sel)))
 	require.NoError(t, err)
 	return strings.TrimSpace(s)
 }
@@ -153,15 +165,22 @@ func (tb *tab) count(t *testing.T, sel string) int {
 // test's temporary directory), for review.
 func (tb *tab) screenshot(t *testing.T, name string) {
 	t.Helper()
-	dir := os.Getenv("FDBQUEUE_SCREENSHOTS")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	dir := screenshotDir(t)
 	png, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
 	t.Logf("screenshot: %s", filepath.Join(dir, name))
+}
+
+// screenshotDir is $FDBQUEUE_SCREENSHOTS, or the test's temporary
+// directory.
+func screenshotDir(t *testing.T) string {
+	dir := os.Getenv("FDBQUEUE_SCREENSHOTS")
+	if dir == "" {
+		return t.TempDir()
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
 }
 
 // sqlInt reads one integer.
@@ -240,6 +259,17 @@ func TestBrowser(t *testing.T) {
 		tb.do(t, chromedp.SetValue(chromedp.CSS(`#find-id`), strconv.FormatInt(s.deadID, 10)), click(`#find`),
 			visible(`#row-table[data-state="dead"]`))
 		require.Equal(t, 1, tb.count(t, fmt.Sprintf(`tr[data-id="%d"]`, s.deadID)))
+		// The counts follow the database without a click.
+		before := tb.text(t, `.card[data-count="visible"] b`)
+		_, err := db.Exec(`INSERT INTO jobs (priority, payload) VALUES (9, 'new')`)
+		require.NoError(t, err)
+		now := strconv.FormatInt(sqlInt(t, db, `SELECT visible FROM fdbqueue_queues WHERE name = 'jobs'`), 10)
+		require.NotEqual(t, before, now)
+		_, err = chromedp.Run(tb.ctx, chromedp.Poll[bool](fmt.Sprintf(
+			`document.querySelector('.card[data-count="visible"] b').innerText === %q`, now)))
+		require.NoError(t, err, "the visible count did not become %s", now)
+		_, err = db.Exec(`DELETE FROM jobs WHERE payload = 'new'`)
+		require.NoError(t, err)
 	})
 
 	t.Run("actions", func(t *testing.T) {

@@ -160,38 +160,65 @@ async function overview(myRoute) {
 
 const stateNames = ["visible", "delayed", "leased", "dead"];
 
-// A table's page: its counts, its plots, and its rows by state.
+// A table's page: its counts, its plots (both refreshed every 2 s), and
+// its rows by state (on demand: Refresh, an action, the pager).
 async function tablePage(myRoute, name, state, offset) {
   setCrumbs(["Queues", "#/"], [name, "#/t/" + enc(name) + "/visible"]);
   const [info, data] = await Promise.all([api("api/tables/" + enc(name)), api("api/overview")]);
   if (myRoute !== route) return;
-  const q = info.queue;
-  const cards = el("div", { class: "cards" }, [
-    ["visible", q.exact ? q.visible : -1], ["delayed", q.exact ? q.delayed : -1], ["leased", q.exact ? q.leased : -1],
-    ["dead", info.hasDead ? q.dead : -1], ["oldest visible", q.exact && q.visible ? fmtAge(q.oldestVisibleAgeS) : "–"],
-    ["pushed", q.pushed], ["popped", q.popped], ["acked", q.acked], ["expired", q.expired], ["dead-lettered", q.deadLettered],
-  ].map(([k, v]) => el("div", { class: "card", "data-count": k }, el("b", {}, typeof v === "number" ? fmtNum(v) : v), el("span", {}, k))));
-  const s = data.series.tables[name];
-  const charts = s ? el("div", { class: "charts" },
-    chart("Rows (depth)", [{ name: "rows", color: colors[0], values: s.depth }].concat(info.hasDead ? [{ name: "dead", color: colors[4], values: s.dead }] : []), data.series.t, intFmt),
-    chart("Rows per second", [{ name: "pushed", color: colors[0], values: s.inPerS }, { name: "done", color: colors[2], values: s.outPerS }], data.series.t, intFmt),
-    chart("Oldest visible row's age (s)", [{ name: name, color: colors[1], values: s.ageS }], data.series.t, intFmt),
-  ) : null;
   const tabs = el("div", { class: "tabs" }, stateNames.filter((st) => st !== "dead" || info.hasDead).map((st) =>
     el("a", { href: "#/t/" + enc(name) + "/" + st, class: st === state ? "on" : "", "data-state": st }, st)));
   const find = el("input", { id: "find-id", placeholder: "row id", inputmode: "numeric" });
   const toolbar = el("div", { class: "toolbar" },
     find, el("button", { id: "find", onclick: () => showRows(name, info, "id=" + enc(find.value.trim()), state, 0) }, "Find by id"),
     el("button", { id: "refresh", onclick: () => render() }, "Refresh"),
-    state === "dead" && !readOnly ? el("button", { id: "purge", class: "danger", onclick: () => purge(name, q.dead) }, "Purge dead letters") : null,
+    state === "dead" && !readOnly ? el("button", { id: "purge", class: "danger", onclick: () => purge(name) }, "Purge dead letters") : null,
   );
   app.replaceChildren(
     el("h1", {}, name, " ", el("span", { class: "muted" }, info.kind + (info.options ? " · " + info.options : ""))),
     el("p", { class: "note" }, "Columns: " + info.columns.join(", ")),
-    cards, charts, tabs, toolbar, el("div", { id: "rows" }, el("p", { class: "muted" }, "Loading rows…")),
+    summary(name, info, data), tabs, toolbar, el("div", { id: "rows" }, el("p", { class: "muted" }, "Loading rows…")),
   );
   await showRows(name, info, "state=" + state + "&offset=" + offset + "&limit=50", state, offset);
   live();
+  refreshSummary(myRoute, name);
+}
+
+let deadNow = 0; // the dead letters of the table shown, for purge's question
+
+// summary is a table's counts and plots.
+function summary(name, info, data) {
+  const q = info.queue;
+  deadNow = q.dead;
+  const cards = el("div", { class: "cards" }, [
+    ["visible", q.exact ? q.visible : -1], ["delayed", q.exact ? q.delayed : -1], ["leased", q.exact ? q.leased : -1],
+    ["dead", info.hasDead ? q.dead : -1], ["oldest visible", q.exact && q.visible ? fmtAge(q.oldestVisibleAgeS) : "–"],
+    ["pushed", q.pushed], ["popped", q.popped], ["acked", q.acked], ["expired", q.expired], ["dead-lettered", q.deadLettered],
+  ].map(([k, v]) => el("div", { class: "card" + (k === "dead" && v > 0 ? " bad" : ""), "data-count": k }, el("b", {}, typeof v === "number" ? fmtNum(v) : v), el("span", {}, k))));
+  const s = data.series.tables[name];
+  const charts = s ? el("div", { class: "charts" },
+    chart("Rows (depth)", [{ name: "rows", color: colors[0], values: s.depth }].concat(info.hasDead ? [{ name: "dead", color: colors[4], values: s.dead }] : []), data.series.t, intFmt),
+    chart("Rows per second", [{ name: "pushed", color: colors[0], values: s.inPerS }, { name: "done", color: colors[2], values: s.outPerS }], data.series.t, intFmt),
+    chart("Oldest visible row's age (s)", [{ name: name, color: colors[1], values: s.ageS }], data.series.t, intFmt),
+  ) : null;
+  return el("div", { id: "summary" }, cards, charts);
+}
+
+// refreshSummary redraws the table's counts and plots every 2 s while its
+// page is shown.
+function refreshSummary(myRoute, name) {
+  timer = setTimeout(async () => {
+    try {
+      const [info, data] = await Promise.all([api("api/tables/" + enc(name)), api("api/overview")]);
+      if (myRoute !== route) return;
+      document.getElementById("summary").replaceWith(summary(name, info, data));
+      live();
+    } catch (e) {
+      if (myRoute !== route) return;
+      document.getElementById("live").textContent = "refresh failed: " + e.message;
+    }
+    refreshSummary(myRoute, name);
+  }, 2000);
 }
 
 async function showRows(name, info, query, state, offset) {
@@ -230,14 +257,25 @@ async function showRows(name, info, query, state, offset) {
 
 function go(name, state, offset) { location.hash = "#/t/" + enc(name) + "/" + state + (offset ? "/" + offset : ""); }
 
-// confirm asks in the page's dialog; it resolves true on Confirm.
+// confirmInPage asks in the page's dialog; it resolves true on Confirm,
+// false on Cancel or Escape. It answers the buttons' clicks, not the
+// dialog's close event, which comes later, as a task: a close still
+// queued from the last question would answer this one.
 function confirmInPage(text, sql) {
   const d = document.getElementById("confirm");
+  const ok = document.getElementById("confirm-ok"), cancel = document.getElementById("confirm-cancel");
   document.getElementById("confirm-text").textContent = text;
   document.getElementById("confirm-sql").textContent = sql;
   return new Promise((resolve) => {
-    d.addEventListener("close", () => resolve(d.returnValue === "ok"), { once: true });
-    d.returnValue = "";
+    const answer = (yes) => (e) => {
+      e.preventDefault();
+      ok.onclick = cancel.onclick = d.oncancel = null;
+      d.close();
+      resolve(yes);
+    };
+    ok.onclick = answer(true);
+    cancel.onclick = answer(false);
+    d.oncancel = answer(false);
     d.showModal();
   });
 }
@@ -255,11 +293,11 @@ async function act(table, action, body, text, sql) {
   render();
 }
 
-function purge(table, n) {
-  return act(table, "purge", {}, `Delete all ${fmtNum(n)} dead letters of ${table}? This cannot be undone.`, `DELETE FROM ${table}_dead`);
+function purge(table) {
+  return act(table, "purge", {}, `Delete all ${fmtNum(deadNow)} dead letters of ${table}? This cannot be undone.`, `DELETE FROM ${table}_dead`);
 }
 
-// render shows the page the hash names, and refreshes the overview.
+// render shows the page the hash names, and refreshes it.
 async function render() {
   clearTimeout(timer);
   const my = ++route;
