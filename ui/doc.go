@@ -51,8 +51,8 @@
 //
 // While the handler lives, it reads fdbqueue_queues once every interval
 // (WithInterval, 1 s by default: one statement, O(1) a table) and keeps
-// WithHistory samples (300: five minutes). An open overview adds a read of
-// fdbqueue_queues every 2 s. A page of rows is one SELECT; the dialect
+// WithHistory samples (300: five minutes). An open page (the overview or
+// a table's) adds a read of fdbqueue_queues every 2 s. A page of rows is one SELECT; the dialect
 // reads a table from its head in queue order and has no OFFSET, so a
 // page at offset o reads the o rows before it too, and lists go MaxDepth
 // rows deep. A state's list stops reading once it has found as many rows

@@ -181,14 +181,14 @@ async function tablePage(myRoute, name, state, offset) {
   );
   await showRows(name, info, "state=" + state + "&offset=" + offset + "&limit=50", state, offset);
   live();
-  refreshSummary(myRoute, name);
+  refreshSummary(myRoute, name, info);
 }
 
 let deadNow = 0; // the dead letters of the table shown, for purge's question
 
 // summary is a table's counts and plots.
 function summary(name, info, data) {
-  const q = info.queue;
+  const q = data.tables.find((t) => t.name === name) || info.queue;
   deadNow = q.dead;
   const cards = el("div", { class: "cards" }, [
     ["visible", q.exact ? q.visible : -1], ["delayed", q.exact ? q.delayed : -1], ["leased", q.exact ? q.leased : -1],
@@ -205,11 +205,11 @@ function summary(name, info, data) {
 }
 
 // refreshSummary redraws the table's counts and plots every 2 s while its
-// page is shown.
-function refreshSummary(myRoute, name) {
+// page is shown, from the overview (one read of fdbqueue_queues).
+function refreshSummary(myRoute, name, info) {
   timer = setTimeout(async () => {
     try {
-      const [info, data] = await Promise.all([api("api/tables/" + enc(name)), api("api/overview")]);
+      const data = await api("api/overview");
       if (myRoute !== route) return;
       document.getElementById("summary").replaceWith(summary(name, info, data));
       live();
@@ -217,7 +217,7 @@ function refreshSummary(myRoute, name) {
       if (myRoute !== route) return;
       document.getElementById("live").textContent = "refresh failed: " + e.message;
     }
-    refreshSummary(myRoute, name);
+    refreshSummary(myRoute, name, info);
   }, 2000);
 }
 
