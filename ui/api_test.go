@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fdbqueue/fdbqueue/driver"
+	"github.com/fdbqueue/fdbqueue/metrics"
 	"github.com/fdbqueue/fdbqueue/ui"
 )
 
@@ -483,4 +486,33 @@ func TestCloseStopsSampling(t *testing.T) {
 	after := count() - 1 // the overview read one
 	time.Sleep(500 * time.Millisecond)
 	require.Equal(t, after, count()-1, "statements after Close")
+}
+
+// TestCloseLeavesNoGoroutine counts the process's goroutines around a
+// handler's life: back to the count before it once Close returns. Not
+// parallel, so no other test starts or ends goroutines meanwhile.
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	db := open(t, "memory:")
+	seed(t, db)
+	_, err := metrics.Read(context.Background(), db) // the pool's and the driver's goroutines start
+	require.NoError(t, err)
+	before := runtime.NumGoroutine()
+	for range 3 {
+		d := ui.Handler(db, ui.WithInterval(100*time.Millisecond))
+		rec := httptest.NewRecorder()
+		d.ServeHTTP(rec, httptest.NewRequest("GET", "/api/overview", nil))
+		require.Equal(t, http.StatusOK, rec.Code)
+		require.Greater(t, runtime.NumGoroutine(), before, "the sampler runs")
+		require.NoError(t, d.Close())
+	}
+	// Polled here, not with require.Eventually, whose condition runs on
+	// a goroutine of its own.
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		var stacks strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+		t.Fatalf("goroutines: %d before, %d after Close:\n%s", before, n, stacks.String())
+	}
 }
