@@ -516,3 +516,32 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		t.Fatalf("goroutines: %d before, %d after Close:\n%s", before, n, stacks.String())
 	}
 }
+
+// TestBackoffReleaseIsListedAsLeased pins what docs/dashboard.md says: a
+// row released for a retry after its backoff keeps its lease's token, so
+// the lists show it under leased while fdbqueue_queues counts it as
+// delayed; the lists still find it.
+func TestBackoffReleaseIsListedAsLeased(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	_, err := db.Exec(`CREATE TABLE jobs (v INT NOT NULL) BACKOFF=CONSTANT(1 HOUR)`)
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO jobs (v) VALUES (1)`)
+	require.NoError(t, err)
+	var id, lease int64
+	require.NoError(t, db.QueryRow(`SELECT id, _lease FROM jobs LIMIT 1 FOR LEASE 60`).Scan(&id, &lease))
+	_, err = db.Exec(`UPDATE jobs SET _visible_at = NULL WHERE id = ? AND _lease = ?`, id, lease)
+	require.NoError(t, err)
+	var delayed, leased int64
+	require.NoError(t, db.QueryRow(`SELECT delayed, leased FROM fdbqueue_queues WHERE name = 'jobs'`).Scan(&delayed, &leased))
+	require.Equal(t, []int64{1, 0}, []int64{delayed, leased})
+
+	c := newClient(t, ui.Handler(db))
+	r := c.get(t, "api/tables/jobs/rows?state=leased")
+	require.Len(t, r.body["rows"], 1)
+	require.Equal(t, fmt.Sprint(id), r.body["rows"].([]any)[0].([]any)[0])
+	require.EqualValues(t, 0, r.body["count"], "counted as delayed")
+	r = c.get(t, "api/tables/jobs/rows?state=delayed")
+	require.Empty(t, r.body["rows"])
+	require.EqualValues(t, 1, r.body["count"])
+}

@@ -249,6 +249,9 @@ async function showRows(name, info, query, state, offset) {
     if (offset > 0) pager.append(el("button", { id: "prev", onclick: () => go(name, state, Math.max(0, offset - 50)) }, "Previous"));
     if (page.more) pager.append(el("button", { id: "next", onclick: () => go(name, state, offset + 50) }, "Next"));
     if (to >= info.maxDepth) pager.append(el("span", { class: "note" }, `Lists go ${info.maxDepth} rows deep; find deeper rows by id.`));
+    if (state === "delayed" || state === "leased") {
+      pager.append(el("span", { class: "note" }, "A row released for a retry after its backoff (_visible_at = NULL) keeps its lease's token (_lease): it is listed under leased, and counted as delayed."));
+    }
   } else {
     pager.append(el("span", { class: "muted" }, `row ${page.rows[0][0]}: ${page.state}`));
   }
