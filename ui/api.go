@@ -34,8 +34,12 @@ func methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 // of time (with why), 500 otherwise. Bad input never gets here: it is
 // refused before any statement runs.
 func dbError(w http.ResponseWriter, err error, what string) {
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
 		apiError(w, http.StatusServiceUnavailable, "%s took longer than the dashboard's query timeout: %v", what, err)
+		return
+	case errors.Is(err, driver.ErrTransactionTooOld):
+		apiError(w, http.StatusServiceUnavailable, "%s took longer than a transaction may (5 s): the rows of a state are found by reading the table from its head (docs/dashboard.md, \"What it costs\"); find the row by its id: %v", what, err)
 		return
 	}
 	apiError(w, http.StatusInternalServerError, "%s: %v", what, err)

@@ -545,3 +545,17 @@ func TestBackoffReleaseIsListedAsLeased(t *testing.T) {
 	require.Empty(t, r.body["rows"])
 	require.EqualValues(t, 1, r.body["count"])
 }
+
+// TestSlowStatementsGet503: a statement that runs out of the query
+// timeout gets 503 saying so, not a 500.
+func TestSlowStatementsGet503(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	seed(t, db)
+	c := newClient(t, ui.Handler(db, ui.WithQueryTimeout(time.Nanosecond)))
+	for _, path := range []string{"api/overview", "api/tables/jobs", "api/tables/jobs/rows?state=leased"} {
+		r := c.get(t, path)
+		require.Equal(t, http.StatusServiceUnavailable, r.status, path)
+		require.Contains(t, r.body["error"], "longer than the dashboard's query timeout", path)
+	}
+}
