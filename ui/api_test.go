@@ -1,25 +1,18 @@
 package ui_test
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
-	"runtime"
-	"runtime/pprof"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fdbqueue/fdbqueue/driver"
-	"github.com/fdbqueue/fdbqueue/metrics"
 	"github.com/fdbqueue/fdbqueue/ui"
 )
 
@@ -100,28 +93,6 @@ func (c *client) tryAct(table, action, body string) (response, error) {
 	return c.try("POST", "api/tables/"+table+"/actions/"+action, body, map[string]string{
 		"Content-Type": "application/json", "X-Fdbqueue-Token": c.token, "Sec-Fetch-Site": "same-origin",
 	})
-}
-
-// tally counts the statuses of concurrent actions, and their errors.
-type tally struct {
-	mu       sync.Mutex
-	statuses map[int]int
-	bodies   []map[string]any
-	errs     []error
-}
-
-func (ta *tally) add(r response, err error) {
-	ta.mu.Lock()
-	defer ta.mu.Unlock()
-	if err != nil {
-		ta.errs = append(ta.errs, err)
-		return
-	}
-	if ta.statuses == nil {
-		ta.statuses = map[int]int{}
-	}
-	ta.statuses[r.status]++
-	ta.bodies = append(ta.bodies, r.body)
 }
 
 func TestBadInputGetsAClearError(t *testing.T) {
@@ -326,224 +297,6 @@ func TestRowsByState(t *testing.T) {
 	require.Equal(t, "leased", r.body["state"])
 	r = c.get(t, "api/tables/jobs/rows?state=delayed")
 	require.Equal(t, "later", r.body["rows"].([]any)[0].([]any)[6])
-}
-
-// TestActionsExactlyOnceUnderFaults runs the actions on a database that
-// fails commits with unknown results and conflicts, concurrently, several
-// on the same row: each row moves, goes or is released once.
-func TestActionsExactlyOnceUnderFaults(t *testing.T) {
-	t.Parallel()
-	db := open(t, "memory:?fault_unknown=0.3&fault_conflict=0.2&fault_seed=7")
-	_, err := db.Exec(`CREATE TABLE jobs (n INT NOT NULL) MAX_ATTEMPTS=1`)
-	require.NoError(t, err)
-	const dead = 40
-	for i := range dead {
-		_, err := db.Exec(`INSERT INTO jobs (n, _attempts) VALUES (?, 1)`, i)
-		require.NoError(t, err)
-	}
-	// Every row was leased once already: the next lease moves them all.
-	var n int
-	require.ErrorIs(t, db.QueryRow(`SELECT n FROM jobs LIMIT 100 FOR LEASE 60`).Scan(&n), sql.ErrNoRows)
-	ids := idsOf(t, db, `SELECT id FROM jobs_dead`)
-	require.Len(t, ids, dead)
-	c := newClient(t, ui.Handler(db))
-
-	// Retry each dead letter from 3 clicks at once: one moves it.
-	var retries tally
-	var wg sync.WaitGroup
-	for _, id := range ids {
-		for range 3 {
-			wg.Go(func() { retries.add(c.tryAct("jobs", "retry", fmt.Sprintf(`{"id": "%d"}`, id))) })
-		}
-	}
-	wg.Wait()
-	require.Empty(t, retries.errs)
-	require.Equal(t, map[int]int{200: dead, 404: 2 * dead}, retries.statuses, "%v", retries.bodies)
-	require.EqualValues(t, 0, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
-	for i := range dead {
-		require.EqualValues(t, 1, sqlInt(t, db, `SELECT COUNT(*) FROM jobs WHERE n = ?`, i), "row %d", i)
-	}
-
-	// Lease them, release half and delete the others, twice each.
-	type leased struct{ id, lease int64 }
-	rows, err := db.Query(`SELECT id, _lease FROM jobs LIMIT 100 FOR LEASE 600`)
-	require.NoError(t, err)
-	var ls []leased
-	for rows.Next() {
-		var l leased
-		require.NoError(t, rows.Scan(&l.id, &l.lease))
-		ls = append(ls, l)
-	}
-	require.NoError(t, rows.Err())
-	require.Len(t, ls, dead)
-	var ends tally
-	for i, l := range ls {
-		for range 2 {
-			wg.Go(func() {
-				if i%2 == 0 {
-					ends.add(c.tryAct("jobs", "release", fmt.Sprintf(`{"id": "%d", "lease": "%d"}`, l.id, l.lease)))
-				} else {
-					ends.add(c.tryAct("jobs", "delete", fmt.Sprintf(`{"id": "%d"}`, l.id)))
-				}
-			})
-		}
-	}
-	wg.Wait()
-	require.Empty(t, ends.errs)
-	// A second release finds the row under the same token (a token stays
-	// the row's until it is leased again) and makes it visible now again,
-	// counting no second release; a second delete finds no row (404).
-	require.Equal(t, map[int]int{200: dead + dead/2, 404: dead / 2}, ends.statuses, "%v", ends.bodies)
-	var rowsN, visible, leasedN, released, deleted int64
-	require.NoError(t, db.QueryRow(`SELECT rows, visible, leased, released, deleted FROM fdbqueue_queues WHERE name = 'jobs'`).
-		Scan(&rowsN, &visible, &leasedN, &released, &deleted))
-	require.Equal(t, []int64{dead / 2, dead / 2, 0, dead / 2, dead / 2}, []int64{rowsN, visible, leasedN, released, deleted})
-	require.EqualValues(t, dead/2, sqlInt(t, db, `SELECT COUNT(*) FROM jobs WHERE _visible_at <= NOW()`))
-
-	// Purge, twice at once, the dead letters made again: they go once.
-	require.ErrorIs(t, db.QueryRow(`SELECT n FROM jobs LIMIT 100 FOR LEASE 60`).Scan(&n), sql.ErrNoRows)
-	require.EqualValues(t, dead/2, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
-	var purges tally
-	for range 2 {
-		wg.Go(func() { purges.add(c.tryAct("jobs", "purge", `{}`)) })
-	}
-	wg.Wait()
-	require.Empty(t, purges.errs)
-	require.Equal(t, map[int]int{200: 2}, purges.statuses, "%v", purges.bodies)
-	require.ElementsMatch(t, []any{float64(dead / 2), float64(0)}, []any{purges.bodies[0]["affected"], purges.bodies[1]["affected"]})
-	require.EqualValues(t, 0, sqlInt(t, db, `SELECT COUNT(*) FROM jobs_dead`))
-	require.EqualValues(t, dead/2, sqlInt(t, db, `SELECT deleted FROM fdbqueue_queues WHERE name = 'jobs_dead'`))
-}
-
-// idsOf reads a column of ids.
-func idsOf(t *testing.T, db *sql.DB, query string) []int64 {
-	t.Helper()
-	rows, err := db.Query(query)
-	require.NoError(t, err)
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
-	}
-	require.NoError(t, rows.Err())
-	return ids
-}
-
-// TestCloseStopsSampling: the handler samples fdbqueue_queues every
-// interval, keeps at most its history, and after Close runs no statement
-// and leaves no goroutine.
-func TestCloseStopsSampling(t *testing.T) {
-	t.Parallel()
-	db := open(t, "memory:")
-	seed(t, db)
-	var mu sync.Mutex
-	stats := 0
-	stop, err := driver.Observe(context.Background(), db, func(s driver.Statement) {
-		if s.Kind == "stats" {
-			mu.Lock()
-			stats++
-			mu.Unlock()
-		}
-	})
-	require.NoError(t, err)
-	defer stop()
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return stats
-	}
-	d := ui.Handler(db, ui.WithInterval(100*time.Millisecond), ui.WithHistory(5))
-	require.Eventually(t, func() bool { return count() >= 8 }, 10*time.Second, 10*time.Millisecond)
-	srv := httptest.NewServer(d)
-	defer srv.Close()
-	res, err := http.Get(srv.URL + "/api/overview")
-	require.NoError(t, err)
-	var o struct {
-		Series struct {
-			T []int64 `json:"t"`
-		} `json:"series"`
-	}
-	require.NoError(t, json.NewDecoder(res.Body).Decode(&o))
-	res.Body.Close()
-	require.Len(t, o.Series.T, 5, "the history holds 5 samples")
-	for i := 1; i < len(o.Series.T); i++ {
-		require.Less(t, o.Series.T[i-1], o.Series.T[i], "oldest first")
-	}
-
-	closed := make(chan struct{})
-	go func() {
-		require.NoError(t, d.Close())
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not return: the sampling goroutine did not end")
-	}
-	require.NoError(t, d.Close(), "Close twice")
-	after := count() - 1 // the overview read one
-	time.Sleep(500 * time.Millisecond)
-	require.Equal(t, after, count()-1, "statements after Close")
-}
-
-// TestCloseLeavesNoGoroutine counts the process's goroutines around a
-// handler's life: back to the count before it once Close returns. Not
-// parallel, so no other test starts or ends goroutines meanwhile.
-func TestCloseLeavesNoGoroutine(t *testing.T) {
-	db := open(t, "memory:")
-	seed(t, db)
-	_, err := metrics.Read(context.Background(), db) // the pool's and the driver's goroutines start
-	require.NoError(t, err)
-	before := runtime.NumGoroutine()
-	for range 3 {
-		d := ui.Handler(db, ui.WithInterval(100*time.Millisecond))
-		rec := httptest.NewRecorder()
-		d.ServeHTTP(rec, httptest.NewRequest("GET", "/api/overview", nil))
-		require.Equal(t, http.StatusOK, rec.Code)
-		require.Greater(t, runtime.NumGoroutine(), before, "the sampler runs")
-		require.NoError(t, d.Close())
-	}
-	// Polled here, not with require.Eventually, whose condition runs on
-	// a goroutine of its own.
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		var stacks strings.Builder
-		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
-		t.Fatalf("goroutines: %d before, %d after Close:\n%s", before, n, stacks.String())
-	}
-}
-
-// TestBackoffReleaseIsListedAsLeased pins what docs/dashboard.md says: a
-// row released for a retry after its backoff keeps its lease's token, so
-// the lists show it under leased while fdbqueue_queues counts it as
-// delayed; the lists still find it.
-func TestBackoffReleaseIsListedAsLeased(t *testing.T) {
-	t.Parallel()
-	db := open(t, "memory:")
-	_, err := db.Exec(`CREATE TABLE jobs (v INT NOT NULL) BACKOFF=CONSTANT(1 HOUR)`)
-	require.NoError(t, err)
-	_, err = db.Exec(`INSERT INTO jobs (v) VALUES (1)`)
-	require.NoError(t, err)
-	var id, lease int64
-	require.NoError(t, db.QueryRow(`SELECT id, _lease FROM jobs LIMIT 1 FOR LEASE 60`).Scan(&id, &lease))
-	_, err = db.Exec(`UPDATE jobs SET _visible_at = NULL WHERE id = ? AND _lease = ?`, id, lease)
-	require.NoError(t, err)
-	var delayed, leased int64
-	require.NoError(t, db.QueryRow(`SELECT delayed, leased FROM fdbqueue_queues WHERE name = 'jobs'`).Scan(&delayed, &leased))
-	require.Equal(t, []int64{1, 0}, []int64{delayed, leased})
-
-	c := newClient(t, ui.Handler(db))
-	r := c.get(t, "api/tables/jobs/rows?state=leased")
-	require.Len(t, r.body["rows"], 1)
-	require.Equal(t, fmt.Sprint(id), r.body["rows"].([]any)[0].([]any)[0])
-	require.EqualValues(t, 0, r.body["count"], "counted as delayed")
-	r = c.get(t, "api/tables/jobs/rows?state=delayed")
-	require.Empty(t, r.body["rows"])
-	require.EqualValues(t, 1, r.body["count"])
 }
 
 // TestSlowStatementsGet503: a statement that runs out of the query
