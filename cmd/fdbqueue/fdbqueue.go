@@ -18,9 +18,15 @@
 //	fdbqueue bench --model --bench push,pop memory:
 //	fdbqueue bench --model --model-commit 5ms --bench latency memory:
 //
+// fdbqueue ui serves the dashboard of a database (fdbqueue ui --help;
+// docs/dashboard.md):
+//
+//	fdbqueue ui file:/var/lib/app/queues --listen 127.0.0.1:8080
+//
 // This package only dispatches: the shell is package
 // cmd/fdbqueue/internal/shell, fdbqueue bench package
-// cmd/fdbqueue/internal/bench, each with its flags, its help and its
+// cmd/fdbqueue/internal/bench, fdbqueue ui package
+// cmd/fdbqueue/internal/uicmd, each with its flags, its help and its
 // tests.
 package main
 
@@ -31,17 +37,22 @@ import (
 
 	"github.com/fdbqueue/fdbqueue/cmd/fdbqueue/internal/bench"
 	"github.com/fdbqueue/fdbqueue/cmd/fdbqueue/internal/shell"
+	"github.com/fdbqueue/fdbqueue/cmd/fdbqueue/internal/uicmd"
 )
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run is the command: fdbqueue bench ARGS measures a database, anything
-// else is the shell's. It returns the exit status.
+// run is the command: fdbqueue bench ARGS measures a database, fdbqueue
+// ui ARGS serves its dashboard, anything else is the shell's. It returns
+// the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "bench" {
 		return bench.Main(ctx, args[1:], stdin, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "ui" {
+		return uicmd.Main(ctx, args[1:], stdin, stdout, stderr)
 	}
 	return shell.Main(ctx, args, stdin, stdout, stderr)
 }

@@ -18,10 +18,17 @@ func fdbqueue(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-// TestDispatch: bench goes to the bench, anything else to the shell.
+// TestDispatch: bench goes to the bench, ui to the dashboard, anything
+// else to the shell.
 func TestDispatch(t *testing.T) {
 	t.Parallel()
-	_, errs, code := fdbqueue(t, "bench", "--help")
+	_, errs, code := fdbqueue(t, "ui", "--help")
+	require.Equal(t, 0, code)
+	require.Contains(t, errs, "usage: fdbqueue ui DSN")
+	_, errs, code = fdbqueue(t, "ui", "memory:", "--listen", "0.0.0.0:8080")
+	require.Equal(t, 2, code)
+	require.Contains(t, errs, "fdbqueue ui: --listen 0.0.0.0:8080 is not a loopback address")
+	_, errs, code = fdbqueue(t, "bench", "--help")
 	require.Equal(t, 0, code)
 	require.Contains(t, errs, "usage: fdbqueue bench [flags] DSN")
 	_, errs, code = fdbqueue(t, "--help")

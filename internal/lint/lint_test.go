@@ -42,8 +42,13 @@ var allowed = map[string][]string{
 	// is a program of the driver's public API; the bench also opens
 	// engines itself: the modeled cluster (--model) and the file:
 	// database's server (--processes, to see who serves it).
-	"cmd/fdbqueue":                {"cmd/fdbqueue/internal/bench", "cmd/fdbqueue/internal/shell"},
+	"cmd/fdbqueue":                {"cmd/fdbqueue/internal/bench", "cmd/fdbqueue/internal/shell", "cmd/fdbqueue/internal/uicmd"},
 	"cmd/fdbqueue/internal/shell": {"driver"},
+	"cmd/fdbqueue/internal/uicmd": {"driver", "ui"},
+	// The dashboard is a program of the driver's public API, and reads
+	// the queues' state as package metrics does.
+	"ui":                          {"driver", "metrics"},
+	"metrics":                     {"driver"},
 	"cmd/fdbqueue/internal/bench": {"driver", "internal/fdbmodel", "kv/embedded", "kv/shared"},
 }
 
