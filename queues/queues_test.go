@@ -21,7 +21,13 @@ var bg = context.Background()
 // invariants when the test ends.
 func setup(t testing.TB, kind queues.Kind, resources ...string) (kv.Database, *queues.Queue) {
 	t.Helper()
-	db := embedded.Open("", embedded.Config{RetryLimit: -1})
+	return setupOn(t, embedded.Config{RetryLimit: -1}, kind, resources...)
+}
+
+// setupOn is setup on an engine configured by cfg.
+func setupOn(t testing.TB, cfg embedded.Config, kind queues.Kind, resources ...string) (kv.Database, *queues.Queue) {
+	t.Helper()
+	db := embedded.Open("", cfg)
 	q := queues.New(tuple.Tuple{"q", t.Name()}.Pack(), kind, resources...)
 	t.Cleanup(func() {
 		require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error { return q.Check(tr) }))
