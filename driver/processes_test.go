@@ -1,12 +1,14 @@
 package driver_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +29,9 @@ import (
 // "ready" once its database is open, then a line for each thing done:
 //   - push FROM N: INSERT INTO q rows FROM..FROM+N-1, one a statement,
 //     printing "try v" before and "push v" once acknowledged;
+//   - stamped FROM N: as push, printing "tried v T" just before each
+//     INSERT and "acked v T" once it returned, T the wall clock in
+//     nanoseconds (one clock: the processes share a host);
 //   - pop: SELECT v FROM q LIMIT 1 FOR POP WAIT 5, printing "pop v",
 //     until it pops a negative v (a stop row) or waits in vain;
 //   - move: as pop, but in a transaction that also inserts v into done,
@@ -68,6 +73,15 @@ func processChild(role, dir string) {
 				fail(err)
 			}
 			fmt.Println("push", v)
+		}
+	case "stamped":
+		from, n := arg(1), arg(2)
+		for v := from; v < from+n; v++ {
+			fmt.Println("tried", v, time.Now().UnixNano())
+			if _, err := db.Exec("INSERT INTO q (v) VALUES (?)", v); err != nil {
+				fail(err)
+			}
+			fmt.Println("acked", v, time.Now().UnixNano())
 		}
 	case "pop":
 		for {
@@ -242,10 +256,12 @@ func TestProcessesShareFile(t *testing.T) {
 	// after every pushed row in the queue's order.
 	waitFor(t, func() bool { return len(p.ints("push")) == pushers*perPusher })
 	time.Sleep(time.Until(leasedAt.Add(1100 * time.Millisecond)))
-	// Every row popped, then the stop rows: they must not rely on FIFO
-	// order across processes, which under the race detector put the last
-	// pushed row after them in 2 of 6 runs (it stayed in the queue: an
-	// open question of push order across a take-over).
+	// Every row popped, then the stop rows. Pushed before every row was
+	// popped, a stop row could be taken before the rows ahead of it: the
+	// poppers' pops conflict across processes and retry as spread pops,
+	// which take one of the first rows at random (as CI saw under the race
+	// detector: the last pushed row stayed in the queue behind them). The
+	// rows' order is kept (TestProcessesPushOrder), the pops' is relaxed.
 	waitFor(t, func() bool { return len(p.ints("pop")) == pushers*perPusher+leased })
 	db, err = sql.Open("fdbqueue", "file:"+p.dir)
 	require.NoError(t, err)
@@ -259,8 +275,8 @@ func TestProcessesShareFile(t *testing.T) {
 	require.Equal(t, []string{"ok"}, p.lines["reader"])
 	pushed, popped := p.ints("push"), p.ints("pop")
 	pushed = append(pushed, p.ints("lease")...)
-	// What the queue still holds, to tell a row left behind (after the stop
-	// rows, or by a popper that waited in vain) from one lost.
+	// What the queue still holds: nothing, and the report tells a row left
+	// behind from one lost.
 	db, err = sql.Open("fdbqueue", "file:"+p.dir)
 	require.NoError(t, err)
 	var left []int
@@ -273,8 +289,9 @@ func TestProcessesShareFile(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.NoError(t, db.Close())
-	t.Logf("left in q: %v; poppers that waited in vain: %d", left, len(p.lines["waited"]))
-	require.ElementsMatch(t, pushed, popped, "every pushed row popped exactly once (the leased ones after their lease ended)")
+	require.ElementsMatch(t, pushed, popped, "every pushed row popped exactly once (the leased ones after their lease ended); left in q: %v", left)
+	require.Empty(t, left, "the stop rows popped, one by each popper")
+	require.Empty(t, p.lines["waited"], "poppers that waited in vain")
 }
 
 // TestProcessesSurviveKills kills the processes sharing a file: database
@@ -354,4 +371,108 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// stamps returns the value and time of the lines that started with word
+// (see the stamped role), by value.
+func (p *procTest) stamps(word string) map[int]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[int]int64{}
+	for _, s := range p.lines[word] {
+		var v int
+		var at int64
+		_, err := fmt.Sscan(s, &v, &at)
+		require.NoError(p.t, err, "%s %s", word, s)
+		out[v] = at
+	}
+	return out
+}
+
+// TestProcessesPushOrder checks the order of a FIFO table's rows across
+// take-overs, exactly: pushers in processes of their own push one row a
+// statement while processes are killed at random moments, the serving one
+// included, and an INSERT acknowledged before another began must come
+// first in the table's order. Nothing pops (a pop that conflicts may turn
+// into a spread pop, which takes one of the first rows, not the first: a
+// documented relaxation of the pop, not of the order of the rows).
+func TestProcessesPushOrder(t *testing.T) {
+	if childRole(t) {
+		return
+	}
+	t.Parallel()
+	kills := crashtest.Rounds(8)
+	p := newProcTest(t, "TestProcessesPushOrder")
+	db, err := sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(t, err)
+	_, err = db.Exec("CREATE TABLE q (v INT NOT NULL)")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	next := 0
+	start := func() *crashtest.Child {
+		next++
+		return p.start(fmt.Sprintf("stamped %d %d", next*1_000_000, 1_000_000))
+	}
+	children := make([]*crashtest.Child, 3)
+	for i := range children {
+		children[i] = start()
+	}
+	for range kills {
+		time.Sleep(time.Duration(50+r.IntN(200)) * time.Millisecond)
+		i := r.IntN(len(children))
+		children[i].Kill(t)
+		children[i] = start()
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, c := range children {
+		c.Kill(t)
+	}
+	p.wg.Wait()
+	require.Empty(t, p.errs)
+
+	db, err = sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(t, err)
+	defer db.Close()
+	rows, err := db.Query("SELECT v FROM q")
+	require.NoError(t, err)
+	pos := map[int]int{} // place in the table's order, by value
+	var order []int
+	for rows.Next() {
+		var v int
+		require.NoError(t, rows.Scan(&v))
+		pos[v] = len(order)
+		order = append(order, v)
+	}
+	require.NoError(t, rows.Err())
+	tried, acked := p.stamps("tried"), p.stamps("acked")
+	// The acknowledgements in time order, each with the furthest place in
+	// the table of those up to it.
+	type ack struct {
+		at  int64
+		v   int
+		pos int
+	}
+	acks := make([]ack, 0, len(acked))
+	for v, at := range acked {
+		i, ok := pos[v]
+		require.True(t, ok, "acknowledged push %d lost", v)
+		acks = append(acks, ack{at: at, v: v, pos: i})
+	}
+	slices.SortFunc(acks, func(a, b ack) int { return cmp.Compare(a.at, b.at) })
+	for i := 1; i < len(acks); i++ {
+		if acks[i].pos < acks[i-1].pos {
+			acks[i].pos, acks[i].v = acks[i-1].pos, acks[i-1].v
+		}
+	}
+	for j, v := range order {
+		at, ok := tried[v]
+		require.True(t, ok, "%d was never pushed", v)
+		// The acknowledgements before v's INSERT began.
+		k, _ := slices.BinarySearchFunc(acks, at, func(a ack, at int64) int { return cmp.Compare(a.at, at) })
+		if k > 0 {
+			require.Less(t, acks[k-1].pos, j, "%d, acknowledged before %d was pushed, comes after it in the table", acks[k-1].v, v)
+		}
+	}
+	t.Logf("%d kills: %d rows pushed, %d acknowledged", kills, len(order), len(acked))
 }
