@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,14 @@ type DB struct {
 	h        *host
 	readOnly bool
 	closed   atomic.Bool
+	// handler answers the statements other processes forward while this
+	// process serves (ServeCalls); nil if none.
+	handler CallHandler
 }
+
+// CallHandler answers a call a client process forwards (Forward): a
+// statement to run in the serving process, say.
+type CallHandler func(ctx context.Context, req []byte) ([]byte, error)
 
 var (
 	_ kv.Database       = (*DB)(nil)
@@ -75,7 +83,10 @@ type host struct {
 	ln     net.Listener
 	client *remote.DB // the connection to the server, if this process was ever a client
 	closed bool
-	served chan struct{} // the Serve goroutine's end
+	// handlers are the open handles' ServeCalls handlers, the first of
+	// which answers the calls of other processes.
+	handlers []*DB
+	served   chan struct{} // the Serve goroutine's end
 }
 
 var registry = struct {
@@ -210,7 +221,7 @@ func (h *host) serveLocked(db *embedded.DB) error {
 		return err
 	}
 	h.local, h.ro, h.ln = db, ro, ln
-	h.server = remote.NewServer(db, remote.ServerOptions{})
+	h.server = remote.NewServer(db, remote.ServerOptions{Call: h.call})
 	h.served = make(chan struct{})
 	go func(s *remote.Server, done chan struct{}) {
 		defer close(done)
@@ -253,6 +264,11 @@ func (db *DB) Close() error {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	h := db.h
+	h.mu.Lock()
+	if i := slices.Index(h.handlers, db); i >= 0 {
+		h.handlers = slices.Delete(h.handlers, i, i+1)
+	}
+	h.mu.Unlock()
 	h.refs--
 	if h.refs > 0 {
 		return nil
@@ -362,4 +378,55 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// ServeCalls has fn answer, while this process serves the database, the
+// calls other processes make with Forward: the first open handle's that
+// has one, until it closes.
+func (db *DB) ServeCalls(fn func(ctx context.Context, req []byte) ([]byte, error)) {
+	db.h.mu.Lock()
+	defer db.h.mu.Unlock()
+	if db.handler == nil && fn != nil && !db.closed.Load() {
+		db.handler = fn
+		db.h.handlers = append(db.h.handlers, db)
+	}
+}
+
+// call answers a call of another process with a handler of this one.
+func (h *host) call(ctx context.Context, req []byte) ([]byte, error) {
+	h.mu.Lock()
+	var fn CallHandler
+	if len(h.handlers) > 0 {
+		fn = h.handlers[0].handler
+	}
+	h.mu.Unlock()
+	if fn == nil {
+		return nil, remote.ErrNoCalls
+	}
+	return fn(ctx, req)
+}
+
+// Forward has the serving process answer req with its handler (see
+// ServeCalls), and reports whether it did: false, with no error, when this
+// process serves the database itself (or serves it read-only to this
+// handle, or the serving process has no handler), so that the caller
+// does the work here. The errors are remote.DB.Call's: one that
+// kv.IsMaybeCommitted accepts leaves it unknown whether the handler ran.
+func (db *DB) Forward(ctx context.Context, req []byte) ([]byte, bool, error) {
+	if db.readOnly {
+		return nil, false, nil
+	}
+	b, err := db.backend()
+	if err != nil {
+		return nil, true, err
+	}
+	c, ok := b.(*remote.DB)
+	if !ok {
+		return nil, false, nil
+	}
+	resp, err := c.Call(ctx, req)
+	if errors.Is(err, remote.ErrNoCalls) {
+		return nil, false, nil
+	}
+	return resp, true, err
 }
