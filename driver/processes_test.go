@@ -32,6 +32,9 @@ import (
 //   - stamped FROM N: as push, printing "tried v T" just before each
 //     INSERT and "acked v T" once it returned, T the wall clock in
 //     nanoseconds (one clock: the processes share a host);
+//   - fpop ID: SELECT v FROM q LIMIT 1 FOR POP WAIT 1 in a loop (a
+//     client's run in the serving process), printing "ftry ID" before each
+//     and "fpop ID v" or "fnone ID" after;
 //   - pop: SELECT v FROM q LIMIT 1 FOR POP WAIT 5, printing "pop v",
 //     until it pops a negative v (a stop row) or waits in vain;
 //   - move: as pop, but in a transaction that also inserts v into done,
@@ -82,6 +85,21 @@ func processChild(role, dir string) {
 				fail(err)
 			}
 			fmt.Println("acked", v, time.Now().UnixNano())
+		}
+	case "fpop":
+		id := arg(1)
+		for {
+			fmt.Println("ftry", id)
+			var v int
+			err := db.QueryRow("SELECT v FROM q LIMIT 1 FOR POP WAIT 1").Scan(&v)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				fmt.Println("fnone", id)
+			case err != nil:
+				fail(err)
+			default:
+				fmt.Println("fpop", id, v)
+			}
 		}
 	case "pop":
 		for {
@@ -192,6 +210,13 @@ func (p *procTest) start(role string) *crashtest.Child {
 	}()
 	<-ready
 	return c
+}
+
+// words returns the rest of the lines that started with word.
+func (p *procTest) words(word string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.lines[word])
 }
 
 // ints returns the numbers of the lines that started with word.
@@ -475,4 +500,161 @@ func TestProcessesPushOrder(t *testing.T) {
 		}
 	}
 	t.Logf("%d kills: %d rows pushed, %d acknowledged", kills, len(order), len(acked))
+}
+
+// TestProcessesForwardedPops kills the processes sharing a file: database
+// at random moments, the serving one included, while others push and pop
+// in autocommit statements (a client's pops run in the serving process,
+// under its token): no row may be popped twice, every acknowledged push
+// must be popped or still queued, and a row may be missing only for a
+// popper killed during its statement (one at most each: the serving
+// process may have popped it for the popper that died).
+func TestProcessesForwardedPops(t *testing.T) {
+	if childRole(t) {
+		return
+	}
+	t.Parallel()
+	kills := crashtest.Rounds(12)
+	p := newProcTest(t, "TestProcessesForwardedPops")
+	db, err := sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(t, err)
+	_, err = db.Exec("CREATE TABLE q (v INT NOT NULL)")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	next := 0
+	role := func(i int) string {
+		next++
+		if i%2 == 0 {
+			return fmt.Sprintf("push %d %d", next*1_000_000, 1_000_000)
+		}
+		return fmt.Sprint("fpop ", next)
+	}
+	children := make([]*crashtest.Child, 5)
+	ids := make([]int, len(children)) // the poppers' ids
+	killed := map[int]bool{}          // poppers killed, by id
+	for i := range children {
+		r := role(i)
+		children[i], ids[i] = p.start(r), next
+	}
+	for range kills {
+		time.Sleep(time.Duration(50+r.IntN(250)) * time.Millisecond)
+		i := r.IntN(len(children))
+		children[i].Kill(t)
+		killed[ids[i]] = true
+		r := role(i)
+		children[i], ids[i] = p.start(r), next
+	}
+	for i, c := range children {
+		c.Kill(t)
+		killed[ids[i]] = true
+	}
+	p.wg.Wait()
+	require.Empty(t, p.errs)
+
+	db, err = sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(t, err)
+	defer db.Close()
+	queued := map[int]bool{}
+	rows, err := db.Query("SELECT v FROM q")
+	require.NoError(t, err)
+	for rows.Next() {
+		var v int
+		require.NoError(t, rows.Scan(&v))
+		queued[v] = true
+	}
+	require.NoError(t, rows.Err())
+	popped := map[int]bool{}
+	ends := map[int]int{} // statements ended, by popper
+	for _, l := range p.lines["fpop"] {
+		var who, v int
+		_, err := fmt.Sscan(l, &who, &v)
+		require.NoError(t, err)
+		require.False(t, popped[v], "%d popped twice", v)
+		require.False(t, queued[v], "%d popped and still queued", v)
+		popped[v] = true
+		ends[who]++
+	}
+	for _, l := range p.lines["fnone"] {
+		var who int
+		_, err := fmt.Sscan(l, &who)
+		require.NoError(t, err)
+		ends[who]++
+	}
+	// The poppers killed during a statement: each may have lost its row.
+	inFlight := 0
+	for _, l := range p.lines["ftry"] {
+		var who int
+		_, err := fmt.Sscan(l, &who)
+		require.NoError(t, err)
+		ends[who]--
+	}
+	for who, n := range ends {
+		require.LessOrEqual(t, n, 0, "popper %d ended more statements than it began", who)
+		require.GreaterOrEqual(t, n, -1, "popper %d", who)
+		if n == -1 {
+			require.True(t, killed[who], "popper %d left a statement unfinished without being killed", who)
+			inFlight++
+		}
+	}
+	var missing []int
+	for _, v := range p.ints("push") {
+		if !popped[v] && !queued[v] {
+			missing = append(missing, v)
+		}
+	}
+	require.LessOrEqual(t, len(missing), inFlight, "acknowledged pushes neither popped nor queued: %v; poppers killed during a statement: %d", missing, inFlight)
+	tried := map[int]bool{}
+	for _, v := range p.ints("try") {
+		tried[v] = true
+	}
+	for v := range popped {
+		require.True(t, tried[v], "%d was never pushed", v)
+	}
+	t.Logf("%d kills: %d rows pushed, %d popped, %d queued, %d missing with %d poppers killed during a statement", kills, len(p.ints("push")), len(popped), len(queued), len(missing), inFlight)
+}
+
+// TestProcessesForwardedPopsUnderFaults: the serving process's engine
+// injects conflicts and commit_unknown_result (applied or not) into its
+// commits, those of the pops it runs for two client processes included:
+// every row pushed is popped exactly once.
+func TestProcessesForwardedPopsUnderFaults(t *testing.T) {
+	if childRole(t) {
+		return
+	}
+	t.Parallel()
+	p := newProcTest(t, "TestProcessesForwardedPopsUnderFaults")
+	// This process serves, with the faults: it opens the database first.
+	db, err := sql.Open("fdbqueue", "file:"+p.dir+"?fault_unknown=0.2&fault_conflict=0.1&fault_seed=11")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec("CREATE TABLE q (v INT NOT NULL)")
+	require.NoError(t, err)
+	children := []*crashtest.Child{p.start("fpop 1"), p.start("fpop 2")}
+	const n = 300
+	for v := 1; v <= n; v++ {
+		_, err := db.Exec("INSERT INTO q (v) VALUES (?)", v)
+		require.NoError(t, err)
+	}
+	waitFor(t, func() bool { return len(p.words("fpop")) >= n })
+	for _, c := range children {
+		c.Kill(t)
+	}
+	p.wg.Wait()
+	require.Empty(t, p.errs)
+	var popped []int
+	for _, l := range p.words("fpop") {
+		var who, v int
+		_, err := fmt.Sscan(l, &who, &v)
+		require.NoError(t, err)
+		popped = append(popped, v)
+	}
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i + 1
+	}
+	require.ElementsMatch(t, want, popped, "every row popped exactly once")
+	var left int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM q").Scan(&left))
+	require.Zero(t, left)
 }

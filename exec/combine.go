@@ -90,14 +90,14 @@ const maxCombinedRows = 4
 // single-row FOR POP without WAIT, or an INSERT of a few rows.
 //
 // A statement another process forwarded (forward.go) combines too, with
-// its token: it runs in the engine of this process, which serves the
-// database, so the group's commit is certain, and each statement records
-// its receipt in the group's transaction for the retry of a caller that
-// lost its connection. One whose token is Unsure looks its receipt up, and
-// runs alone.
+// its token, when this process serves the database on an engine whose
+// commits are certain, as the group's commit then is: each statement
+// records its receipt in the group's transaction, for the retry of a
+// caller that lost its connection. One whose token is Unsure looks its
+// receipt up, and runs alone.
 func (e *Executor) combinable(b *bound) bool {
 	switch {
-	case b.forwarded && b.token.ID != 0 && !b.token.Unsure:
+	case b.forwarded && b.token.ID != 0 && !b.token.Unsure && e.srv != nil && e.srv.ServingCertain():
 	case !e.certain || b.token.ID != 0:
 		return false
 	}

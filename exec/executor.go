@@ -52,6 +52,7 @@ type Executor struct {
 	// the statements this process runs for others (a chan closed once
 	// each ends).
 	fwd     Forwarder
+	srv     CallServer
 	serving sync.Map
 }
 
@@ -99,6 +100,7 @@ func New(db kv.Database, root []byte, opts ...Option) *Executor {
 	e.setOptions(e.opts)
 	e.fwd, _ = db.(Forwarder)
 	if s, ok := db.(CallServer); ok {
+		e.srv = s
 		s.ServeCalls(e.serveCall)
 	}
 	return e

@@ -60,9 +60,11 @@ type Forwarder interface {
 }
 
 // CallServer is a database whose serving process answers the requests
-// other processes Forward with handler.
+// other processes Forward with handler. ServingCertain reports whether
+// this process serves it on an engine whose commits are certain.
 type CallServer interface {
 	ServeCalls(handler func(ctx context.Context, req []byte) ([]byte, error))
+	ServingCertain() bool
 }
 
 // forwardVersion is the version of the request and answer encodings;

@@ -392,6 +392,15 @@ func (db *DB) ServeCalls(fn func(ctx context.Context, req []byte) ([]byte, error
 	}
 }
 
+// ServingCertain reports whether this process serves the database on an
+// engine whose commits are certain (no injected commit_unknown_result):
+// what it runs for others then commits or fails for sure.
+func (db *DB) ServingCertain() bool {
+	db.h.mu.Lock()
+	defer db.h.mu.Unlock()
+	return db.h.local != nil && kv.CommitsCertain(db.h.local)
+}
+
 // call answers a call of another process with a handler of this one.
 func (h *host) call(ctx context.Context, req []byte) ([]byte, error) {
 	h.mu.Lock()
