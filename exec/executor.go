@@ -181,7 +181,7 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 	}
 	var res *Result
 	if e.forwardable(b) {
-		res, err = e.forwarded(ctx, b)
+		res, err = e.forwarded(ctx, b, args)
 	} else {
 		res, err = e.autoRun(ctx, b)
 	}

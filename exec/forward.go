@@ -86,10 +86,11 @@ func (e *Executor) forwardable(b *bound) bool {
 	return ok && s.Takes() && !isSystemSelect(s)
 }
 
-// forwarded runs b in the serving process, calling again (with its token
-// Unsure) after a call whose connection was lost, or here, when this
-// process serves.
-func (e *Executor) forwarded(ctx context.Context, b *bound) (*Result, error) {
+// forwarded runs b, bound to args, in the serving process, calling again
+// (with its token Unsure) after a call whose connection was lost, or here,
+// when this process serves. args are the caller's, as b's are not: binding
+// made a time.Duration int64 nanoseconds but for WAIT (bindWait).
+func (e *Executor) forwarded(ctx context.Context, b *bound, args Args) (*Result, error) {
 	var waitUntil time.Time
 	if b.wait.d > 0 {
 		waitUntil = time.Now().Add(b.wait.d)
@@ -100,7 +101,7 @@ func (e *Executor) forwarded(ctx context.Context, b *bound) (*Result, error) {
 		if !waitUntil.IsZero() {
 			waitLeft = max(0, time.Until(waitUntil))
 		}
-		req, err := encodeCall(b, waitLeft, ctx)
+		req, err := encodeCall(b, args, waitLeft, ctx)
 		if err != nil {
 			return e.autoRun(ctx, b) // an argument the encoding cannot carry
 		}
@@ -297,15 +298,15 @@ func unwireValues(e any) ([]any, error) {
 	return out, nil
 }
 
-// encodeCall encodes b for the serving process, with what is left of its
-// wait and of ctx.
-func encodeCall(b *bound, waitLeft time.Duration, ctx context.Context) ([]byte, error) {
-	pos, err := wireValues(b.args.Positional)
+// encodeCall encodes b, bound to args, for the serving process, with what
+// is left of its wait and of ctx.
+func encodeCall(b *bound, args Args, waitLeft time.Duration, ctx context.Context) ([]byte, error) {
+	pos, err := wireValues(args.Positional)
 	if err != nil {
 		return nil, err
 	}
 	named := tuple.Tuple{}
-	for n, v := range b.args.Named {
+	for n, v := range args.Named {
 		t, err := wireValue(v)
 		if err != nil {
 			return nil, err
@@ -316,7 +317,7 @@ func encodeCall(b *bound, waitLeft time.Duration, ctx context.Context) ([]byte, 
 	if d, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(d), 1)
 	}
-	return tuple.Tuple{int64(forwardVersion), b.p.Text, b.args.Positional != nil, pos, named,
+	return tuple.Tuple{int64(forwardVersion), b.p.Text, args.Positional != nil, pos, named,
 		b.token.ID, b.token.At.UnixNano(), b.token.Unsure, int64(waitLeft), int64(timeout)}.PackWithError()
 }
 

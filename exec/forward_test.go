@@ -179,7 +179,12 @@ func TestForwardedResults(t *testing.T) {
 	require.ErrorContains(t, err, "nope")
 	_, err = run(t, client, "SELECT v FROM q WHERE zz = 1 LIMIT 1 FOR LEASE 10")
 	require.ErrorIs(t, err, exec.ErrUnknownColumn)
-	res = mustRun(t, client, "SELECT v, _lease FROM q LIMIT 1 FOR LEASE 10")
+	res = mustRun(t, client, "SELECT v, _lease FROM q LIMIT 1 FOR LEASE ?", 10*time.Second)
 	require.Equal(t, int64(2), res.Rows[0][0])
 	require.NotZero(t, res.Rows[0][1])
+	// A time.Duration is a WAIT's seconds, and elsewhere int64 nanoseconds.
+	res = mustRun(t, client, "SELECT v FROM q WHERE v <> ? LIMIT 1 FOR POP WAIT ?", 2*time.Nanosecond, 5*time.Second)
+	require.Equal(t, [][]any{{int64(3)}}, res.Rows)
+	_, err = run(t, client, "SELECT v FROM q LIMIT 1 FOR POP WAIT ?", 301*time.Second)
+	require.ErrorIs(t, err, exec.ErrValue)
 }
