@@ -212,6 +212,62 @@ func (p *procTest) start(role string) *crashtest.Child {
 	return c
 }
 
+// killAtRandom runs n children, child i in role(i), and rounds times kills
+// one at random (after 50 to 300 ms) and starts another in its role; then
+// it kills them all, telling killed (if not nil) of each kill, and waits
+// for their lines. A child must not have printed an error.
+func (p *procTest) killAtRandom(n, rounds int, seed uint64, role func(i int) string, killed func(i int)) {
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), seed))
+	children := make([]*crashtest.Child, n)
+	for i := range children {
+		children[i] = p.start(role(i))
+	}
+	kill := func(i int) {
+		children[i].Kill(p.t)
+		if killed != nil {
+			killed(i)
+		}
+	}
+	for range rounds {
+		time.Sleep(time.Duration(50+r.IntN(250)) * time.Millisecond)
+		i := r.IntN(n)
+		kill(i)
+		children[i] = p.start(role(i))
+	}
+	for i := range children {
+		kill(i)
+	}
+	p.wg.Wait()
+	require.Empty(p.t, p.errs)
+}
+
+// queued returns what q holds, in its order.
+func (p *procTest) queued() []int {
+	db, err := sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(p.t, err)
+	defer db.Close()
+	rows, err := db.Query("SELECT v FROM q")
+	require.NoError(p.t, err)
+	var out []int
+	for rows.Next() {
+		var v int
+		require.NoError(p.t, rows.Scan(&v))
+		out = append(out, v)
+	}
+	require.NoError(p.t, rows.Err())
+	return out
+}
+
+// createQ creates the table q (v INT NOT NULL) in the test's database, and
+// closes it: no process serves it then.
+func (p *procTest) createQ() {
+	db, err := sql.Open("fdbqueue", "file:"+p.dir)
+	require.NoError(p.t, err)
+	_, err = db.Exec("CREATE TABLE q (v INT NOT NULL)")
+	require.NoError(p.t, err)
+	require.NoError(p.t, db.Close())
+}
+
 // words returns the rest of the lines that started with word.
 func (p *procTest) words(word string) []string {
 	p.mu.Lock()
@@ -428,48 +484,17 @@ func TestProcessesPushOrder(t *testing.T) {
 	t.Parallel()
 	kills := crashtest.Rounds(8)
 	p := newProcTest(t, "TestProcessesPushOrder")
-	db, err := sql.Open("fdbqueue", "file:"+p.dir)
-	require.NoError(t, err)
-	_, err = db.Exec("CREATE TABLE q (v INT NOT NULL)")
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	p.createQ()
 	next := 0
-	start := func() *crashtest.Child {
+	p.killAtRandom(3, kills, 5, func(int) string {
 		next++
-		return p.start(fmt.Sprintf("stamped %d %d", next*1_000_000, 1_000_000))
-	}
-	children := make([]*crashtest.Child, 3)
-	for i := range children {
-		children[i] = start()
-	}
-	for range kills {
-		time.Sleep(time.Duration(50+r.IntN(200)) * time.Millisecond)
-		i := r.IntN(len(children))
-		children[i].Kill(t)
-		children[i] = start()
-	}
-	time.Sleep(100 * time.Millisecond)
-	for _, c := range children {
-		c.Kill(t)
-	}
-	p.wg.Wait()
-	require.Empty(t, p.errs)
-
-	db, err = sql.Open("fdbqueue", "file:"+p.dir)
-	require.NoError(t, err)
-	defer db.Close()
-	rows, err := db.Query("SELECT v FROM q")
-	require.NoError(t, err)
+		return fmt.Sprintf("stamped %d %d", next*1_000_000, 1_000_000)
+	}, nil)
+	order := p.queued()
 	pos := map[int]int{} // place in the table's order, by value
-	var order []int
-	for rows.Next() {
-		var v int
-		require.NoError(t, rows.Scan(&v))
-		pos[v] = len(order)
-		order = append(order, v)
+	for i, v := range order {
+		pos[v] = i
 	}
-	require.NoError(t, rows.Err())
 	tried, acked := p.stamps("tried"), p.stamps("acked")
 	// The acknowledgements in time order, each with the furthest place in
 	// the table of those up to it.
@@ -516,54 +541,22 @@ func TestProcessesForwardedPops(t *testing.T) {
 	t.Parallel()
 	kills := crashtest.Rounds(12)
 	p := newProcTest(t, "TestProcessesForwardedPops")
-	db, err := sql.Open("fdbqueue", "file:"+p.dir)
-	require.NoError(t, err)
-	_, err = db.Exec("CREATE TABLE q (v INT NOT NULL)")
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	p.createQ()
 	next := 0
-	role := func(i int) string {
+	ids := make([]int, 5)    // the children's ids
+	killed := map[int]bool{} // poppers killed, by id
+	p.killAtRandom(len(ids), kills, 7, func(i int) string {
 		next++
+		ids[i] = next
 		if i%2 == 0 {
 			return fmt.Sprintf("push %d %d", next*1_000_000, 1_000_000)
 		}
 		return fmt.Sprint("fpop ", next)
-	}
-	children := make([]*crashtest.Child, 5)
-	ids := make([]int, len(children)) // the poppers' ids
-	killed := map[int]bool{}          // poppers killed, by id
-	for i := range children {
-		r := role(i)
-		children[i], ids[i] = p.start(r), next
-	}
-	for range kills {
-		time.Sleep(time.Duration(50+r.IntN(250)) * time.Millisecond)
-		i := r.IntN(len(children))
-		children[i].Kill(t)
-		killed[ids[i]] = true
-		r := role(i)
-		children[i], ids[i] = p.start(r), next
-	}
-	for i, c := range children {
-		c.Kill(t)
-		killed[ids[i]] = true
-	}
-	p.wg.Wait()
-	require.Empty(t, p.errs)
-
-	db, err = sql.Open("fdbqueue", "file:"+p.dir)
-	require.NoError(t, err)
-	defer db.Close()
+	}, func(i int) { killed[ids[i]] = true })
 	queued := map[int]bool{}
-	rows, err := db.Query("SELECT v FROM q")
-	require.NoError(t, err)
-	for rows.Next() {
-		var v int
-		require.NoError(t, rows.Scan(&v))
+	for _, v := range p.queued() {
 		queued[v] = true
 	}
-	require.NoError(t, rows.Err())
 	popped := map[int]bool{}
 	ends := map[int]int{} // statements ended, by popper
 	for _, l := range p.lines["fpop"] {

@@ -465,6 +465,19 @@ func encodeResult(res *Result) ([]byte, error) {
 		res.RowsAffected, res.LastInsertID, table}.PackWithError()
 }
 
+// each returns the elements of t, each of which must be a T.
+func each[T any](t tuple.Tuple) ([]T, bool) {
+	var out []T
+	for _, e := range t {
+		v, ok := e.(T)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, true
+}
+
 func encodeTime(t time.Time) any {
 	if t.IsZero() {
 		return nil
@@ -507,14 +520,8 @@ func decodeItem(e any) (queues.Item, error) {
 	it.ID, oks[0] = t[0].(int64)
 	it.Priority, oks[1] = t[1].(int64)
 	res, ok := t[2].(tuple.Tuple)
-	oks[2] = ok
-	for _, r := range res {
-		x, ok := r.(int64)
-		if !ok {
-			return queues.Item{}, errMalformedCall
-		}
-		it.Resources = append(it.Resources, x)
-	}
+	it.Resources, oks[2] = each[int64](res)
+	oks[2] = oks[2] && ok
 	it.Value, oks[3] = t[3].([]byte)
 	it.VisibleAt, oks[4] = decodeTime(t[4])
 	it.Lease, oks[5] = t[5].(int64)
@@ -585,32 +592,19 @@ func decodeOutcome(b []byte) (*Result, error) {
 			return nil, errMalformedCall
 		}
 	}
-	for _, c := range cols {
-		s, ok := c.(string)
-		if !ok {
-			return nil, errMalformedCall
-		}
-		res.Columns = append(res.Columns, s)
+	var ok1, ok2, ok3, ok4 bool
+	var types64, lengths64 []int64
+	res.Columns, ok1 = each[string](cols)
+	types64, ok2 = each[int64](types)
+	res.Nullable, ok3 = each[bool](nullable)
+	lengths64, ok4 = each[int64](lengths)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return nil, errMalformedCall
 	}
-	for _, c := range types {
-		n, ok := c.(int64)
-		if !ok {
-			return nil, errMalformedCall
-		}
+	for _, n := range types64 {
 		res.Types = append(res.Types, parser.Type(n))
 	}
-	for _, c := range nullable {
-		n, ok := c.(bool)
-		if !ok {
-			return nil, errMalformedCall
-		}
-		res.Nullable = append(res.Nullable, n)
-	}
-	for _, c := range lengths {
-		n, ok := c.(int64)
-		if !ok {
-			return nil, errMalformedCall
-		}
+	for _, n := range lengths64 {
 		res.Lengths = append(res.Lengths, int(n))
 	}
 	for _, r := range rows {

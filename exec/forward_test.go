@@ -85,46 +85,44 @@ func values(t *testing.T, e *exec.Executor) []int64 {
 	return out
 }
 
-// TestForwardedPopAnswerLost: the serving process popped a row, and the
-// connection was lost before the answer came (it died, or handed over):
-// the client calls again, with the statement's token Unsure, and gets the
-// same row, which its receipt holds; nothing is popped twice or lost.
-func TestForwardedPopAnswerLost(t *testing.T) {
+// TestForwardedPopLost: the connection was lost while a forwarded pop
+// was in flight. Either the serving process popped a row and the answer
+// was lost (it died, or handed over): the client calls again, with the
+// statement's token Unsure, and gets the same row, which its receipt
+// holds. Or the call never ran (the serving process died first): the
+// retry pops. Either way nothing is popped twice or lost.
+func TestForwardedPopLost(t *testing.T) {
 	t.Parallel()
-	server, client, cdb, srv := forwarding(t, 1, 2, 3)
-	calls := 0
-	cdb.forward = func(ctx context.Context, req []byte) ([]byte, bool, error) {
-		calls++
-		resp, err := srv.call(ctx, req)
-		if calls == 1 {
-			require.NoError(t, err)
-			return nil, true, lost // applied; the answer lost
-		}
-		return resp, true, err
+	for _, c := range []struct {
+		name    string
+		lost    int  // calls lost
+		applied bool // the lost calls ran
+	}{
+		{"answer lost", 1, true},
+		{"lost before it ran", 2, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			server, client, cdb, srv := forwarding(t, 1, 2, 3)
+			calls := 0
+			cdb.forward = func(ctx context.Context, req []byte) ([]byte, bool, error) {
+				calls++
+				if calls > c.lost {
+					resp, err := srv.call(ctx, req)
+					return resp, true, err
+				}
+				if c.applied {
+					_, err := srv.call(ctx, req)
+					require.NoError(t, err)
+				}
+				return nil, true, lost
+			}
+			res := mustRun(t, client, "SELECT v FROM q LIMIT 1 FOR POP")
+			require.Equal(t, [][]any{{int64(1)}}, res.Rows)
+			require.Equal(t, c.lost+1, calls)
+			require.Equal(t, []int64{2, 3}, values(t, server))
+		})
 	}
-	res := mustRun(t, client, "SELECT v FROM q LIMIT 1 FOR POP")
-	require.Equal(t, [][]any{{int64(1)}}, res.Rows)
-	require.Equal(t, 2, calls)
-	require.Equal(t, []int64{2, 3}, values(t, server))
-}
-
-// TestForwardedPopLostBeforeApplied: the call never ran (the serving
-// process died first): the retry pops.
-func TestForwardedPopLostBeforeApplied(t *testing.T) {
-	t.Parallel()
-	server, client, cdb, srv := forwarding(t, 1, 2, 3)
-	calls := 0
-	cdb.forward = func(ctx context.Context, req []byte) ([]byte, bool, error) {
-		calls++
-		if calls < 3 {
-			return nil, true, lost
-		}
-		resp, err := srv.call(ctx, req)
-		return resp, true, err
-	}
-	res := mustRun(t, client, "SELECT v FROM q LIMIT 1 FOR POP")
-	require.Equal(t, [][]any{{int64(1)}}, res.Rows)
-	require.Equal(t, []int64{2, 3}, values(t, server))
 }
 
 // TestForwardedCallsOfOneToken: the connection was lost while the
