@@ -45,14 +45,11 @@ type DB struct {
 	h        *host
 	readOnly bool
 	closed   atomic.Bool
-	// handler answers the statements other processes forward while this
-	// process serves (ServeCalls); nil if none.
-	handler CallHandler
+	// handler answers the calls other processes forward (Forward: a
+	// statement to run here, say) while this process serves (ServeCalls);
+	// nil if none.
+	handler func(ctx context.Context, req []byte) ([]byte, error)
 }
-
-// CallHandler answers a call a client process forwards (Forward): a
-// statement to run in the serving process, say.
-type CallHandler func(ctx context.Context, req []byte) ([]byte, error)
 
 var (
 	_ kv.Database       = (*DB)(nil)
@@ -401,18 +398,26 @@ func (db *DB) ServingCertain() bool {
 	return db.h.local != nil && kv.CommitsCertain(db.h.local)
 }
 
-// call answers a call of another process with a handler of this one.
+// call answers a call of another process with a handler of this one. A
+// handle that closed while its handler ran may have failed the call half
+// way (its transactions fail once it is closed), or not: the caller is told
+// that the outcome is unknown, and calls again (another handle's handler,
+// or none, answers then).
 func (h *host) call(ctx context.Context, req []byte) ([]byte, error) {
 	h.mu.Lock()
-	var fn CallHandler
+	var db *DB
 	if len(h.handlers) > 0 {
-		fn = h.handlers[0].handler
+		db = h.handlers[0]
 	}
 	h.mu.Unlock()
-	if fn == nil {
+	if db == nil {
 		return nil, remote.ErrNoCalls
 	}
-	return fn(ctx, req)
+	resp, err := db.handler(ctx, req)
+	if db.closed.Load() {
+		return nil, kv.Errorf(kv.CodeCommitUnknownResult, "fdbqueue: the database handle that ran the call was closed meanwhile: it may or may not have been applied")
+	}
+	return resp, err
 }
 
 // Forward has the serving process answer req with its handler (see
