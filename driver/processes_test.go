@@ -651,3 +651,34 @@ func TestProcessesForwardedPopsUnderFaults(t *testing.T) {
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM q").Scan(&left))
 	require.Zero(t, left)
 }
+
+// TestConflictingPopsRelaxOrder is what put a stop row of
+// TestProcessesShareFile before a row pushed ahead of it, in one process:
+// single-row pops that conflict retry as spread pops, which take one of the
+// first k rows (k doubling with the conflicts, up to 64), so the rows come
+// out of FIFO order while the conflicts last. The rows' own order holds
+// (TestProcessesPushOrder); every row is popped once.
+func TestConflictingPopsRelaxOrder(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("fdbqueue", "memory:?fault_conflict=0.5&fault_seed=3")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec("CREATE TABLE q (v INT NOT NULL)")
+	require.NoError(t, err)
+	const n = 200
+	for v := range n {
+		_, err := db.Exec("INSERT INTO q (v) VALUES (?)", v)
+		require.NoError(t, err)
+	}
+	var popped []int
+	for range n {
+		var v int
+		require.NoError(t, db.QueryRow("SELECT v FROM q LIMIT 1 FOR POP").Scan(&v))
+		popped = append(popped, v)
+	}
+	require.False(t, slices.IsSorted(popped), "pops that conflict take one of the first rows, not the first")
+	slices.Sort(popped)
+	for i, v := range popped {
+		require.Equal(t, i, v, "every row popped once")
+	}
+}
