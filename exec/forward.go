@@ -96,6 +96,7 @@ func (e *Executor) forwarded(ctx context.Context, b *bound, args Args) (*Result,
 		waitUntil = time.Now().Add(b.wait.d)
 	}
 	backoff := time.Millisecond
+	var unknown error // the first call that may have been applied
 	for attempt := 1; ; attempt++ {
 		waitLeft := time.Duration(-1)
 		if !waitUntil.IsZero() {
@@ -117,15 +118,18 @@ func (e *Executor) forwarded(ctx context.Context, b *bound, args Args) (*Result,
 		}
 		if kv.IsMaybeCommitted(err) {
 			b.token.Unsure = true
+			if unknown == nil {
+				unknown = err
+			}
 		}
 		if !kv.IsRetryable(err) || ctx.Err() != nil || attempt == maxForwardAttempts {
-			return nil, err
+			return nil, stillUnknown(err, unknown)
 		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, kv.Join(err, ctx.Err())
+			return nil, stillUnknown(kv.Join(err, ctx.Err()), unknown)
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)

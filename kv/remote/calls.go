@@ -30,8 +30,10 @@ const maxCalls = 1 << 16
 // the answer, which may be a result: the handler may have finished.
 //
 // Errors: ErrNoCalls when the server takes none (or payload is over
-// MaxCallSize); connection_failed (1026) when there was no connection to
-// send it on, which is retryable and means the call was not made; and
+// MaxCallSize); connection_failed (1026) when the connection failed
+// before the call was sent, which is retryable and means it was not made;
+// a final error when there is no server to call (the reconnect gave up, the
+// DB is closed, the server is of another version); and
 // commit_unknown_result (1021) when the connection was lost while the
 // call was in flight: the handler may have run, or still run, and a retry
 // must be one the handler can tell from a first call (a statement's
@@ -44,15 +46,14 @@ func (d *DB) Call(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, err
 	}
 	c, err := d.awaitConn(ctx)
-	if err != nil {
-		var ve *VersionError
-		if ctx.Err() != nil || errors.As(err, &ve) || err == errClosed {
-			if err == errClosed {
-				return nil, fmt.Errorf("fdbqueue: kv/remote: %w", err)
-			}
-			return nil, err
-		}
-		return nil, errLost(err)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, err
+	default:
+		// Closed, a server of another version, or a reconnect that gave
+		// up: final, as for a transaction's OnError.
+		return nil, fmt.Errorf("fdbqueue: kv/remote: no server to call: %w", err)
 	}
 	if c.caps&capCalls == 0 {
 		return nil, ErrNoCalls

@@ -102,6 +102,18 @@ func TestCallAbortAndLoss(t *testing.T) {
 	got, err := c.Call(bg, []byte("echo 3"))
 	require.NoError(t, err, "the call waits for the reconnect")
 	require.Equal(t, "xxx", string(got))
+
+	// With no server to come back, a call ends once the reconnect gives
+	// up, with an error that is not retried.
+	short := s.dial(t, remote.Options{ReconnectTimeout: 50 * time.Millisecond})
+	s.stop()
+	for range 3 {
+		if _, err = short.Call(bg, []byte("echo 1")); !kv.IsRetryable(err) {
+			break
+		}
+	}
+	require.ErrorContains(t, err, "no server to call")
+	require.False(t, kv.IsRetryable(err), "%v", err)
 }
 
 // TestCallVersions: a server of another version refuses a client, naming
