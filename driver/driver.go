@@ -16,6 +16,14 @@ import (
 	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
+// A client process's autocommit pops run in the serving process
+// (exec/forward.go): the shared file database forwards them, and serves
+// the others'.
+var (
+	_ exec.Forwarder  = (*shared.DB)(nil)
+	_ exec.CallServer = (*shared.DB)(nil)
+)
+
 // DriverName is the name the driver registers under.
 const DriverName = "fdbqueue"
 

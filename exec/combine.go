@@ -88,8 +88,17 @@ const maxCombinedRows = 4
 // combinable reports whether b, an autocommit statement, may run in a
 // group with others, on a database whose commits are certain: a
 // single-row FOR POP without WAIT, or an INSERT of a few rows.
+//
+// A statement another process forwarded (forward.go) combines too, with
+// its token, when this process serves the database on an engine whose
+// commits are certain, as the group's commit then is: each statement
+// records its receipt in the group's transaction, for the retry of a
+// caller that lost its connection. One whose token is Unsure looks its
+// receipt up, and runs alone.
 func (e *Executor) combinable(b *bound) bool {
-	if !e.certain || b.token.ID != 0 {
+	switch {
+	case b.forwarded && b.token.ID != 0 && !b.token.Unsure && e.srv != nil && e.srv.ServingCertain():
+	case !e.certain || b.token.ID != 0:
 		return false
 	}
 	switch s := b.p.Stmt.(type) {

@@ -56,6 +56,7 @@
 //	executor.go  Executor, Auto (autocommit: retries, tokens, spread pops) and Exec
 //	wait.go      FOR POP WAIT: rounds of the pop, each empty one watching the push signal
 //	combine.go   combining: concurrent single-row pops and small INSERTs of a table in one transaction
+//	forward.go   a client process's autocommit pops and leases, run in the serving process under its token
 //	putback.go   the rows of an autocommit pop the program never read, put back at their places
 //	stmt.go      a statement bound to its arguments, and one run of it
 //	ddl.go       CREATE and DROP TABLE, and their retry tokens

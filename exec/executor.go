@@ -47,6 +47,13 @@ type Executor struct {
 	groupHook func(n int)
 	// sched caches the schedules' definitions (schedule.go).
 	sched schedules
+	// fwd, if not nil, runs the autocommit pops and leases in the process
+	// that serves the database (forward.go); serving holds the tokens of
+	// the statements this process runs for others (a chan closed once
+	// each ends).
+	fwd     Forwarder
+	srv     CallServer
+	serving sync.Map
 }
 
 // now reads the executor's clock.
@@ -91,6 +98,11 @@ func New(db kv.Database, root []byte, opts ...Option) *Executor {
 		o(e)
 	}
 	e.setOptions(e.opts)
+	e.fwd, _ = db.(Forwarder)
+	if s, ok := db.(CallServer); ok {
+		e.srv = s
+		s.ServeCalls(e.serveCall)
+	}
 	return e
 }
 
@@ -168,18 +180,33 @@ func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Resu
 		b.token = queues.Token{ID: e.newToken(), At: b.now}
 	}
 	var res *Result
+	if e.forwardable(b) {
+		res, err = e.forwarded(ctx, b, args)
+	} else {
+		res, err = e.autoRun(ctx, b)
+	}
+	return e.settled(ctx, b, res, err)
+}
+
+// autoRun runs a bound autocommit statement here: in rounds (FOR POP
+// WAIT), combined with others, or in a transaction of its own.
+func (e *Executor) autoRun(ctx context.Context, b *bound) (*Result, error) {
 	switch {
 	case b.wait.d > 0:
-		res, err = e.waitPop(ctx, b)
+		return e.waitPop(ctx, b)
 	case e.combinable(b):
-		res, err = e.combined(ctx, b)
-	case isSystemSelect(p.Stmt):
-		res, err = e.autoQueues(ctx, b)
-	default:
-		res, err = e.auto(ctx, b)
+		return e.combined(ctx, b)
+	case isSystemSelect(b.p.Stmt):
+		return e.autoQueues(ctx, b)
 	}
-	if err != nil && b.token.ID != 0 && isPop(p.Stmt) && kv.IsMaybeCommitted(err) {
-		err = e.settle(ctx, b, err) // see putback.go
+	return e.auto(ctx, b)
+}
+
+// settled returns the outcome of the autocommit statement b, settling a
+// pop whose last commit's outcome is unknown first (see putback.go).
+func (e *Executor) settled(ctx context.Context, b *bound, res *Result, err error) (*Result, error) {
+	if err != nil && b.token.ID != 0 && isPop(b.p.Stmt) && kv.IsMaybeCommitted(err) {
+		err = e.settle(ctx, b, err)
 	}
 	return res, err
 }

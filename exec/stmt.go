@@ -34,6 +34,9 @@ type bound struct {
 	// dry makes an INSERT check its rows and write nothing: a schedule's
 	// at CREATE SCHEDULE (schedule.go).
 	dry bool
+	// forwarded: another process forwarded the statement (forward.go),
+	// which runs it here under its token.
+	forwarded bool
 }
 
 // bind checks args against p's placeholders and makes the ids of the rows

@@ -36,7 +36,11 @@ func Parse(sql string) (*Parsed, error) {
 	key := cacheKey(sql)
 	if len(key) > MaxCachedLen || len(sql) > MaxStatementSize {
 		parsed.Add(1)
-		return parse(sql)
+		p, err := parse(sql)
+		if err == nil {
+			p.Text = sql
+		}
+		return p, err
 	}
 	if p, ok := cache.Get(key); ok {
 		return p, nil
@@ -48,6 +52,7 @@ func Parse(sql string) (*Parsed, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Text = sql
 	cache.Add(key, p)
 	return p, nil
 }

@@ -365,7 +365,7 @@ func TestPrintCoversFields(t *testing.T) {
 		v      any
 		fields int
 	}{
-		{Parsed{}, 3},
+		{Parsed{}, 4}, // Text is the input, which each case holds already
 		{CreateTable{}, 8}, {UniqueKey{}, 3}, {Column{}, 5}, {DropTable{}, 2}, {Backoff{}, 3},
 		{Insert{}, 4}, {InsertSelect{}, 4},
 		{Select{}, 10}, {Cond{}, 3}, {OrderBy{}, 2},

@@ -17,6 +17,10 @@ type Parsed struct {
 	// uses :name placeholders (their names are in Names).
 	NumInput int
 	Names    []string
+	// Text is the statement's text as Parse was given it (or another text
+	// that parses alike: Parse's cache shares one Parsed among them), for
+	// running it in another process; "" when not parsed by Parse.
+	Text string
 }
 
 func parse(sql string) (*Parsed, error) {

@@ -88,6 +88,8 @@ func TestBadInput(t *testing.T) {
 		{"a count of a billion keys", true, append(frame(2, uvarint(1)), frame(4, uvarint(1), uvarint(1), []byte{0}, uvarint(1e9), str("k"))...)},
 		{"unknown flags", true, append(frame(2, uvarint(1)), frame(3, uvarint(1), uvarint(1), []byte{0x80}, str("k"))...)},
 		{"a transaction begun twice", true, append(frame(2, uvarint(1)), frame(2, uvarint(1))...)},
+		{"a truncated call", true, frame(24, uvarint(1), uvarint(50), []byte("short"))},
+		{"a call abort with bytes left over", true, frame(25, uvarint(1), []byte("x"))},
 		{"a key over the wire's limit", true, append(frame(2, uvarint(1)), frame(10, uvarint(1), str(strings.Repeat("k", 70_000)))...)},
 	} {
 		nc, err := net.Dial("unix", s.path)

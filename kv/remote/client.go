@@ -349,9 +349,12 @@ func (c *conn) fail(cause error) {
 	// cleared once the commit's call has its answer.
 	c.d.lost(c, cause, watches)
 	for _, cl := range calls {
-		if cl.typ == mCommit {
+		switch cl.typ {
+		case mCommit:
 			cl.err = errLostCommit(cause)
-		} else {
+		case mCall:
+			cl.err = errLostCall(cause)
+		default:
 			cl.err = errLost(cause)
 		}
 		cl.ch <- struct{}{}
@@ -528,6 +531,8 @@ func (cl *call) decode(d *dec, last bool) {
 		if last {
 			cl.more = d.u8() == 1
 		}
+	case mCall:
+		cl.val = append(cl.val, d.bytes()...)
 	case mCommit:
 	default:
 		d.fail()

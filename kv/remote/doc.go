@@ -195,6 +195,8 @@
 //	21 on error*      error
 //	22 cancel                           cancel and forget the transaction
 //	23 abort                            the client's context is done
+//	24 call*          payload           (request id in the transaction's place)
+//	25 call abort                       (the call's request id) its context is done
 //
 // Server to client:
 //
@@ -215,6 +217,23 @@
 // a transaction begun twice, more than 65,536 transactions open at once)
 // closes its connection, with the reason logged on the Server's logger;
 // the server serves its other connections on.
+//
+// # Calls
+//
+// Besides transactions, a server may take calls (ProtocolVersion 2 on):
+// DB.Call sends a payload to ServerOptions.Call, which runs it on a
+// goroutine of its own and answers, in frames of about 256 KiB; the hello
+// reply's capability flag 2 says the server takes them (DB.Call returns
+// ErrNoCalls otherwise). kv/shared forwards a client process's autocommit
+// pops through them, to run in the serving process (exec/forward.go). A
+// call whose connection is lost while it is in flight fails with
+// commit_unknown_result (1021): the handler may have run, and may still
+// run; the caller's retry must be one the handler can tell from a first
+// call. One that could not be sent fails with connection_failed (1026).
+// When the caller's context ends, the server is told (the handler's
+// context ends), and Call waits for the answer, which may be a result.
+// Closing the connection or the server ends the handlers' contexts, and
+// Server.Close waits for them to return.
 //
 // # Errors
 //
@@ -246,6 +265,7 @@
 //	txn.go        the client's transactions: attempts, reads, writes, Commit, OnError
 //	iter.go       range iterators in pages, and the futures
 //	watch.go      the client's watches, armed again after a lost connection
+//	calls.go      calls: DB.Call, and the server running its handler
 //	server.go     Server: listeners, connections, reading frames, the worker pool
 //	stxn.go       the server's transactions: operations applied in order, watches
 //	respond.go    the server's answers

@@ -22,6 +22,7 @@ var sentinels = []error{
 	kv.ErrNoMetadataVersion,
 	embedded.ErrFailed,
 	embedded.ErrReadOnly,
+	ErrNoCalls,
 }
 
 // maxCodes bounds the *kv.Errors an error carries besides its first.
@@ -182,6 +183,12 @@ func errLostCommit(cause error) error {
 
 // errClosed is the cause of everything a closed DB ends.
 var errClosed = errors.New("the kv/remote database handle was closed")
+
+// errLostCall is the error of a call in flight when its connection was
+// lost: the server may have done what it asked.
+func errLostCall(cause error) error {
+	return kv.Errorf(kv.CodeCommitUnknownResult, "the connection to the server was lost (%v) while a call was in flight: it may or may not have been applied", cause)
+}
 
 // errServerClosed is the cause of the connections a closed Server ends.
 var errServerClosed = errors.New("the server was closed")

@@ -62,6 +62,7 @@ const handshakeTimeout = 10 * time.Second
 // Capabilities the server announces.
 const (
 	capMetadataVersion = 1 << iota // its transactions have a metadata version
+	capCalls                       // it takes calls (ServerOptions.Call)
 )
 
 // helloFrame is the client's hello.

@@ -21,6 +21,12 @@ type ServerOptions struct {
 	// Logger receives the connections closed for breaking the protocol;
 	// nil means slog.Default().
 	Logger *slog.Logger
+	// Call, if not nil, answers the clients' calls (DB.Call): payload is
+	// the caller's, and what it returns goes back, its error as errors
+	// cross the wire. ctx ends when the caller's context does, or the
+	// connection or the server closes: a call may still be running then,
+	// and the server waits for it to return before Close returns.
+	Call func(ctx context.Context, payload []byte) ([]byte, error)
 
 	version string // the handshake's fdbqueue version; "": moduleVersion
 }
@@ -30,6 +36,7 @@ type ServerOptions struct {
 // its operations applied there in order.
 type Server struct {
 	db      kv.Database
+	call    func(ctx context.Context, payload []byte) ([]byte, error)
 	log     *slog.Logger
 	caps    byte
 	version string
@@ -81,7 +88,7 @@ func (s *Server) worker(x *stxn) {
 // NewServer returns a server of db's transactions. db stays the caller's:
 // close the Server before it.
 func NewServer(db kv.Database, opts ServerOptions) *Server {
-	s := &Server{db: db, log: opts.Logger, version: versionOr(opts.version),
+	s := &Server{db: db, call: opts.Call, log: opts.Logger, version: versionOr(opts.version),
 		listeners: map[net.Listener]struct{}{}, conns: map[*sconn]struct{}{},
 		work: make(chan *stxn), quit: make(chan struct{})}
 	if s.log == nil {
@@ -92,6 +99,9 @@ func NewServer(db kv.Database, opts ServerOptions) *Server {
 			s.caps |= capMetadataVersion
 		}
 		tr.Cancel()
+	}
+	if s.call != nil {
+		s.caps |= capCalls
 	}
 	return s
 }
@@ -162,7 +172,7 @@ func (s *Server) add(nc net.Conn) *sconn {
 		_ = nc.Close()
 		return nil
 	}
-	c := &sconn{s: s, nc: nc, done: make(chan struct{}), txns: map[uint64]*stxn{}, watches: map[uint64]*swatch{}}
+	c := &sconn{s: s, nc: nc, done: make(chan struct{}), txns: map[uint64]*stxn{}, watches: map[uint64]*swatch{}, calls: map[uint64]context.CancelFunc{}}
 	c.w = newWriter(nc, c.close)
 	c.room.L = &c.mu
 	s.conns[c] = struct{}{}
@@ -227,8 +237,9 @@ type sconn struct {
 	cause    error
 	txns     map[uint64]*stxn
 	watches  map[uint64]*swatch
-	inflight int       // bytes of frames handed to transactions, not yet applied
-	room     sync.Cond // inflight went down, or the connection ended
+	calls    map[uint64]context.CancelFunc // the calls running, by request
+	inflight int                           // bytes of frames handed to transactions, not yet applied
+	room     sync.Cond                     // inflight went down, or the connection ended
 }
 
 // serve runs the connection to its end, and returns why it ended: nil if
@@ -290,13 +301,16 @@ func (c *sconn) close(cause error) {
 	}
 	c.cause = cause
 	close(c.done)
-	txns := c.txns
-	c.txns = nil
+	txns, calls := c.txns, c.calls
+	c.txns, c.calls = nil, nil
 	c.room.Broadcast()
 	c.mu.Unlock()
 	_ = c.nc.Close()
 	for _, x := range txns {
 		x.end()
+	}
+	for _, cancel := range calls {
+		cancel()
 	}
 }
 
@@ -325,6 +339,18 @@ func (c *sconn) handle(f []byte) error {
 			return err
 		}
 		return c.begin(id)
+	case mCall:
+		payload := d.bytes()
+		if err := d.end(); err != nil {
+			return fmt.Errorf("%w: a malformed call", errProtocol)
+		}
+		return c.startCall(id, payload)
+	case mCallAbort:
+		if err := d.end(); err != nil {
+			return fmt.Errorf("%w: a malformed call abort", errProtocol)
+		}
+		c.abortCall(id)
+		return nil
 	case mAbort:
 		if err := d.end(); err != nil {
 			return err

@@ -27,6 +27,20 @@
 // Nothing acknowledged is lost: a commit is acknowledged once it is in the
 // log on disk, whichever process wrote it.
 //
+// # Pops run in the serving process
+//
+// A client's autocommit pops and leases (FOR POP, FOR LEASE, with or
+// without WAIT) do not run as transactions over the socket: exec forwards
+// each, whole, to the serving process (Forward, over kv/remote's calls),
+// whose executor runs it as one of its own (ServeCalls): in its claims,
+// combined with its own pops, with a watch of its own engine for WAIT.
+// Pops of different processes then skip each other's rows instead of
+// conflicting on the head. The client's statement token goes with it, and
+// the serving process records the receipt, so a statement whose
+// connection was lost is called again, on the process that took over,
+// and returns what the first call popped. Transactions (sql.Tx, BEGIN)
+// and the other statements stay client-side kv transactions.
+//
 // A process's own transactions skip the socket while it serves. Its
 // commits are certain (no receipts) only if it has served since it opened
 // the database; one that took over keeps the connection for the

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,10 @@ type DB struct {
 	h        *host
 	readOnly bool
 	closed   atomic.Bool
+	// handler answers the calls other processes forward (Forward: a
+	// statement to run here, say) while this process serves (ServeCalls);
+	// nil if none.
+	handler func(ctx context.Context, req []byte) ([]byte, error)
 }
 
 var (
@@ -75,7 +80,10 @@ type host struct {
 	ln     net.Listener
 	client *remote.DB // the connection to the server, if this process was ever a client
 	closed bool
-	served chan struct{} // the Serve goroutine's end
+	// handlers are the open handles' ServeCalls handlers, the first of
+	// which answers the calls of other processes.
+	handlers []*DB
+	served   chan struct{} // the Serve goroutine's end
 }
 
 var registry = struct {
@@ -210,7 +218,7 @@ func (h *host) serveLocked(db *embedded.DB) error {
 		return err
 	}
 	h.local, h.ro, h.ln = db, ro, ln
-	h.server = remote.NewServer(db, remote.ServerOptions{})
+	h.server = remote.NewServer(db, remote.ServerOptions{Call: h.call})
 	h.served = make(chan struct{})
 	go func(s *remote.Server, done chan struct{}) {
 		defer close(done)
@@ -253,6 +261,11 @@ func (db *DB) Close() error {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	h := db.h
+	h.mu.Lock()
+	if i := slices.Index(h.handlers, db); i >= 0 {
+		h.handlers = slices.Delete(h.handlers, i, i+1)
+	}
+	h.mu.Unlock()
 	h.refs--
 	if h.refs > 0 {
 		return nil
@@ -362,4 +375,72 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// ServeCalls has fn answer, while this process serves the database, the
+// calls other processes make with Forward: the first open handle's that
+// has one, until it closes.
+func (db *DB) ServeCalls(fn func(ctx context.Context, req []byte) ([]byte, error)) {
+	db.h.mu.Lock()
+	defer db.h.mu.Unlock()
+	if db.handler == nil && fn != nil && !db.closed.Load() {
+		db.handler = fn
+		db.h.handlers = append(db.h.handlers, db)
+	}
+}
+
+// ServingCertain reports whether this process serves the database on an
+// engine whose commits are certain (no injected commit_unknown_result):
+// what it runs for others then commits or fails for sure.
+func (db *DB) ServingCertain() bool {
+	db.h.mu.Lock()
+	defer db.h.mu.Unlock()
+	return db.h.local != nil && kv.CommitsCertain(db.h.local)
+}
+
+// call answers a call of another process with a handler of this one. A
+// handle that closed while its handler ran may have failed the call half
+// way (its transactions fail once it is closed), or not: the caller is told
+// that the outcome is unknown, and calls again (another handle's handler,
+// or none, answers then).
+func (h *host) call(ctx context.Context, req []byte) ([]byte, error) {
+	h.mu.Lock()
+	var db *DB
+	if len(h.handlers) > 0 {
+		db = h.handlers[0]
+	}
+	h.mu.Unlock()
+	if db == nil {
+		return nil, remote.ErrNoCalls
+	}
+	resp, err := db.handler(ctx, req)
+	if db.closed.Load() {
+		return nil, kv.Errorf(kv.CodeCommitUnknownResult, "fdbqueue: the database handle that ran the call was closed meanwhile: it may or may not have been applied")
+	}
+	return resp, err
+}
+
+// Forward has the serving process answer req with its handler (see
+// ServeCalls), and reports whether it did: false, with no error, when this
+// process serves the database itself (or serves it read-only to this
+// handle, or the serving process has no handler), so that the caller
+// does the work here. The errors are remote.DB.Call's: one that
+// kv.IsMaybeCommitted accepts leaves it unknown whether the handler ran.
+func (db *DB) Forward(ctx context.Context, req []byte) ([]byte, bool, error) {
+	if db.readOnly {
+		return nil, false, nil
+	}
+	b, err := db.backend()
+	if err != nil {
+		return nil, true, err
+	}
+	c, ok := b.(*remote.DB)
+	if !ok {
+		return nil, false, nil
+	}
+	resp, err := c.Call(ctx, req)
+	if errors.Is(err, remote.ErrNoCalls) {
+		return nil, false, nil
+	}
+	return resp, true, err
 }

@@ -60,6 +60,20 @@ func TestServeChild(t *testing.T) {
 		fmt.Println("error: the child does not serve")
 		os.Exit(2)
 	}
+	if os.Getenv("FDBQUEUE_SHARED_CALLS") != "" {
+		// Calls: "close" closes the handle whose handler answers them
+		// (another stays open), the others are echoed.
+		if _, err := shared.Open(dir, embedded.FileConfig{Sync: embedded.SyncNone}); err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+		db.ServeCalls(func(ctx context.Context, req []byte) ([]byte, error) {
+			if string(req) == "close" {
+				_ = db.Close()
+			}
+			return req, nil
+		})
+	}
 	fmt.Println("ready")
 	select {}
 }
@@ -244,4 +258,33 @@ func TestOpenTimesOut(t *testing.T) {
 	require.ErrorIs(t, err, shared.ErrNoServer)
 	require.ErrorIs(t, err, embedded.ErrLocked)
 	require.ErrorContains(t, err, "locked by process")
+}
+
+// TestForward: a client's call is answered by the serving process's
+// handler; the serving process itself runs its work (Forward says false);
+// a handle that closes while its handler runs leaves the outcome unknown,
+// and then no handler answers (the caller runs the work itself).
+func TestForward(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	serveInChild(t, dir, "FDBQUEUE_SHARED_CALLS=1")
+	db := open(t, dir)
+	ctx := context.Background()
+	resp, ok, err := db.Forward(ctx, []byte("echo"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "echo", string(resp))
+
+	_, ok, err = db.Forward(ctx, []byte("close"))
+	require.True(t, ok)
+	require.True(t, kv.IsMaybeCommitted(err), "%v", err)
+	_, ok, err = db.Forward(ctx, []byte("echo"))
+	require.NoError(t, err)
+	require.False(t, ok, "no handle of the serving process has a handler now")
+
+	own := open(t, t.TempDir())
+	require.True(t, own.Serving())
+	_, ok, err = own.Forward(ctx, []byte("echo"))
+	require.NoError(t, err)
+	require.False(t, ok, "a serving process runs its work itself")
 }
