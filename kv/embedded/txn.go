@@ -62,6 +62,9 @@ type txn struct {
 	wblock  []write
 	bblock  []byte
 	bblocks int
+	// oblock is what is left of the block the first atomic operation
+	// of a write is carved from (atomic).
+	oblock []atomicOp
 
 	// Probes for tree lookups, kept here so that lookups do not allocate.
 	wprobe   write
@@ -390,6 +393,7 @@ func (t *txn) room(n int) []byte {
 const (
 	writeBlock = 64
 	byteBlock  = 8 << 10
+	opBlock    = 8
 )
 
 func (t *txn) Set(key, value []byte) {
@@ -469,8 +473,13 @@ func (t *txn) atomic(key []byte, kind opKind, param []byte) {
 	op := atomicOp{kind: kind, param: t.room(len(param))}
 	copy(op.param, param)
 	if w.ops == nil {
-		w.one[0] = op
-		w.ops = w.one[:1:1]
+		// Most writes with operations have one (a counter's ADD): it
+		// is carved out of a block, as the writes are.
+		if len(t.oblock) == 0 {
+			t.oblock = make([]atomicOp, opBlock)
+		}
+		w.ops, t.oblock = t.oblock[:1:1], t.oblock[1:]
+		w.ops[0] = op
 	} else {
 		w.ops = append(w.ops, op)
 	}

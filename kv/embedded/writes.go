@@ -33,9 +33,6 @@ type write struct {
 	base baseKind
 	val  []byte
 	ops  []atomicOp
-	// one holds the first atomic operation, which ops then points to:
-	// most writes with operations have one (a counter's ADD).
-	one [1]atomicOp
 }
 
 // resolve applies w to the value it starts from (dbVal, dbOK when base is
