@@ -61,30 +61,34 @@ func settledGroup(t *testing.T, db *DB, txns []kv.Transaction) ([]error, int) {
 	return errs, groups
 }
 
+// beginWrite returns a transaction that has read key read (or, if it is
+// "", only taken its read version) and set key write to itself.
+func beginWrite(t *testing.T, db *DB, read, write string) kv.Transaction {
+	t.Helper()
+	tr, err := db.CreateTransaction(context.Background())
+	require.NoError(t, err)
+	if read != "" {
+		_, err := tr.Get([]byte(read))
+		require.NoError(t, err)
+	} else {
+		_, err := tr.GetReadVersion()
+		require.NoError(t, err)
+	}
+	tr.Set([]byte(write), []byte(write))
+	return tr
+}
+
 // TestCombinedGroupConflict: commits queued behind a leader are settled in
 // one group, in queue order; a commit that read a key an earlier member of
 // its group wrote fails with not_committed, and the others commit, each at
 // the next version.
 func TestCombinedGroupConflict(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db := Open("", Config{})
 	defer db.Close()
 	start := db.Stats().Version
 
-	begin := func(read string, write string) kv.Transaction {
-		tr, err := db.CreateTransaction(ctx)
-		require.NoError(t, err)
-		if read != "" {
-			_, err := tr.Get([]byte(read))
-			require.NoError(t, err)
-		} else {
-			_, err := tr.GetReadVersion()
-			require.NoError(t, err)
-		}
-		tr.Set([]byte(write), []byte(write))
-		return tr
-	}
+	begin := func(read string, write string) kv.Transaction { return beginWrite(t, db, read, write) }
 	// All read at the same version, before any of them commits.
 	txns := []kv.Transaction{
 		begin("", "a"),  // the leader
@@ -124,16 +128,7 @@ func TestCombinedGroupOfLargeCommits(t *testing.T) {
 	db := Open("", Config{})
 	defer db.Close()
 	begin := func(read, name string) kv.Transaction {
-		tr, err := db.CreateTransaction(ctx)
-		require.NoError(t, err)
-		if read != "" {
-			_, err := tr.Get([]byte(read))
-			require.NoError(t, err)
-		} else {
-			_, err := tr.GetReadVersion()
-			require.NoError(t, err)
-		}
-		tr.Set([]byte(name), []byte(name))
+		tr := beginWrite(t, db, read, name)
 		for i := range stageMin {
 			tr.Set([]byte(fmt.Sprintf("%s/%03d", name, i)), []byte(name))
 		}
