@@ -546,10 +546,12 @@ func exactCell(res []int64) bool {
 	return true
 }
 
-func cellsOf(res []int64) []int64 {
-	c := make([]int64, len(res))
-	for i, v := range res {
-		c[i] = cellOf(v)
+func cellsOf(res []int64) []int64 { return appendCells(make([]int64, 0, len(res)), res) }
+
+// appendCells appends the cell of each of res to dst (cellsOf).
+func appendCells(dst, res []int64) []int64 {
+	for _, v := range res {
+		dst = append(dst, cellOf(v))
 	}
-	return c
+	return dst
 }

@@ -638,28 +638,46 @@ func (q *Queue) remove(tr kv.Transaction, p pos, it Item) error {
 
 // removeCounted is remove, with the statistics counts gathered in tl if
 // not nil.
+//
+// Its keys are built one after the other in one buffer, as a
+// transaction's writes copy their keys: a pop's removal allocated a key
+// a write before.
 func (q *Queue) removeCounted(tr kv.Transaction, p pos, it Item, tl *tallies) {
-	tr.Clear(q.itemKey(p))
-	tr.Clear(q.idKey(p.id))
+	buf := make([]byte, 0, len(q.sub[tagItems])+6*maxIntLen)
+	buf = q.appendItemKey(buf[:0], p)
+	tr.Clear(buf)
+	buf = q.appendKey(buf[:0], tagIDs, p.id)
+	tr.Clear(buf)
 	tr.Add(q.countKey(), -1)
 	if tl != nil {
 		tl.tally(q, stateOf(it, p.due), rowState{})
 	} else {
-		q.tally(tr, stateOf(it, p.due), rowState{})
+		buf = q.tallyIn(tr, buf, stateOf(it, p.due), rowState{})
 	}
 	if p.due != 0 {
-		tr.Clear(q.dueKey(p))
+		buf = q.appendKey(buf[:0], tagDue, p.due, p.prio, p.seq, p.id)
+		tr.Clear(buf)
 		return
 	}
-	q.indexRemove(tr, p, it.Resources)
+	q.indexRemoveIn(tr, buf, p, it.Resources)
 }
 
 // indexRemove clears a visible item's fit index entries. It clears the
 // shape entry of an exact cell too: versions before exactCell wrote one.
 func (q *Queue) indexRemove(tr kv.Transaction, p pos, res []int64) {
+	q.indexRemoveIn(tr, nil, p, res)
+}
+
+// indexRemoveIn is indexRemove, building the keys in buf's space; it
+// returns that space.
+func (q *Queue) indexRemoveIn(tr kv.Transaction, buf []byte, p pos, res []int64) []byte {
 	if len(res) == 0 {
-		return
+		return buf
 	}
-	tr.Clear(q.entryKey(tagCells, cellsOf(res), p))
-	tr.Clear(q.entryKey(tagShapes, res, p))
+	var cells [8]int64
+	buf = q.appendEntryKey(buf[:0], tagCells, appendCells(cells[:0], res), p)
+	tr.Clear(buf)
+	buf = q.appendEntryKey(buf[:0], tagShapes, res, p)
+	tr.Clear(buf)
+	return buf
 }

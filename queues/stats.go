@@ -163,10 +163,15 @@ type gauge struct {
 
 // key returns the gauge's key.
 func (q *Queue) gaugeKey(g gauge) []byte {
+	return q.appendGaugeKey(make([]byte, 0, len(q.sub[tagStats])+4*maxIntLen), g)
+}
+
+// appendGaugeKey appends the gauge's key to dst.
+func (q *Queue) appendGaugeKey(dst []byte, g gauge) []byte {
 	if g.sub == statVisible {
-		return q.key(tagStats, statVisible, g.elems[0])
+		return q.appendKey(dst, tagStats, statVisible, g.elems[0])
 	}
-	return q.key(tagStats, statDue, g.elems[0], g.elems[1], g.elems[2])
+	return q.appendKey(dst, tagStats, statDue, g.elems[0], g.elems[1], g.elems[2])
 }
 
 // gaugesOf returns the gauges an item in state s is counted under: the
@@ -208,7 +213,17 @@ func dueBucket(due int64) int64 { return (due - 1) / int64(time.Second) }
 // in: an ADD of -1 (and a COMPARE_AND_CLEAR at 0) for each key it leaves,
 // an ADD of 1 for each it enters.
 func (q *Queue) tally(tr kv.Transaction, from, to rowState) {
-	moveCounts(from, to, func(g gauge, n int64) { addCount(tr, q.gaugeKey(g), n) })
+	q.tallyIn(tr, nil, from, to)
+}
+
+// tallyIn is tally, building the keys in buf's space (a transaction's
+// writes copy their keys); it returns that space.
+func (q *Queue) tallyIn(tr kv.Transaction, buf []byte, from, to rowState) []byte {
+	moveCounts(from, to, func(g gauge, n int64) {
+		buf = q.appendGaugeKey(buf[:0], g)
+		addCount(tr, buf, n)
+	})
+	return buf
 }
 
 // moveCounts calls add with each gauge an item moving from one state to

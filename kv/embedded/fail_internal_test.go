@@ -188,3 +188,105 @@ func TestFileGroupReadableOnceDurable(t *testing.T) {
 	}))
 	require.Equal(t, []kv.KeyValue{{Key: []byte("added"), Value: []byte("new")}, {Key: []byte("changed"), Value: []byte("new")}}, seen, "after it")
 }
+
+// TestFileGroupOfManyStagedUnseen: a group of several large commits is
+// staged a commit at a time, letting readers in between (wal.commitGroup);
+// none of those readers, nor one during the fsync, sees any of the
+// group's writes, and all of them are readable once the fsync returns.
+func TestFileGroupOfManyStagedUnseen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := OpenFile(t.TempDir(), FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	// The first group's fsync holds the pen until release1, while the
+	// others queue; the second's until release2.
+	syncing1, release1 := make(chan struct{}), make(chan struct{})
+	syncing2, release2 := make(chan struct{}), make(chan struct{})
+	var once1, once2 sync.Once
+	free := func() {
+		once1.Do(func() { close(release1) })
+		once2.Do(func() { close(release2) })
+	}
+	defer free() // before db.Close, which waits for the log's writer
+	var syncs int
+	db.s.log.syncFault = func() error {
+		syncs++ // the pen's holder alone calls it
+		switch syncs {
+		case 1:
+			close(syncing1)
+			<-release1
+		case 2:
+			close(syncing2)
+			<-release2
+		}
+		return nil
+	}
+	const others = 3
+	large := func(name string) func(kv.Transaction) error {
+		return func(tr kv.Transaction) error {
+			for i := range stageMin {
+				tr.Set([]byte(fmt.Sprintf("%s/%03d", name, i)), []byte(name))
+			}
+			return nil
+		}
+	}
+	committed := make(chan error, others+1)
+	go func() { committed <- db.Transact(ctx, large("a")) }()
+	<-syncing1
+	for i := range others {
+		go func() { committed <- db.Transact(ctx, large(fmt.Sprint("b", i))) }()
+	}
+	queued := func() bool {
+		db.s.log.mu.Lock()
+		defer db.s.log.mu.Unlock()
+		return len(db.s.log.queue) == others
+	}
+	require.Eventually(t, queued, 10*time.Second, time.Millisecond, "the other commits queue for the log")
+	count := func() int {
+		n := 0
+		require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			kvs, err := kv.Collect(tr.GetRange(kv.Range{Begin: []byte("b"), End: []byte("c")}, kv.RangeOptions{}))
+			n = len(kvs)
+			return err
+		}))
+		return n
+	}
+	// Readers run while the next group is staged and while it syncs.
+	stop := make(chan struct{})
+	readerSaw := make(chan int, 1)
+	go func() {
+		most := 0
+		for {
+			select {
+			case <-stop:
+				readerSaw <- most
+				return
+			default:
+				most = max(most, count())
+			}
+		}
+	}()
+	once1.Do(func() { close(release1) })
+	require.NoError(t, <-committed)
+	<-syncing2
+	staged := func() bool {
+		db.s.mu.RLock()
+		defer db.s.mu.RUnlock()
+		for i := range others {
+			if _, ok := db.s.tree.Get(probe(new([]byte), []byte(fmt.Sprintf("b%d/%03d", i, stageMin-1)))); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	require.Eventually(t, staged, 10*time.Second, time.Millisecond, "the group is staged while its fsync runs")
+	require.Zero(t, count(), "during the fsync")
+	close(stop)
+	require.Zero(t, <-readerSaw, "while the group was staged")
+	once2.Do(func() { close(release2) })
+	for range others {
+		require.NoError(t, <-committed)
+	}
+	require.Equal(t, others*stageMin, count(), "after the fsync")
+}

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -60,30 +61,34 @@ func settledGroup(t *testing.T, db *DB, txns []kv.Transaction) ([]error, int) {
 	return errs, groups
 }
 
+// beginWrite returns a transaction that has read key read (or, if it is
+// "", only taken its read version) and set key write to itself.
+func beginWrite(t *testing.T, db *DB, read, write string) kv.Transaction {
+	t.Helper()
+	tr, err := db.CreateTransaction(context.Background())
+	require.NoError(t, err)
+	if read != "" {
+		_, err := tr.Get([]byte(read))
+		require.NoError(t, err)
+	} else {
+		_, err := tr.GetReadVersion()
+		require.NoError(t, err)
+	}
+	tr.Set([]byte(write), []byte(write))
+	return tr
+}
+
 // TestCombinedGroupConflict: commits queued behind a leader are settled in
 // one group, in queue order; a commit that read a key an earlier member of
 // its group wrote fails with not_committed, and the others commit, each at
 // the next version.
 func TestCombinedGroupConflict(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db := Open("", Config{})
 	defer db.Close()
 	start := db.Stats().Version
 
-	begin := func(read string, write string) kv.Transaction {
-		tr, err := db.CreateTransaction(ctx)
-		require.NoError(t, err)
-		if read != "" {
-			_, err := tr.Get([]byte(read))
-			require.NoError(t, err)
-		} else {
-			_, err := tr.GetReadVersion()
-			require.NoError(t, err)
-		}
-		tr.Set([]byte(write), []byte(write))
-		return tr
-	}
+	begin := func(read string, write string) kv.Transaction { return beginWrite(t, db, read, write) }
 	// All read at the same version, before any of them commits.
 	txns := []kv.Transaction{
 		begin("", "a"),  // the leader
@@ -111,6 +116,86 @@ func TestCombinedGroupConflict(t *testing.T) {
 		got := readAllAt(t, db, ver)
 		require.Equal(t, want, got, "as of version %d", ver)
 	}
+}
+
+// TestCombinedGroupOfLargeCommits: in memory, a group lets go of the
+// store's lock after each large commit (settleGroup), so that readers run
+// between them: a reader sees each commit whole or not at all, and a
+// conflict with a commit before the release is still found.
+func TestCombinedGroupOfLargeCommits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := Open("", Config{})
+	defer db.Close()
+	begin := func(read, name string) kv.Transaction {
+		tr := beginWrite(t, db, read, name)
+		for i := range stageMin {
+			tr.Set([]byte(fmt.Sprintf("%s/%03d", name, i)), []byte(name))
+		}
+		return tr
+	}
+	names := []string{"a", "b", "x", "d", "e"}
+	txns := []kv.Transaction{
+		begin("", "a"),  // the leader
+		begin("x", "b"), // reads x before x commits: commits
+		begin("", "x"),  // writes x, then the lock is let go
+		begin("x", "d"), // reads x, queued after it: conflicts
+		begin("", "e"),
+	}
+	stop := make(chan struct{})
+	partial := make(chan string, 1)
+	go func() {
+		defer close(partial)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+				for _, name := range names {
+					kvs, err := kv.Collect(tr.GetRange(kv.PrefixRange([]byte(name+"/")), kv.RangeOptions{}))
+					if err != nil {
+						return err
+					}
+					if len(kvs) != 0 && len(kvs) != stageMin {
+						return fmt.Errorf("%s: %d of %d keys", name, len(kvs), stageMin)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				partial <- err.Error()
+				return
+			}
+		}
+	}()
+	errs, groups := settledGroup(t, db, txns)
+	close(stop)
+	for p := range partial {
+		t.Fatalf("a reader: %s", p)
+	}
+	require.Equal(t, 2, groups)
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	require.NoError(t, errs[2])
+	require.ErrorIs(t, errs[3], kv.ErrNotCommitted)
+	require.NoError(t, errs[4])
+	var present []string
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		present = nil
+		for _, name := range names {
+			v, err := tr.Get([]byte(name))
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				present = append(present, name)
+			}
+		}
+		return nil
+	}))
+	require.Equal(t, []string{"a", "b", "x", "e"}, present)
 }
 
 // readAllAt lists the keys visible at version ver.

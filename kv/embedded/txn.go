@@ -62,6 +62,9 @@ type txn struct {
 	wblock  []write
 	bblock  []byte
 	bblocks int
+	// oblock is what is left of the block the first atomic operation
+	// of a write is carved from (atomic).
+	oblock []atomicOp
 
 	// Probes for tree lookups, kept here so that lookups do not allocate.
 	wprobe   write
@@ -360,24 +363,29 @@ func (t *txn) newWrite(key []byte, extra int) (*write, []byte) {
 	}
 	w := &t.wblock[0]
 	t.wblock = t.wblock[1:]
-	n := len(key) + extra
-	var buf []byte
-	if n > byteBlock/8 {
-		buf = make([]byte, n)
-	} else {
-		if len(t.bblock) < n {
-			// As large as the blocks so far (not t.size, which counts
-			// the read conflicts: a fit pop's dozens of reads made its
-			// few small writes take a block of 4 to 8 KiB).
-			size := min(max(t.bblocks, 256, n), byteBlock)
-			t.bblock = make([]byte, size)
-			t.bblocks += size
-		}
-		buf, t.bblock = t.bblock[:n:n], t.bblock[n:]
-	}
+	buf := t.room(len(key) + extra)
 	copy(buf, key)
 	w.key = buf[:len(key):len(key)]
 	return w, buf[len(key):]
+}
+
+// room returns n bytes carved out of the transaction's byte blocks (see
+// newWrite), or its own slice if n is large.
+func (t *txn) room(n int) []byte {
+	if n > byteBlock/8 {
+		return make([]byte, n)
+	}
+	if len(t.bblock) < n {
+		// As large as the blocks so far (not t.size, which counts
+		// the read conflicts: a fit pop's dozens of reads made its
+		// few small writes take a block of 4 to 8 KiB).
+		size := min(max(t.bblocks, 256, n), byteBlock)
+		t.bblock = make([]byte, size)
+		t.bblocks += size
+	}
+	var buf []byte
+	buf, t.bblock = t.bblock[:n:n], t.bblock[n:]
+	return buf
 }
 
 // writeBlock and byteBlock are the sizes of newWrite's blocks: writes, and
@@ -385,6 +393,7 @@ func (t *txn) newWrite(key []byte, extra int) (*write, []byte) {
 const (
 	writeBlock = 64
 	byteBlock  = 8 << 10
+	opBlock    = 8
 )
 
 func (t *txn) Set(key, value []byte) {
@@ -453,7 +462,27 @@ func (t *txn) atomic(key []byte, kind opKind, param []byte) {
 	if len(param) > kv.MaxValueSize && t.err == nil {
 		t.err = kv.Errorf(kv.CodeValueTooLarge, "value of %d bytes (limit %d)", len(param), kv.MaxValueSize)
 	}
-	w.ops = append(w.ops, atomicOp{kind: kind, param: slices.Clone(param)})
+	if n := len(w.ops); kind == opAdd && n > 0 && w.ops[n-1].kind == opAdd && len(w.ops[n-1].param) == len(param) {
+		// Two ADDs of one length in a row are one: (v+a)+b = v+(a+b),
+		// both truncated to that length. The counters a pop or a push
+		// adds to (a queue's count, its statistics) take one
+		// operation per transaction, not one per row.
+		addInto(w.ops[n-1].param, param)
+		return
+	}
+	op := atomicOp{kind: kind, param: t.room(len(param))}
+	copy(op.param, param)
+	if w.ops == nil {
+		// Most writes with operations have one (a counter's ADD): it
+		// is carved out of a block, as the writes are.
+		if len(t.oblock) == 0 {
+			t.oblock = make([]atomicOp, opBlock)
+		}
+		w.ops, t.oblock = t.oblock[:1:1], t.oblock[1:]
+		w.ops[0] = op
+	} else {
+		w.ops = append(w.ops, op)
+	}
 	t.size += len(param)
 }
 

@@ -295,14 +295,21 @@ func (w *wal) commitGroup(group []*pending) bool {
 		// read at s.version), and it becomes readable once the fsync
 		// returns. Installing a 100-row INSERT takes about as long as
 		// its fsync.
+		//
+		// The lock is taken a commit at a time: the clients that are
+		// not in this group read between two (a 100-row INSERT reads
+		// its queue's tails and ids), where under one hold for the
+		// whole group they waited for all of it, and the writer and
+		// the clients took turns on the cores (8 clients' 100-row
+		// INSERTs ran at 0.93 of one client's rate).
 		staged = true
 		synced := make(chan error, 1)
 		go func() { synced <- w.syncSegment() }()
-		s.mu.Lock()
 		for _, p := range group {
+			s.mu.Lock()
 			p.touched = s.stageLocked(p.ver, p.b)
+			s.mu.Unlock()
 		}
-		s.mu.Unlock()
 		if err := <-synced; err != nil {
 			// The group stays in the tree, never readable: no version
 			// after it is published, and the database accepts no

@@ -65,13 +65,19 @@ func addLE(val []byte, ok bool, param []byte) []byte {
 	if ok {
 		copy(out, val)
 	}
+	addInto(out, param)
+	return out
+}
+
+// addInto adds param to acc in place, little-endian, as ADD does: the
+// result as long as acc, which is as long as param.
+func addInto(acc, param []byte) {
 	var carry uint16
-	for i := range out {
-		s := uint16(out[i]) + uint16(param[i]) + carry
-		out[i] = byte(s)
+	for i := range acc {
+		s := uint16(acc[i]) + uint16(param[i]) + carry
+		acc[i] = byte(s)
 		carry = s >> 8
 	}
-	return out
 }
 
 func writeLess(a, b *write) bool { return bytes.Compare(a.key, b.key) < 0 }

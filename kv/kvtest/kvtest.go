@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 		{"ReadOnlyCommitNeverConflicts", testReadOnlyCommit},
 		{"BlindWritesDoNotConflict", testBlindWrites},
 		{"AtomicAddConcurrent", testAtomicAddConcurrent},
+		{"AtomicAddsInOneTransaction", testAtomicAddsInOneTransaction},
 		{"CompareAndClear", testCompareAndClear},
 		{"ClearRange", testClearRange},
 		{"Limits", testLimits},

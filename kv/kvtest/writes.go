@@ -89,6 +89,41 @@ func testAtomicAddConcurrent(t *testing.T, in Instance) {
 	require.Equal(t, int64(-2), int64(binary.LittleEndian.Uint64(get(t, in.DB, "neg"))))
 }
 
+// testAtomicAddsInOneTransaction: several ADDs to one key in one
+// transaction add up, around a read of the key, a set and a
+// compare-and-clear between them, as a group of pops adds to its
+// queue's counters once a pop.
+func testAtomicAddsInOneTransaction(t *testing.T, in Instance) {
+	le := func(n int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(n)) }
+	set(t, in.DB, "adds/base", string(le(10)))
+	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
+		for _, d := range []int64{5, -7, 1 << 40, -(1 << 40)} {
+			tr.Add([]byte("adds/base"), d) // 10 + 5 - 7 = 8
+		}
+		v, err := tr.Get([]byte("adds/base"))
+		require.NoError(t, err)
+		require.Equal(t, le(8), v)
+		tr.Add([]byte("adds/base"), -8)
+		tr.CompareAndClear([]byte("adds/base"), le(0)) // cleared at 0
+		tr.Add([]byte("adds/base"), 3)
+		tr.Add([]byte("adds/base"), 4) // 7 from nothing
+
+		tr.Set([]byte("adds/set"), le(100))
+		tr.Add([]byte("adds/set"), -1)
+		tr.Add([]byte("adds/set"), -1)
+
+		tr.Add([]byte("adds/new"), -1)
+		tr.Add([]byte("adds/new"), 1)
+		tr.CompareAndClear([]byte("adds/new"), le(0))
+		tr.Add([]byte("adds/new"), 2)
+		tr.Add([]byte("adds/new"), -3)
+		return nil
+	}))
+	require.Equal(t, le(7), get(t, in.DB, "adds/base"))
+	require.Equal(t, le(98), get(t, in.DB, "adds/set"))
+	require.Equal(t, le(-1), get(t, in.DB, "adds/new"))
+}
+
 func testCompareAndClear(t *testing.T, in Instance) {
 	set(t, in.DB, "a", "x", "b", "y")
 	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
