@@ -59,6 +59,9 @@ function when(iso) {
 }
 function last(a) { return a && a.length ? a[a.length - 1] : -1; }
 function enc(s) { return encodeURIComponent(s); }
+// ident quotes a table's name as the statements the server runs do
+// (backticks, doubled inside), unless it is a plain identifier.
+function ident(s) { return /^[A-Za-z_][A-Za-z0-9_]*$/.test(s) ? s : "`" + s.replaceAll("`", "``") + "`"; }
 
 // niceMax rounds a chart's top up to 1, 2 or 5 times a power of ten.
 function niceMax(v) {
@@ -236,9 +239,9 @@ async function showRows(name, info, query, state, offset) {
     const id = r[0], lease = r[2];
     const acts = [];
     if (!readOnly) {
-      if (dead) acts.push(el("button", { "data-action": "retry", onclick: () => act(name, "retry", { id }, `Move dead letter ${id} back to ${name}?`, `INSERT INTO ${name} SELECT * FROM ${name}_dead WHERE id = ${id} LIMIT 1 FOR POP`) }, "Retry"));
-      if (page.state === "leased") acts.push(el("button", { "data-action": "release", onclick: () => act(name, "release", { id, lease }, `Release the lease on row ${id}? It becomes visible now; its holder's ack will fail.`, `UPDATE ${name} SET _visible_at = NOW() WHERE id = ${id} AND _lease = ${lease}`) }, "Release"));
-      acts.push(el("button", { "data-action": "delete", onclick: () => act(name, "delete", { id, dead }, `Delete row ${id} of ${dead ? name + "_dead" : name}?`, `DELETE FROM ${dead ? name + "_dead" : name} WHERE id = ${id}`) }, "Delete"));
+      if (dead) acts.push(el("button", { "data-action": "retry", onclick: () => act(name, "retry", { id }, `Move dead letter ${id} back to ${name}?`, `INSERT INTO ${ident(name)} SELECT * FROM ${ident(name + "_dead")} WHERE id = ${id} LIMIT 1 FOR POP`) }, "Retry"));
+      if (page.state === "leased") acts.push(el("button", { "data-action": "release", onclick: () => act(name, "release", { id, lease }, `Release the lease on row ${id}? It becomes visible now; its holder's ack will fail.`, `UPDATE ${ident(name)} SET _visible_at = NOW() WHERE id = ${id} AND _lease = ${lease}`) }, "Release"));
+      acts.push(el("button", { "data-action": "delete", onclick: () => act(name, "delete", { id, dead }, `Delete row ${id} of ${dead ? name + "_dead" : name}?`, `DELETE FROM ${ident(dead ? name + "_dead" : name)} WHERE id = ${id}`) }, "Delete"));
     }
     return el("tr", { "data-id": id }, r.map((v, i) => el("td", { class: typeof v === "number" ? "num" : "val", title: v === null ? "NULL" : String(v) }, v === null ? el("span", { class: "muted" }, "NULL") : v === "" && i === 1 ? el("span", { class: "muted" }, "never") : i === 1 ? when(v) : String(v))), readOnly ? null : el("td", {}, acts));
   });
@@ -297,7 +300,7 @@ async function act(table, action, body, text, sql) {
 }
 
 function purge(table) {
-  return act(table, "purge", {}, `Delete all ${fmtNum(deadNow)} dead letters of ${table}? This cannot be undone.`, `DELETE FROM ${table}_dead`);
+  return act(table, "purge", {}, `Delete all ${fmtNum(deadNow)} dead letters of ${table}? This cannot be undone.`, `DELETE FROM ${ident(table + "_dead")}`);
 }
 
 // render shows the page the hash names, and refreshes it.
