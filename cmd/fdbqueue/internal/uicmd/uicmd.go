@@ -9,6 +9,7 @@ package uicmd
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"database/sql"
 	"errors"
@@ -169,10 +170,19 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 	var h http.Handler = d
 	if o.auth != nil {
 		h = o.auth.wrap(d)
+	} else {
+		h = loopbackHostOnly(d)
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
+	}
+	if o.auth == nil && !isLoopback(ln.Addr()) {
+		// A name (localhost) that resolved to another address than the
+		// loopback's.
+		ln.Close()
+		return fmt.Errorf("--listen %s listens on %s, not a loopback address: anyone who reaches it could read the queues and change them. "+
+			"Pass --auth token:SECRET or --auth basic:USER:PASS, or listen on 127.0.0.1", o.listen, ln.Addr())
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String() + "/"
@@ -194,6 +204,41 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// isLoopback says whether a listener's address is a loopback one.
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// loopbackHostOnly refuses a request whose Host is not a loopback name or
+// address, which a browser sends to a dashboard without --auth only from
+// a page of another site whose name was rebound to 127.0.0.1 (DNS
+// rebinding): that page would be same-origin with the dashboard, and
+// could read it and act.
+func loopbackHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			host = hh
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		ip := net.ParseIP(host)
+		if !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, "this dashboard listens on a loopback address without --auth: it answers requests for localhost, 127.0.0.1 or [::1] only, not for "+clipHost(r.Host), http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// clipHost shortens a request's Host for an error message.
+func clipHost(h string) string {
+	if len(h) > 100 {
+		return h[:100] + "..."
+	}
+	return h
 }
 
 // An authenticator checks the credentials of every request.
@@ -238,7 +283,9 @@ func (a tokenAuth) wrap(h http.Handler) http.Handler {
 			q.Del("token")
 			u := *r.URL
 			u.RawQuery = q.Encode()
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			// One leading slash: //host and /\host name another site.
+			to := "/" + strings.TrimLeft(u.RequestURI(), `/\`)
+			http.Redirect(w, r, to, http.StatusSeeOther)
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -269,7 +316,13 @@ func (a basicAuth) wrap(h http.Handler) http.Handler {
 	})
 }
 
-func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+// equal compares a credential in constant time, its length too
+// (subtle.ConstantTimeCompare answers at once for another length): it
+// compares the strings' SHA-256 sums.
+func equal(a, b string) bool {
+	x, y := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(x[:], y[:]) == 1
+}
 
 func unauthorized(w http.ResponseWriter, why string) {
 	http.Error(w, why, http.StatusUnauthorized)
