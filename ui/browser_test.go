@@ -126,6 +126,23 @@ func (tb *tab) listen(ev any) {
 	}
 }
 
+// expectErrors takes the errors the page logged that hold substr out of
+// those that fail the test (a 404 the page expected and showed, say),
+// and requires one at least.
+func (tb *tab) expectErrors(t *testing.T, substr string) {
+	t.Helper()
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	var keep []string
+	for _, e := range tb.errors {
+		if !strings.Contains(e, substr) {
+			keep = append(keep, e)
+		}
+	}
+	require.Less(t, len(keep), len(tb.errors), "the page logged no error with %q", substr)
+	tb.errors = keep
+}
+
 func (tb *tab) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	require.NoError(t, chromedp.Do(tb.ctx, steps...))

@@ -110,4 +110,17 @@ func TestHostileNamesShowAsText(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "#/t/"+url.PathEscape(pathTable)+"/visible", hash)
 	noMarkup()
+
+	// Dropped while its page is open: the refresh says so.
+	_, err = db.Exec("DROP TABLE " + quoted(pathTable))
+	require.NoError(t, err)
+	_, err = chromedp.Run(tb.ctx, chromedp.Poll[bool](`document.getElementById("live").innerText.includes("was it dropped?")`))
+	require.NoError(t, err, "the page did not say the table is gone: %s", tb.text(t, "#live"))
+	tb.screenshot(t, "dropped.png")
+	tb.expectErrors(t, "status of 404")
+
+	// An address that is not one of the page's says so, readably.
+	tb.do(t, chromedp.Navigate(base+"#/t/%E0%A4/visible"), visible(`#error`))
+	require.Contains(t, tb.text(t, `#error`), "this address is not one of the dashboard's")
+	tb.do(t, click(`main a[href="#/"]`), visible(`#tables`))
 }

@@ -118,15 +118,9 @@ function live() { document.getElementById("live").textContent = "updated " + new
 // The overview: every table with its counts, and the plots.
 async function overview(myRoute) {
   setCrumbs(["Queues", "#/"]);
-  const data = await api("api/overview");
+  // The series of the tables the plots draw only, and the totals.
+  const data = await api("api/overview?top=" + colors.length);
   if (myRoute !== route) return;
-  const sums = { in: [], out: [] };
-  const lastRate = {};
-  for (const [name, s] of Object.entries(data.series.tables)) {
-    lastRate[name] = { in: last(s.inPerS), out: last(s.outPerS) };
-    s.inPerS.forEach((v, i) => { sums.in[i] = v < 0 && sums.in[i] === undefined ? -1 : Math.max(0, sums.in[i] || 0) + Math.max(0, v); });
-    s.outPerS.forEach((v, i) => { sums.out[i] = v < 0 && sums.out[i] === undefined ? -1 : Math.max(0, sums.out[i] || 0) + Math.max(0, v); });
-  }
   const queues = data.tables.filter((q) => !q.deadOf);
   const rows = queues.map((q) => el("tr", { "data-table": q.name },
     el("td", {}, el("a", { href: "#/t/" + enc(q.name) + "/visible" }, q.name)),
@@ -136,8 +130,8 @@ async function overview(myRoute) {
     el("td", { class: "num", "data-field": "leased" }, q.exact ? fmtNum(q.leased) : "–"),
     el("td", { class: "num" + (q.dead > 0 ? " bad" : ""), "data-field": "dead" }, q.hasDead ? el("a", { href: "#/t/" + enc(q.name) + "/dead" }, fmtNum(q.dead)) : "–"),
     el("td", { class: "num", "data-field": "age" }, q.exact && q.visible > 0 ? fmtAge(q.oldestVisibleAgeS) : "–"),
-    el("td", { class: "num", "data-field": "in" }, fmtRate((lastRate[q.name] || {}).in)),
-    el("td", { class: "num", "data-field": "out" }, fmtRate((lastRate[q.name] || {}).out)),
+    el("td", { class: "num", "data-field": "in" }, fmtRate(q.inPerS)),
+    el("td", { class: "num", "data-field": "out" }, fmtRate(q.outPerS)),
     el("td", { class: "num", "data-field": "pushed" }, fmtNum(q.pushed)),
   ));
   const head = el("tr", {}, ["table", "rows", "visible", "delayed", "leased", "dead", "oldest visible", "pushed/s", "done/s", "pushed"].map((h, i) => el("th", { class: i ? "num" : "" }, h)));
@@ -148,7 +142,7 @@ async function overview(myRoute) {
   const lines = (f) => top.map((n, i) => ({ name: n, color: colors[i], values: data.series.tables[n][f] }));
   const charts = el("div", { class: "charts" },
     chart("Rows (depth)", lines("depth"), t, intFmt),
-    chart("Rows per second, all tables", [{ name: "pushed", color: colors[0], values: sums.in }, { name: "done (popped + acked)", color: colors[2], values: sums.out }], t, intFmt),
+    chart("Rows per second, all tables", [{ name: "pushed", color: colors[0], values: data.series.total.inPerS }, { name: "done (popped + acked)", color: colors[2], values: data.series.total.outPerS }], t, intFmt),
     chart("Oldest visible row's age (s)", lines("ageS"), t, intFmt),
   );
   app.replaceChildren(
@@ -167,7 +161,7 @@ const stateNames = ["visible", "delayed", "leased", "dead"];
 // its rows by state (on demand: Refresh, an action, the pager).
 async function tablePage(myRoute, name, state, offset) {
   setCrumbs(["Queues", "#/"], [name, "#/t/" + enc(name) + "/visible"]);
-  const [info, data] = await Promise.all([api("api/tables/" + enc(name)), api("api/overview")]);
+  const [info, data] = await Promise.all([api("api/tables/" + enc(name)), api("api/overview?table=" + enc(name))]);
   if (myRoute !== route) return;
   const tabs = el("div", { class: "tabs" }, stateNames.filter((st) => st !== "dead" || info.hasDead).map((st) =>
     el("a", { href: "#/t/" + enc(name) + "/" + st, class: st === state ? "on" : "", "data-state": st }, st)));
@@ -212,7 +206,7 @@ function summary(name, info, data) {
 function refreshSummary(myRoute, name, info) {
   timer = setTimeout(async () => {
     try {
-      const data = await api("api/overview");
+      const data = await api("api/overview?table=" + enc(name));
       if (myRoute !== route) return;
       document.getElementById("summary").replaceWith(summary(name, info, data));
       live();
@@ -307,8 +301,13 @@ function purge(table) {
 async function render() {
   clearTimeout(timer);
   const my = ++route;
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   try {
+    let parts;
+    try {
+      parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+    } catch (e) {
+      throw new Error("this address is not one of the dashboard's (" + e.message + "): " + location.hash);
+    }
     if (parts[0] === "t" && parts[1]) {
       const state = stateNames.includes(parts[2]) ? parts[2] : "visible";
       await tablePage(my, parts[1], state, Math.max(0, parseInt(parts[3] || "0", 10) || 0));
