@@ -102,7 +102,7 @@ func TestHostileNamesShowAsText(t *testing.T) {
 
 	// A name with a URL's delimiters (/ ? # % and a space) reaches its
 	// own page and rows.
-	tb.do(t, chromedp.Navigate(base), visible(`#tables tbody tr`),
+	tb.do(t, chromedp.Navigate(base+"#/"), visible(`#tables tbody tr`),
 		click(`#tables tbody tr[data-table^="a/b"] a`), visible(`#row-table[data-state="visible"] tbody tr`))
 	require.Equal(t, pathTable+" fifo", tb.text(t, `main h1`))
 	require.Contains(t, cellTexts(`#row-table td`), evilValue)
@@ -118,6 +118,26 @@ func TestHostileNamesShowAsText(t *testing.T) {
 	require.NoError(t, err, "the page did not say the table is gone: %s", tb.text(t, "#live"))
 	tb.screenshot(t, "dropped.png")
 	tb.expectErrors(t, "status of 404")
+
+	// A long name and a long value stay inside the window: no page
+	// wider than it.
+	long := strings.Repeat("long_name_", 25) // 250 bytes: a name is at most 255
+	_, err = db.Exec(fmt.Sprintf("CREATE TABLE %s (%s TEXT)", long, long))
+	require.NoError(t, err)
+	_, err = db.Exec(fmt.Sprintf("INSERT INTO %s (%s) VALUES (?)", long, long), strings.Repeat("x", 2000))
+	require.NoError(t, err)
+	noScroll := func(what string) {
+		t.Helper()
+		w, err := chromedp.Run(tb.ctx, chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`))
+		require.NoError(t, err)
+		require.LessOrEqual(t, w[0], w[1], "%s: the page is wider than the window", what)
+	}
+	tb.do(t, chromedp.Navigate(base+"#/"), visible(fmt.Sprintf(`#tables tr[data-table=%q]`, long)))
+	tb.screenshot(t, "long-overview.png")
+	noScroll("the overview")
+	tb.do(t, chromedp.Navigate(base+"#/t/"+long+"/visible"), visible(`#row-table tbody tr`))
+	tb.screenshot(t, "long-table.png")
+	noScroll("the table's page")
 
 	// An address that is not one of the page's says so, readably.
 	tb.do(t, chromedp.Navigate(base+"#/t/%E0%A4/visible"), visible(`#error`))

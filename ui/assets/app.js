@@ -123,7 +123,7 @@ async function overview(myRoute) {
   if (myRoute !== route) return;
   const queues = data.tables.filter((q) => !q.deadOf);
   const rows = queues.map((q) => el("tr", { "data-table": q.name },
-    el("td", {}, el("a", { href: "#/t/" + enc(q.name) + "/visible" }, q.name)),
+    el("td", { class: "name", title: q.name }, el("a", { href: "#/t/" + enc(q.name) + "/visible" }, q.name)),
     el("td", { class: "num", "data-field": "rows" }, fmtNum(q.rows)),
     el("td", { class: "num", "data-field": "visible" }, q.exact ? fmtNum(q.visible) : "–"),
     el("td", { class: "num", "data-field": "delayed" }, q.exact ? fmtNum(q.delayed) : "–"),
@@ -228,7 +228,7 @@ async function showRows(name, info, query, state, offset) {
     return;
   }
   const dead = page.state === "dead";
-  const head = el("tr", {}, page.columns.map((c) => el("th", {}, c === "_visible_at" && page.state === "leased" ? "lease expires" : c)), readOnly ? null : el("th", {}, ""));
+  const head = el("tr", {}, page.columns.map((c) => el("th", { title: c }, c === "_visible_at" && page.state === "leased" ? "lease expires" : c)), readOnly ? null : el("th", {}, ""));
   const body = page.rows.map((r) => {
     const id = r[0], lease = r[2];
     const acts = [];
