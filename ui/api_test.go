@@ -224,6 +224,13 @@ func TestActionsNeedTheTokenAndTheSameOrigin(t *testing.T) {
 	h := c.get(t, "api/overview").header
 	require.Contains(t, h.Get("Content-Security-Policy"), "default-src 'self'")
 	require.Equal(t, "DENY", h.Get("X-Frame-Options"))
+	// The page's own: scripts and styles from its files only, no inline
+	// ones, no eval.
+	page := c.get(t, "").header.Get("Content-Security-Policy")
+	require.Contains(t, page, "default-src 'self'")
+	for _, weak := range []string{"unsafe-inline", "unsafe-eval", "script-src", "style-src", "*", "data: 'self'; script"} {
+		require.NotContains(t, page, weak)
+	}
 }
 
 func TestReadOnlyRefusesActions(t *testing.T) {

@@ -316,6 +316,15 @@ func TestBrowser(t *testing.T) {
 		require.EqualValues(t, 0, sqlInt(t, db, `SELECT leased FROM fdbqueue_queues WHERE name = 'jobs'`))
 	})
 
+	t.Run("no tables", func(t *testing.T) {
+		empty := serve(t, ui.Handler(open(t, "memory:"), ui.WithInterval(100*time.Millisecond)))
+		tb := newTab(t, b)
+		tb.do(t, chromedp.Navigate(empty.URL+"/queues/"), visible(`main p.muted`))
+		require.Contains(t, tb.text(t, `main p.muted`), "No tables yet. CREATE TABLE makes one")
+		require.Zero(t, tb.count(t, `.chart`), "no empty plots")
+		tb.screenshot(t, "empty.png")
+	})
+
 	t.Run("read-only", func(t *testing.T) {
 		ro := serve(t, ui.Handler(db, ui.ReadOnly()))
 		tb := newTab(t, b)

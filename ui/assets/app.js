@@ -88,8 +88,8 @@ function chart(title, lines, t, fmt) {
     s.append(svg("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#e2e5eb" }));
     s.append(svg("text", { x: L - 4, y: y(v) + 3, "text-anchor": "end" }, fmt(v)));
   }
-  if (t.length > 1) {
-    const span = Math.round((t1 - t0) / 1000);
+  const span = Math.round((t1 - t0) / 1000);
+  if (t.length > 1 && span > 0) {
     s.append(svg("text", { x: L, y: H - 5 }, "−" + fmtAge(span)));
     s.append(svg("text", { x: W - R, y: H - 5, "text-anchor": "end" }, "now"));
   }
@@ -147,8 +147,9 @@ async function overview(myRoute) {
   );
   app.replaceChildren(
     el("h1", {}, "Queues"),
-    queues.length ? el("table", { class: "grid", id: "tables" }, el("thead", {}, head), el("tbody", {}, rows)) : el("p", { class: "muted" }, "No tables yet."),
-    charts,
+    queues.length ? el("table", { class: "grid", id: "tables" }, el("thead", {}, head), el("tbody", {}, rows))
+      : el("p", { class: "muted" }, "No tables yet. CREATE TABLE makes one: it shows here within a refresh."),
+    queues.length ? charts : null,
     el("p", { class: "note" }, `Sampled every ${data.intervalS} s while the dashboard runs; counts read now from fdbqueue_queues.`),
     ...(data.sampleError ? [el("p", { class: "note" }, "Last sample failed: " + data.sampleError)] : []),
   );
