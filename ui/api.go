@@ -105,9 +105,9 @@ func (d *Dashboard) serveOverview(w http.ResponseWriter, r *http.Request) {
 		dbError(w, err, "reading fdbqueue_queues")
 		return
 	}
-	names := map[string]bool{}
+	hasDead := map[string]bool{} // the tables with MAX_ATTEMPTS
 	for _, q := range qs {
-		names[q.Name] = true
+		hasDead[q.Name] = q.HasDead
 	}
 	ss, sampleErr := d.samples.samples()
 	tables := make([]queueJSON, 0, len(qs))
@@ -117,7 +117,7 @@ func (d *Dashboard) serveOverview(w http.ResponseWriter, r *http.Request) {
 		}
 		j := toJSON(q)
 		j.InPS, j.OutPS = lastRates(ss, q.Name)
-		if base, ok := strings.CutSuffix(q.Name, deadSuffix); ok && names[base] {
+		if base, ok := strings.CutSuffix(q.Name, deadSuffix); ok && hasDead[base] {
 			j.DeadOf = base
 		}
 		tables = append(tables, j)
@@ -224,12 +224,23 @@ func (d *Dashboard) table(w http.ResponseWriter, r *http.Request) (tableInfo, bo
 		apiError(w, http.StatusNotFound, "no table %q: %s", clip(name, 100), listTables(tables))
 		return tableInfo{}, false
 	}
+	if !hasDeadLetters(t.TableInfo) {
+		// A table named name_dead is a queue of its own then.
+		return t, true
+	}
 	for i := range tables {
 		if tables[i].Name == name+deadSuffix {
 			t.dead = &tables[i]
 		}
 	}
 	return t, true
+}
+
+// hasDeadLetters says whether a table has MAX_ATTEMPTS, and so its
+// <table>_dead holds its dead letters: as fdbqueue_queues tells (its dead
+// column is NULL otherwise).
+func hasDeadLetters(t driver.TableInfo) bool {
+	return strings.Contains(" "+t.Options, " MAX_ATTEMPTS=")
 }
 
 // maxListed is how many tables an error lists.

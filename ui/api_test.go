@@ -306,6 +306,36 @@ func TestRowsByState(t *testing.T) {
 	require.Equal(t, "later", r.body["rows"].([]any)[0].([]any)[6])
 }
 
+// TestTableNamedDeadIsNotDeadLetters: t_dead holds t's dead letters only
+// when t has MAX_ATTEMPTS. Otherwise it is a queue of its own: listed in
+// the overview, and no action of t's (retry, purge) touches it.
+func TestTableNamedDeadIsNotDeadLetters(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	for _, stmt := range []string{
+		`CREATE TABLE orders (v INT)`,
+		`CREATE TABLE orders_dead (v INT)`,
+		`INSERT INTO orders_dead (v) VALUES (7)`,
+	} {
+		_, err := db.Exec(stmt)
+		require.NoError(t, err, stmt)
+	}
+	id := fmt.Sprint(sqlInt(t, db, `SELECT id FROM orders_dead`))
+	c := newClient(t, ui.Handler(db))
+	for _, q := range c.get(t, "api/overview").body["tables"].([]any) {
+		require.NotContains(t, q, "deadOf", "%v: listed as a table of its own", q)
+	}
+	require.Equal(t, false, c.get(t, "api/tables/orders").body["hasDead"])
+	require.Equal(t, 400, c.get(t, "api/tables/orders/rows?state=dead").status)
+	for action, body := range map[string]string{"retry": `{"id": "` + id + `"}`, "purge": `{}`, "delete": `{"id": "` + id + `", "dead": true}`} {
+		r := c.act(t, "orders", action, body)
+		require.Equal(t, 400, r.status, "%s: %v", action, r.body)
+		require.Contains(t, r.body["error"], "orders has no dead letters", action)
+	}
+	require.EqualValues(t, 1, sqlInt(t, db, `SELECT COUNT(*) FROM orders_dead`))
+	require.EqualValues(t, 0, sqlInt(t, db, `SELECT COUNT(*) FROM orders`))
+}
+
 // TestSlowStatementsGet503: a statement that runs out of the query
 // timeout gets 503 saying so, not a 500.
 func TestSlowStatementsGet503(t *testing.T) {
