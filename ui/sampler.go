@@ -21,7 +21,8 @@ type sampler struct {
 	done   chan struct{}
 
 	mu      sync.Mutex // guards the fields below
-	ring    []sample   // the samples, oldest first from next once full
+	history int        // the samples kept at most
+	ring    []sample   // the samples, grown to history, oldest first from next once full
 	next    int        // where the next sample goes
 	full    bool       // the ring has wrapped
 	lastErr error      // the last read's error, nil after a success
@@ -65,7 +66,7 @@ type point struct {
 
 func startSampler(db *sql.DB, interval time.Duration, history int, timeout time.Duration) *sampler {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &sampler{db: db, interval: interval, timeout: timeout, cancel: cancel, done: make(chan struct{}), ring: make([]sample, history)}
+	s := &sampler{db: db, interval: interval, timeout: timeout, cancel: cancel, done: make(chan struct{}), history: history}
 	go s.run(ctx)
 	return s
 }
@@ -114,7 +115,16 @@ func (s *sampler) sampleOnce(ctx context.Context) {
 	for i, q := range qs {
 		pts[i] = point{rows: q.Rows, ageS: int64(q.OldestVisibleAge / time.Second), dead: q.Dead, pushed: q.Pushed, done: q.Popped + q.Acked}
 	}
-	s.ring[s.next] = sample{at: time.Now(), tables: set, points: pts}
+	smp := sample{at: time.Now(), tables: set, points: pts}
+	if len(s.ring) < s.history {
+		// Grown as samples come, not made at its full length: a long
+		// history costs what it holds.
+		s.ring = append(s.ring, smp)
+		s.next = len(s.ring) % s.history
+		s.full = s.next == 0
+		return
+	}
+	s.ring[s.next] = smp
 	s.next = (s.next + 1) % len(s.ring)
 	s.full = s.full || s.next == 0
 }
