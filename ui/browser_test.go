@@ -4,12 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,6 +326,32 @@ func TestBrowser(t *testing.T) {
 		require.Contains(t, tb.text(t, `main p.muted`), "No tables yet. CREATE TABLE makes one")
 		require.Zero(t, tb.count(t, `.chart`), "no empty plots")
 		tb.screenshot(t, "empty.png")
+	})
+
+	t.Run("overview recovers", func(t *testing.T) {
+		// The overview fails (503, as when the database is slow) until
+		// failing is cleared: the page shows the error, then the tables
+		// once it answers again, without a reload.
+		var failing atomic.Bool
+		failing.Store(true)
+		d := ui.Handler(db)
+		t.Cleanup(func() { d.Close() })
+		flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if failing.Load() && r.URL.Path == "/api/overview" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"error": "reading fdbqueue_queues took longer than the dashboard's query timeout"}`))
+				return
+			}
+			d.ServeHTTP(w, r)
+		}))
+		t.Cleanup(flaky.Close)
+		tb := newTab(t, b)
+		tb.do(t, chromedp.Navigate(flaky.URL+"/"), visible(`#error`))
+		require.Contains(t, tb.text(t, `#error`), "query timeout")
+		failing.Store(false)
+		tb.do(t, visible(`#tables tr[data-table="jobs"]`))
+		tb.expectErrors(t, "status of 503")
 	})
 
 	t.Run("read-only", func(t *testing.T) {

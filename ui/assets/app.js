@@ -319,6 +319,12 @@ async function render() {
   } catch (e) {
     if (my !== route) return;
     app.replaceChildren(el("h1", {}, "Error"), el("p", { id: "error" }, e.message), el("p", {}, el("a", { href: "#/" }, "Back to the queues")));
+    // The overview tries again: a database slow for a moment (503) must
+    // not leave the page on an error once it answers again.
+    if (!location.hash.startsWith("#/t/")) {
+      document.getElementById("live").textContent = "refresh failed: trying again";
+      timer = setTimeout(render, 2000);
+    }
   }
 }
 
