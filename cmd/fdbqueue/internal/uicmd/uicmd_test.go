@@ -82,6 +82,11 @@ func status(t *testing.T, c *http.Client, req *http.Request) int {
 	return res.StatusCode
 }
 
+// noFollowClient returns redirects instead of following them.
+func noFollowClient() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	// A non-loopback address with --auth is accepted; this test serves on
@@ -112,9 +117,20 @@ func TestAuth(t *testing.T) {
 	require.Equal(t, base, res.Request.URL.String(), "the token is gone from the address bar")
 	require.Equal(t, 200, status(t, browser, get("api/overview")))
 
+	// The cookie is out of scripts' reach and other sites' requests.
+	res, err = noFollowClient().Get(url)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Equal(t, "/", res.Header.Get("Location"), "the token is out of the address, and of the history")
+	cookie := res.Header.Get("Set-Cookie")
+	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+		require.Contains(t, cookie, attr)
+	}
+
 	// The redirect that drops the token stays on this server, whatever
 	// the path: //host and /\host are other sites' to a browser.
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	noFollow := noFollowClient()
 	for _, path := range []string{"/evil.example/x?token=s3cret-token&a=1", `/\evil.example/?token=s3cret-token`} {
 		req := get(path)
 		res, err := noFollow.Do(req)
