@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -347,5 +348,54 @@ func TestSlowStatementsGet503(t *testing.T) {
 		r := c.get(t, path)
 		require.Equal(t, http.StatusServiceUnavailable, r.status, path)
 		require.Contains(t, r.body["error"], "longer than the dashboard's query timeout", path)
+	}
+}
+
+// TestOddNamesThroughTheAPI: tables and columns named with backticks,
+// quotes, markup, unicode and URL delimiters are read and acted on like
+// any: the statements the handler builds quote them (backticks doubled).
+func TestOddNamesThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	col := "c`o'l\"--"
+	c := newClient(t, ui.Handler(db))
+	for _, name := range []string{"x`y", "ünï 表", "a/b?c#d%e f", `<b>"x"</b>`, "t; DROP TABLE other", strings.Repeat("n", 250)} {
+		q := "`" + strings.ReplaceAll(name, "`", "``") + "`"
+		qc := "`" + strings.ReplaceAll(col, "`", "``") + "`"
+		for _, stmt := range []string{
+			fmt.Sprintf("CREATE TABLE %s (%s TEXT) MAX_ATTEMPTS=1", q, qc),
+			fmt.Sprintf("INSERT INTO %s (%s, _attempts) VALUES ('dead', 1), ('leased', 0), ('visible', 0)", q, qc),
+		} {
+			_, err := db.Exec(stmt)
+			require.NoError(t, err, stmt)
+		}
+		var leasedID, lease int64
+		require.NoError(t, db.QueryRow(fmt.Sprintf("SELECT id, _lease FROM %s LIMIT 1 FOR LEASE 3600", q)).Scan(&leasedID, &lease))
+		deadID := sqlInt(t, db, fmt.Sprintf("SELECT id FROM %s", "`"+strings.ReplaceAll(name+"_dead", "`", "``")+"`"))
+		p := url.PathEscape(name)
+
+		info := c.get(t, "api/tables/"+p)
+		require.Equal(t, 200, info.status, "%s: %v", name, info.body)
+		require.Equal(t, name, info.body["name"])
+		require.Equal(t, []any{col + " TEXT"}, info.body["columns"])
+		for _, st := range []string{"visible", "leased", "dead"} {
+			r := c.get(t, "api/tables/"+p+"/rows?state="+st)
+			require.Equal(t, 200, r.status, "%s %s: %v", name, st, r.body)
+			require.Len(t, r.body["rows"], 1, "%s %s", name, st)
+			require.Equal(t, st, r.body["rows"].([]any)[0].([]any)[5], "%s %s", name, st)
+		}
+		require.Equal(t, 200, c.get(t, fmt.Sprintf("api/tables/%s/rows?id=%d", p, deadID)).status)
+		require.Equal(t, 200, c.get(t, "api/overview?table="+url.QueryEscape(name)).status)
+
+		r := c.act(t, p, "release", fmt.Sprintf(`{"id": "%d", "lease": "%d"}`, leasedID, lease))
+		require.Equal(t, 200, r.status, "%s: %v", name, r.body)
+		r = c.act(t, p, "retry", fmt.Sprintf(`{"id": "%d"}`, deadID))
+		require.Equal(t, 200, r.status, "%s: %v", name, r.body)
+		require.EqualValues(t, 3, sqlInt(t, db, fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE _visible_at <= NOW()", q)), name)
+		r = c.act(t, p, "delete", fmt.Sprintf(`{"id": "%d"}`, leasedID))
+		require.Equal(t, 200, r.status, "%s: %v", name, r.body)
+		r = c.act(t, p, "purge", `{}`)
+		require.Equal(t, 200, r.status, "%s: %v", name, r.body)
+		require.EqualValues(t, 2, sqlInt(t, db, fmt.Sprintf("SELECT COUNT(*) FROM %s", q)), name)
 	}
 }
