@@ -226,7 +226,7 @@ func loopbackHostOnly(h http.Handler) http.Handler {
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 		ip := net.ParseIP(host)
 		if !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
-			http.Error(w, "this dashboard listens on a loopback address without --auth: it answers requests for localhost, 127.0.0.1 or [::1] only, not for "+clipHost(r.Host), http.StatusMisdirectedRequest)
+			http.Error(w, "this dashboard listens on a loopback address without --auth: it answers requests for localhost, 127.0.0.1 or [::1] only, not for "+clipHost(r.Host)+" (behind a reverse proxy, pass --auth)", http.StatusMisdirectedRequest)
 			return
 		}
 		h.ServeHTTP(w, r)
