@@ -43,6 +43,9 @@ usage: fdbqueue ui DSN [--listen ADDR] [--read-only] [--auth token:SECRET | --au
                   Authorization: Bearer SECRET
   --auth basic:USER:PASS
                   require HTTP basic authentication
+  --auth env:VAR  the same, from the environment variable VAR (token:...
+                  or basic:...): out of the process list, unlike an
+                  argument
   --interval DURATION
                   how often to sample the queues for the plots (default 1s)
 
@@ -246,8 +249,24 @@ type authenticator interface {
 	wrap(http.Handler) http.Handler
 }
 
-// parseAuth parses --auth: "" (none), token:SECRET or basic:USER:PASS.
+// parseAuth parses --auth: "" (none), token:SECRET, basic:USER:PASS, or
+// env:VAR, whose value is one of those (a secret in the arguments is
+// anyone's on the host who lists processes).
 func parseAuth(s string) (authenticator, error) {
+	if name, ok := strings.CutPrefix(s, "env:"); ok {
+		v, set := os.LookupEnv(name)
+		if name == "" || !set || v == "" {
+			return nil, fmt.Errorf("--auth env:%s: the environment variable %s is not set; it holds token:SECRET or basic:USER:PASS", name, name)
+		}
+		if strings.HasPrefix(v, "env:") {
+			return nil, fmt.Errorf("--auth env:%s: %s holds token:SECRET or basic:USER:PASS, not another env:", name, name)
+		}
+		a, err := parseAuth(v)
+		if err != nil {
+			return nil, fmt.Errorf("--auth env:%s: %v", name, err)
+		}
+		return a, nil
+	}
 	kind, rest, _ := strings.Cut(s, ":")
 	switch {
 	case s == "":
@@ -263,7 +282,7 @@ func parseAuth(s string) (authenticator, error) {
 		}
 		return basicAuth{user, pass}, nil
 	}
-	return nil, fmt.Errorf("--auth %q: use token:SECRET or basic:USER:PASS", kind)
+	return nil, fmt.Errorf("--auth %q: use token:SECRET, basic:USER:PASS or env:VAR", kind)
 }
 
 // tokenAuth takes the token from Authorization: Bearer, or from a

@@ -35,7 +35,7 @@ func TestBadFlagsSayWhatToPass(t *testing.T) {
 		"memory: --listen 8080":                   `--listen "8080" is not HOST:PORT`,
 		"memory: --auth token:short":              "at least 8 characters",
 		"memory: --auth basic:ada":                "--auth basic:USER:PASS takes a user and a password",
-		"memory: --auth oauth:x":                  `--auth "oauth": use token:SECRET or basic:USER:PASS`,
+		"memory: --auth oauth:x":                  `--auth "oauth": use token:SECRET, basic:USER:PASS or env:VAR`,
 		"memory: file:/x":                         "one DSN, not 2 arguments",
 		"memory: --bogus":                         "flag provided but not defined: -bogus (fdbqueue ui --help lists the flags)",
 		"memory: --interval 1ms":                  "--interval 1ms is below 100ms",
@@ -80,6 +80,28 @@ func status(t *testing.T, c *http.Client, req *http.Request) int {
 	require.NoError(t, err)
 	res.Body.Close()
 	return res.StatusCode
+}
+
+// TestAuthFromTheEnvironment: --auth env:VAR takes the credentials from
+// VAR, out of the process list. Not parallel: it sets the environment.
+func TestAuthFromTheEnvironment(t *testing.T) {
+	t.Setenv("FDBQUEUE_TEST_UI_AUTH", "basic:ada:lovelace")
+	t.Setenv("FDBQUEUE_TEST_UI_SHORT", "token:short")
+	url := start(t, "memory:", "--auth", "env:FDBQUEUE_TEST_UI_AUTH")
+	req, err := http.NewRequest("GET", url+"api/overview", nil)
+	require.NoError(t, err)
+	require.Equal(t, 401, status(t, http.DefaultClient, req))
+	req.SetBasicAuth("ada", "lovelace")
+	require.Equal(t, 200, status(t, http.DefaultClient, req))
+	for args, says := range map[string]string{
+		"memory: --auth env:FDBQUEUE_TEST_UI_UNSET": "--auth env:FDBQUEUE_TEST_UI_UNSET: the environment variable FDBQUEUE_TEST_UI_UNSET is not set",
+		"memory: --auth env:FDBQUEUE_TEST_UI_SHORT": "--auth env:FDBQUEUE_TEST_UI_SHORT: --auth token:SECRET takes a secret of at least 8 characters",
+		"memory: --auth env: --listen 0.0.0.0:8080": "the environment variable  is not set",
+	} {
+		var stderr bytes.Buffer
+		require.Equal(t, 2, uicmd.Main(context.Background(), strings.Fields(args), nil, io.Discard, &stderr), args)
+		require.Contains(t, stderr.String(), says, args)
+	}
 }
 
 // noFollowClient returns redirects instead of following them.
