@@ -325,6 +325,7 @@ func TestBrowser(t *testing.T) {
 		tb.do(t, chromedp.Navigate(empty.URL+"/queues/"), visible(`main p.muted`))
 		require.Contains(t, tb.text(t, `main p.muted`), "No tables yet. CREATE TABLE makes one")
 		require.Zero(t, tb.count(t, `.chart`), "no empty plots")
+		require.NotContains(t, tb.text(t, `main`), "null")
 		tb.screenshot(t, "empty.png")
 	})
 

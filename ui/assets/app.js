@@ -149,7 +149,7 @@ async function overview(myRoute) {
     el("h1", {}, "Queues"),
     queues.length ? el("table", { class: "grid", id: "tables" }, el("thead", {}, head), el("tbody", {}, rows))
       : el("p", { class: "muted" }, "No tables yet. CREATE TABLE makes one: it shows here within a refresh."),
-    queues.length ? charts : null,
+    ...(queues.length ? [charts] : []),
     el("p", { class: "note" }, `Sampled every ${data.intervalS} s while the dashboard runs; counts read now from fdbqueue_queues.`),
     ...(data.sampleError ? [el("p", { class: "note" }, "Last sample failed: " + data.sampleError)] : []),
   );
