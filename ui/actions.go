@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/fdbqueue/fdbqueue/driver"
 )
 
 // csrfHeader carries the page's token with each action.
@@ -123,6 +126,10 @@ func (d *Dashboard) exec(r *http.Request, stmt string, args ...any) (int64, int6
 	ctx, cancel := d.queryContext(r)
 	defer cancel()
 	res, err := d.db.ExecContext(ctx, stmt, args...)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrTransactionTooOld) {
+		// Given up on, perhaps while it committed.
+		return 0, 0, http.StatusServiceUnavailable, errBody("%s took longer than the dashboard's query timeout (%v): it may have taken effect or not, the rows read again tell (%v)", stmt, d.opts.queryTimeout, err)
+	}
 	if err != nil {
 		return 0, 0, http.StatusInternalServerError, errBody("%s: %v", stmt, err)
 	}

@@ -3,8 +3,10 @@ package ui_test
 import (
 	"database/sql"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -163,4 +165,20 @@ func TestBackoffReleaseIsListedAsLeased(t *testing.T) {
 	r = c.get(t, "api/tables/jobs/rows?state=delayed")
 	require.Empty(t, r.body["rows"])
 	require.EqualValues(t, 1, r.body["count"])
+}
+
+// TestSlowActionGets503: an action whose commit outlasts the query
+// timeout gets 503 saying its outcome is not known, not a bare 500.
+func TestSlowActionGets503(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:?commit_latency=400ms")
+	_, err := db.Exec(`CREATE TABLE jobs (n INT NOT NULL)`)
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO jobs (n) VALUES (1)`)
+	require.NoError(t, err)
+	id := sqlInt(t, db, `SELECT id FROM jobs`)
+	c := newClient(t, ui.Handler(db, ui.WithQueryTimeout(100*time.Millisecond)))
+	r := c.act(t, "jobs", "delete", fmt.Sprintf(`{"id": "%d"}`, id))
+	require.Equal(t, http.StatusServiceUnavailable, r.status, "%v", r.body)
+	require.Contains(t, r.body["error"], "took longer than the dashboard's query timeout (100ms): it may have taken effect or not")
 }

@@ -1,11 +1,15 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,6 +72,10 @@ type queueJSON struct {
 	// DeadOf names the table whose dead letters this table holds, "" if
 	// none does.
 	DeadOf string `json:"deadOf,omitempty"`
+	// InPS and OutPS are the rows pushed and done (popped or acked) a
+	// second between the last two samples; -1 when not known.
+	InPS  float64 `json:"inPerS"`
+	OutPS float64 `json:"outPerS"`
 }
 
 func toJSON(q metrics.Queue) queueJSON {
@@ -79,7 +87,17 @@ func toJSON(q metrics.Queue) queueJSON {
 
 // serveOverview answers GET api/overview: every table's row of
 // fdbqueue_queues, read now, and the sampled series.
+//
+// With ?table=NAME it answers for that table only (404 if none), with
+// ?top=N with the series of the N deepest tables only (dead-letter
+// tables left out): the page asks for what it draws, not every table's
+// series every refresh.
 func (d *Dashboard) serveOverview(w http.ResponseWriter, r *http.Request) {
+	only, top, err := parseOverviewQuery(r.URL.Query())
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "%v; accepted: %s", err, overviewParams)
+		return
+	}
 	ctx, cancel := d.queryContext(r)
 	defer cancel()
 	qs, err := metrics.Read(ctx, d.db)
@@ -87,27 +105,84 @@ func (d *Dashboard) serveOverview(w http.ResponseWriter, r *http.Request) {
 		dbError(w, err, "reading fdbqueue_queues")
 		return
 	}
-	names := map[string]bool{}
+	hasDead := map[string]bool{} // the tables with MAX_ATTEMPTS
 	for _, q := range qs {
-		names[q.Name] = true
+		hasDead[q.Name] = q.HasDead
 	}
+	ss, sampleErr := d.samples.samples()
 	tables := make([]queueJSON, 0, len(qs))
 	for _, q := range qs {
+		if only != "" && q.Name != only {
+			continue
+		}
 		j := toJSON(q)
-		if base, ok := strings.CutSuffix(q.Name, deadSuffix); ok && names[base] {
+		j.InPS, j.OutPS = lastRates(ss, q.Name)
+		if base, ok := strings.CutSuffix(q.Name, deadSuffix); ok && hasDead[base] {
 			j.DeadOf = base
 		}
 		tables = append(tables, j)
 	}
-	ss, sampleErr := d.samples.samples()
+	var want func(string) bool
+	switch {
+	case only != "":
+		if len(tables) == 0 {
+			apiError(w, http.StatusNotFound, "no table %q in fdbqueue_queues: was it dropped?", clip(only, 100))
+			return
+		}
+		want = func(name string) bool { return name == only }
+	case top > 0:
+		deepest := make([]queueJSON, 0, len(tables))
+		for _, t := range tables {
+			if t.DeadOf == "" {
+				deepest = append(deepest, t)
+			}
+		}
+		slices.SortStableFunc(deepest, func(a, b queueJSON) int { return cmp.Compare(b.Rows, a.Rows) })
+		keep := map[string]bool{}
+		for _, t := range deepest[:min(top, len(deepest))] {
+			keep[t.Name] = true
+		}
+		want = func(name string) bool { return keep[name] }
+	}
 	out := struct {
 		Tables    []queueJSON `json:"tables"`
 		Series    series      `json:"series"`
 		IntervalS float64     `json:"intervalS"`
 		ReadOnly  bool        `json:"readOnly"`
 		SampleErr string      `json:"sampleError,omitempty"`
-	}{tables, toSeries(ss), d.opts.interval.Seconds(), d.opts.readOnly, errString(sampleErr)}
+	}{tables, toSeries(ss, want), d.opts.interval.Seconds(), d.opts.readOnly, errString(sampleErr)}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// overviewParams are the accepted query parameters of api/overview.
+const overviewParams = "table (one table's counts and series), top (1 to 100: the series of that many tables, the deepest)"
+
+// parseOverviewQuery parses api/overview's query: a table's name, or how
+// many tables' series; neither, every table's.
+func parseOverviewQuery(v url.Values) (only string, top int, err error) {
+	for k, vs := range v {
+		if len(vs) != 1 {
+			return "", 0, fmt.Errorf("%s given %d times", clip(k, 40), len(vs))
+		}
+		switch k {
+		case "table":
+			only = vs[0]
+			if only == "" {
+				return "", 0, errors.New("table is empty")
+			}
+		case "top":
+			top, err = strconv.Atoi(vs[0])
+			if err != nil || top < 1 || top > 100 {
+				return "", 0, fmt.Errorf("top %q is not a number from 1 to 100", clip(vs[0], 40))
+			}
+		default:
+			return "", 0, fmt.Errorf("unknown parameter %q", clip(k, 40))
+		}
+	}
+	if only != "" && top > 0 {
+		return "", 0, errors.New("table and top together: one table, or the deepest tables")
+	}
+	return only, top, nil
 }
 
 func errString(err error) string {
@@ -146,12 +221,12 @@ func (d *Dashboard) table(w http.ResponseWriter, r *http.Request) (tableInfo, bo
 		}
 	}
 	if !found {
-		names := make([]string, len(tables))
-		for i, t := range tables {
-			names[i] = t.Name
-		}
-		apiError(w, http.StatusNotFound, "no table %q: the tables are %s", clip(name, 100), strings.Join(names, ", "))
+		apiError(w, http.StatusNotFound, "no table %q: %s", clip(name, 100), listTables(tables))
 		return tableInfo{}, false
+	}
+	if !hasDeadLetters(t.TableInfo) {
+		// A table named name_dead is a queue of its own then.
+		return t, true
 	}
 	for i := range tables {
 		if tables[i].Name == name+deadSuffix {
@@ -159,6 +234,33 @@ func (d *Dashboard) table(w http.ResponseWriter, r *http.Request) (tableInfo, bo
 		}
 	}
 	return t, true
+}
+
+// hasDeadLetters says whether a table has MAX_ATTEMPTS, and so its
+// <table>_dead holds its dead letters: as fdbqueue_queues tells (its dead
+// column is NULL otherwise).
+func hasDeadLetters(t driver.TableInfo) bool {
+	return strings.Contains(" "+t.Options, " MAX_ATTEMPTS=")
+}
+
+// maxListed is how many tables an error lists.
+const maxListed = 20
+
+// listTables names the tables, for an error: the first maxListed of
+// them, each clipped.
+func listTables(tables []driver.TableInfo) string {
+	if len(tables) == 0 {
+		return "there are no tables"
+	}
+	var names []string
+	for i, t := range tables {
+		if i == maxListed {
+			names = append(names, fmt.Sprintf("and %d more", len(tables)-maxListed))
+			break
+		}
+		names = append(names, clip(t.Name, 100))
+	}
+	return "the tables are " + strings.Join(names, ", ")
 }
 
 // tables lists the database's tables (driver.Tables: the catalog, one

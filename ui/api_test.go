@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -224,6 +225,13 @@ func TestActionsNeedTheTokenAndTheSameOrigin(t *testing.T) {
 	h := c.get(t, "api/overview").header
 	require.Contains(t, h.Get("Content-Security-Policy"), "default-src 'self'")
 	require.Equal(t, "DENY", h.Get("X-Frame-Options"))
+	// The page's own: scripts and styles from its files only, no inline
+	// ones, no eval.
+	page := c.get(t, "").header.Get("Content-Security-Policy")
+	require.Contains(t, page, "default-src 'self'")
+	for _, weak := range []string{"unsafe-inline", "unsafe-eval", "script-src", "style-src", "*", "data: 'self'; script"} {
+		require.NotContains(t, page, weak)
+	}
 }
 
 func TestReadOnlyRefusesActions(t *testing.T) {
@@ -299,6 +307,36 @@ func TestRowsByState(t *testing.T) {
 	require.Equal(t, "later", r.body["rows"].([]any)[0].([]any)[6])
 }
 
+// TestTableNamedDeadIsNotDeadLetters: t_dead holds t's dead letters only
+// when t has MAX_ATTEMPTS. Otherwise it is a queue of its own: listed in
+// the overview, and no action of t's (retry, purge) touches it.
+func TestTableNamedDeadIsNotDeadLetters(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	for _, stmt := range []string{
+		`CREATE TABLE orders (v INT)`,
+		`CREATE TABLE orders_dead (v INT)`,
+		`INSERT INTO orders_dead (v) VALUES (7)`,
+	} {
+		_, err := db.Exec(stmt)
+		require.NoError(t, err, stmt)
+	}
+	id := fmt.Sprint(sqlInt(t, db, `SELECT id FROM orders_dead`))
+	c := newClient(t, ui.Handler(db))
+	for _, q := range c.get(t, "api/overview").body["tables"].([]any) {
+		require.NotContains(t, q, "deadOf", "%v: listed as a table of its own", q)
+	}
+	require.Equal(t, false, c.get(t, "api/tables/orders").body["hasDead"])
+	require.Equal(t, 400, c.get(t, "api/tables/orders/rows?state=dead").status)
+	for action, body := range map[string]string{"retry": `{"id": "` + id + `"}`, "purge": `{}`, "delete": `{"id": "` + id + `", "dead": true}`} {
+		r := c.act(t, "orders", action, body)
+		require.Equal(t, 400, r.status, "%s: %v", action, r.body)
+		require.Contains(t, r.body["error"], "orders has no dead letters", action)
+	}
+	require.EqualValues(t, 1, sqlInt(t, db, `SELECT COUNT(*) FROM orders_dead`))
+	require.EqualValues(t, 0, sqlInt(t, db, `SELECT COUNT(*) FROM orders`))
+}
+
 // TestSlowStatementsGet503: a statement that runs out of the query
 // timeout gets 503 saying so, not a 500.
 func TestSlowStatementsGet503(t *testing.T) {
@@ -310,5 +348,54 @@ func TestSlowStatementsGet503(t *testing.T) {
 		r := c.get(t, path)
 		require.Equal(t, http.StatusServiceUnavailable, r.status, path)
 		require.Contains(t, r.body["error"], "longer than the dashboard's query timeout", path)
+	}
+}
+
+// TestOddNamesThroughTheAPI: tables and columns named with backticks,
+// quotes, markup, unicode and URL delimiters are read and acted on like
+// any: the statements the handler builds quote them (backticks doubled).
+func TestOddNamesThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	col := "c`o'l\"--"
+	c := newClient(t, ui.Handler(db))
+	for _, name := range []string{"x`y", "ünï 表", "a/b?c#d%e f", `<b>"x"</b>`, "t; DROP TABLE other", strings.Repeat("n", 250)} {
+		q := "`" + strings.ReplaceAll(name, "`", "``") + "`"
+		qc := "`" + strings.ReplaceAll(col, "`", "``") + "`"
+		for _, stmt := range []string{
+			fmt.Sprintf("CREATE TABLE %s (%s TEXT) MAX_ATTEMPTS=1", q, qc),
+			fmt.Sprintf("INSERT INTO %s (%s, _attempts) VALUES ('dead', 1), ('leased', 0), ('visible', 0)", q, qc),
+		} {
+			_, err := db.Exec(stmt)
+			require.NoError(t, err, stmt)
+		}
+		var leasedID, lease int64
+		require.NoError(t, db.QueryRow(fmt.Sprintf("SELECT id, _lease FROM %s LIMIT 1 FOR LEASE 3600", q)).Scan(&leasedID, &lease))
+		deadID := sqlInt(t, db, fmt.Sprintf("SELECT id FROM %s", "`"+strings.ReplaceAll(name+"_dead", "`", "``")+"`"))
+		p := url.PathEscape(name)
+
+		info := c.get(t, "api/tables/"+p)
+		require.Equal(t, 200, info.status, "%s: %v", name, info.body)
+		require.Equal(t, name, info.body["name"])
+		require.Equal(t, []any{col + " TEXT"}, info.body["columns"])
+		for _, st := range []string{"visible", "leased", "dead"} {
+			r := c.get(t, "api/tables/"+p+"/rows?state="+st)
+			require.Equal(t, 200, r.status, "%s %s: %v", name, st, r.body)
+			require.Len(t, r.body["rows"], 1, "%s %s", name, st)
+			require.Equal(t, st, r.body["rows"].([]any)[0].([]any)[5], "%s %s", name, st)
+		}
+		require.Equal(t, 200, c.get(t, fmt.Sprintf("api/tables/%s/rows?id=%d", p, deadID)).status)
+		require.Equal(t, 200, c.get(t, "api/overview?table="+url.QueryEscape(name)).status)
+
+		r := c.act(t, p, "release", fmt.Sprintf(`{"id": "%d", "lease": "%d"}`, leasedID, lease))
+		require.Equal(t, 200, r.status, "%s: %v", name, r.body)
+		r = c.act(t, p, "retry", fmt.Sprintf(`{"id": "%d"}`, deadID))
+		require.Equal(t, 200, r.status, "%s: %v", name, r.body)
+		require.EqualValues(t, 3, sqlInt(t, db, fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE _visible_at <= NOW()", q)), name)
+		r = c.act(t, p, "delete", fmt.Sprintf(`{"id": "%d"}`, leasedID))
+		require.Equal(t, 200, r.status, "%s: %v", name, r.body)
+		r = c.act(t, p, "purge", `{}`)
+		require.Equal(t, 200, r.status, "%s: %v", name, r.body)
+		require.EqualValues(t, 2, sqlInt(t, db, fmt.Sprintf("SELECT COUNT(*) FROM %s", q)), name)
 	}
 }

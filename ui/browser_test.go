@@ -4,12 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,6 +127,23 @@ func (tb *tab) listen(ev any) {
 			tb.errors = append(tb.errors, fmt.Sprintf("log %s: %s (%s)", ev.Entry.Level, ev.Entry.Text, ev.Entry.URL))
 		}
 	}
+}
+
+// expectErrors takes the errors the page logged that hold substr out of
+// those that fail the test (a 404 the page expected and showed, say),
+// and requires one at least.
+func (tb *tab) expectErrors(t *testing.T, substr string) {
+	t.Helper()
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	var keep []string
+	for _, e := range tb.errors {
+		if !strings.Contains(e, substr) {
+			keep = append(keep, e)
+		}
+	}
+	require.Less(t, len(keep), len(tb.errors), "the page logged no error with %q", substr)
+	tb.errors = keep
 }
 
 func (tb *tab) do(t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
@@ -297,6 +317,42 @@ func TestBrowser(t *testing.T) {
 			gone(fmt.Sprintf(`tr[data-id="%d"]`, s.leasedID)))
 		require.EqualValues(t, 1, sqlInt(t, db, `SELECT COUNT(*) FROM jobs WHERE id = ? AND _visible_at <= NOW()`, s.leasedID))
 		require.EqualValues(t, 0, sqlInt(t, db, `SELECT leased FROM fdbqueue_queues WHERE name = 'jobs'`))
+	})
+
+	t.Run("no tables", func(t *testing.T) {
+		empty := serve(t, ui.Handler(open(t, "memory:"), ui.WithInterval(100*time.Millisecond)))
+		tb := newTab(t, b)
+		tb.do(t, chromedp.Navigate(empty.URL+"/queues/"), visible(`main p.muted`))
+		require.Contains(t, tb.text(t, `main p.muted`), "No tables yet. CREATE TABLE makes one")
+		require.Zero(t, tb.count(t, `.chart`), "no empty plots")
+		require.NotContains(t, tb.text(t, `main`), "null")
+		tb.screenshot(t, "empty.png")
+	})
+
+	t.Run("overview recovers", func(t *testing.T) {
+		// The overview fails (503, as when the database is slow) until
+		// failing is cleared: the page shows the error, then the tables
+		// once it answers again, without a reload.
+		var failing atomic.Bool
+		failing.Store(true)
+		d := ui.Handler(db)
+		t.Cleanup(func() { d.Close() })
+		flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if failing.Load() && r.URL.Path == "/api/overview" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"error": "reading fdbqueue_queues took longer than the dashboard's query timeout"}`))
+				return
+			}
+			d.ServeHTTP(w, r)
+		}))
+		t.Cleanup(flaky.Close)
+		tb := newTab(t, b)
+		tb.do(t, chromedp.Navigate(flaky.URL+"/"), visible(`#error`))
+		require.Contains(t, tb.text(t, `#error`), "query timeout")
+		failing.Store(false)
+		tb.do(t, visible(`#tables tr[data-table="jobs"]`))
+		tb.expectErrors(t, "status of 503")
 	})
 
 	t.Run("read-only", func(t *testing.T) {

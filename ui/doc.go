@@ -18,6 +18,8 @@
 // actions. The page reads a JSON API served under the same handler:
 //
 //	GET  api/overview                          every table's row of fdbqueue_queues, and the plots' series
+//	GET  api/overview?top=N                    the same, with the N deepest tables' series only
+//	GET  api/overview?table=NAME               one table's row and series (404 if none)
 //	GET  api/tables/{table}                    a table's columns, options and counts
 //	GET  api/tables/{table}/rows?state=&limit=&offset=   a page of rows; or ?id= one row
 //	POST api/tables/{table}/actions/{action}   retry, delete, release or purge
@@ -45,7 +47,11 @@
 // the page's token (a random value per handler, in the X-Fdbqueue-Token
 // header) and pass http.CrossOriginProtection (Sec-Fetch-Site, or Origin
 // against Host): another site cannot make a browser act. Responses carry
-// a Content-Security-Policy that allows the handler's own scripts only.
+// a Content-Security-Policy that allows the handler's own scripts only,
+// and the page shows names and values as text, never as HTML. Served
+// without authentication on a loopback address, check the request's Host
+// in front of it (the command does): a page of another site whose name is
+// rebound to 127.0.0.1 (DNS rebinding) is same-origin with the handler.
 //
 // # Cost
 //

@@ -18,6 +18,9 @@ import (
 func FuzzAPI(f *testing.F) {
 	for _, seed := range []struct{ method, path, body string }{
 		{"GET", "/api/overview", ""},
+		{"GET", "/api/overview?top=8", ""},
+		{"GET", "/api/overview?table=jobs&top=x", ""},
+		{"GET", "/api/tables/jobs_dead/rows?state=dead", ""},
 		{"GET", "/api/tables/jobs", ""},
 		{"GET", "/api/tables/jobs/rows?state=leased&limit=50&offset=0", ""},
 		{"GET", "/api/tables/jobs/rows?id=99999999999999999999", ""},

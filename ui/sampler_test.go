@@ -104,3 +104,31 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		t.Fatalf("goroutines: %d before, %d after Close:\n%s", before, n, stacks.String())
 	}
 }
+
+// TestOddOptions: a history past MaxHistory is MaxHistory, taken as
+// samples come (not made up front), and a query timeout of 0 or less is
+// the default, not one every statement runs out of.
+func TestOddOptions(t *testing.T) {
+	t.Parallel()
+	db := open(t, "memory:")
+	seed(t, db)
+	d := ui.Handler(db, ui.WithHistory(1<<62), ui.WithQueryTimeout(0), ui.WithInterval(100*time.Millisecond))
+	t.Cleanup(func() { d.Close() })
+	var n int
+	require.Eventually(t, func() bool {
+		rec := httptest.NewRecorder()
+		d.ServeHTTP(rec, httptest.NewRequest("GET", "/api/overview", nil))
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		var o struct {
+			Series struct {
+				T []int64 `json:"t"`
+			} `json:"series"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &o))
+		n = len(o.Series.T)
+		return n >= 3
+	}, 10*time.Second, 20*time.Millisecond)
+	rec := httptest.NewRecorder()
+	d.ServeHTTP(rec, httptest.NewRequest("GET", "/api/tables/jobs/rows?state=leased", nil))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+}

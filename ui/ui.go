@@ -49,14 +49,25 @@ func WithInterval(d time.Duration) Option {
 	return func(o *options) { o.interval = max(d, 100*time.Millisecond) }
 }
 
+// MaxHistory is the most samples WithHistory keeps: a day at
+// DefaultInterval.
+const MaxHistory = 86400
+
 // WithHistory sets how many samples the plots show (DefaultHistory
-// otherwise; at least 2).
-func WithHistory(n int) Option { return func(o *options) { o.history = max(n, 2) } }
+// otherwise; from 2 to MaxHistory). The samples take memory as they
+// come: 40 bytes a table each.
+func WithHistory(n int) Option { return func(o *options) { o.history = min(max(n, 2), MaxHistory) } }
 
 // WithQueryTimeout bounds each statement a request runs
-// (DefaultQueryTimeout otherwise): a page of rows that would take longer
-// fails with 503 and says why.
-func WithQueryTimeout(d time.Duration) Option { return func(o *options) { o.queryTimeout = d } }
+// (DefaultQueryTimeout otherwise, and for d <= 0): a page of rows that
+// would take longer fails with 503 and says why.
+func WithQueryTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.queryTimeout = d
+		}
+	}
+}
 
 // Dashboard is the dashboard's http.Handler (Handler returns it). Close
 // stops its sampling.

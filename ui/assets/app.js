@@ -59,6 +59,9 @@ function when(iso) {
 }
 function last(a) { return a && a.length ? a[a.length - 1] : -1; }
 function enc(s) { return encodeURIComponent(s); }
+// ident quotes a table's name as the statements the server runs do
+// (backticks, doubled inside), unless it is a plain identifier.
+function ident(s) { return /^[A-Za-z_][A-Za-z0-9_]*$/.test(s) ? s : "`" + s.replaceAll("`", "``") + "`"; }
 
 // niceMax rounds a chart's top up to 1, 2 or 5 times a power of ten.
 function niceMax(v) {
@@ -85,8 +88,8 @@ function chart(title, lines, t, fmt) {
     s.append(svg("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#e2e5eb" }));
     s.append(svg("text", { x: L - 4, y: y(v) + 3, "text-anchor": "end" }, fmt(v)));
   }
-  if (t.length > 1) {
-    const span = Math.round((t1 - t0) / 1000);
+  const span = Math.round((t1 - t0) / 1000);
+  if (t.length > 1 && span > 0) {
     s.append(svg("text", { x: L, y: H - 5 }, "−" + fmtAge(span)));
     s.append(svg("text", { x: W - R, y: H - 5, "text-anchor": "end" }, "now"));
   }
@@ -115,26 +118,20 @@ function live() { document.getElementById("live").textContent = "updated " + new
 // The overview: every table with its counts, and the plots.
 async function overview(myRoute) {
   setCrumbs(["Queues", "#/"]);
-  const data = await api("api/overview");
+  // The series of the tables the plots draw only, and the totals.
+  const data = await api("api/overview?top=" + colors.length);
   if (myRoute !== route) return;
-  const sums = { in: [], out: [] };
-  const lastRate = {};
-  for (const [name, s] of Object.entries(data.series.tables)) {
-    lastRate[name] = { in: last(s.inPerS), out: last(s.outPerS) };
-    s.inPerS.forEach((v, i) => { sums.in[i] = v < 0 && sums.in[i] === undefined ? -1 : Math.max(0, sums.in[i] || 0) + Math.max(0, v); });
-    s.outPerS.forEach((v, i) => { sums.out[i] = v < 0 && sums.out[i] === undefined ? -1 : Math.max(0, sums.out[i] || 0) + Math.max(0, v); });
-  }
   const queues = data.tables.filter((q) => !q.deadOf);
   const rows = queues.map((q) => el("tr", { "data-table": q.name },
-    el("td", {}, el("a", { href: "#/t/" + enc(q.name) + "/visible" }, q.name)),
+    el("td", { class: "name", title: q.name }, el("a", { href: "#/t/" + enc(q.name) + "/visible" }, q.name)),
     el("td", { class: "num", "data-field": "rows" }, fmtNum(q.rows)),
     el("td", { class: "num", "data-field": "visible" }, q.exact ? fmtNum(q.visible) : "–"),
     el("td", { class: "num", "data-field": "delayed" }, q.exact ? fmtNum(q.delayed) : "–"),
     el("td", { class: "num", "data-field": "leased" }, q.exact ? fmtNum(q.leased) : "–"),
     el("td", { class: "num" + (q.dead > 0 ? " bad" : ""), "data-field": "dead" }, q.hasDead ? el("a", { href: "#/t/" + enc(q.name) + "/dead" }, fmtNum(q.dead)) : "–"),
     el("td", { class: "num", "data-field": "age" }, q.exact && q.visible > 0 ? fmtAge(q.oldestVisibleAgeS) : "–"),
-    el("td", { class: "num", "data-field": "in" }, fmtRate((lastRate[q.name] || {}).in)),
-    el("td", { class: "num", "data-field": "out" }, fmtRate((lastRate[q.name] || {}).out)),
+    el("td", { class: "num", "data-field": "in" }, fmtRate(q.inPerS)),
+    el("td", { class: "num", "data-field": "out" }, fmtRate(q.outPerS)),
     el("td", { class: "num", "data-field": "pushed" }, fmtNum(q.pushed)),
   ));
   const head = el("tr", {}, ["table", "rows", "visible", "delayed", "leased", "dead", "oldest visible", "pushed/s", "done/s", "pushed"].map((h, i) => el("th", { class: i ? "num" : "" }, h)));
@@ -145,13 +142,14 @@ async function overview(myRoute) {
   const lines = (f) => top.map((n, i) => ({ name: n, color: colors[i], values: data.series.tables[n][f] }));
   const charts = el("div", { class: "charts" },
     chart("Rows (depth)", lines("depth"), t, intFmt),
-    chart("Rows per second, all tables", [{ name: "pushed", color: colors[0], values: sums.in }, { name: "done (popped + acked)", color: colors[2], values: sums.out }], t, intFmt),
+    chart("Rows per second, all tables", [{ name: "pushed", color: colors[0], values: data.series.total.inPerS }, { name: "done (popped + acked)", color: colors[2], values: data.series.total.outPerS }], t, intFmt),
     chart("Oldest visible row's age (s)", lines("ageS"), t, intFmt),
   );
   app.replaceChildren(
     el("h1", {}, "Queues"),
-    queues.length ? el("table", { class: "grid", id: "tables" }, el("thead", {}, head), el("tbody", {}, rows)) : el("p", { class: "muted" }, "No tables yet."),
-    charts,
+    queues.length ? el("table", { class: "grid", id: "tables" }, el("thead", {}, head), el("tbody", {}, rows))
+      : el("p", { class: "muted" }, "No tables yet. CREATE TABLE makes one: it shows here within a refresh."),
+    ...(queues.length ? [charts] : []),
     el("p", { class: "note" }, `Sampled every ${data.intervalS} s while the dashboard runs; counts read now from fdbqueue_queues.`),
     ...(data.sampleError ? [el("p", { class: "note" }, "Last sample failed: " + data.sampleError)] : []),
   );
@@ -164,7 +162,7 @@ const stateNames = ["visible", "delayed", "leased", "dead"];
 // its rows by state (on demand: Refresh, an action, the pager).
 async function tablePage(myRoute, name, state, offset) {
   setCrumbs(["Queues", "#/"], [name, "#/t/" + enc(name) + "/visible"]);
-  const [info, data] = await Promise.all([api("api/tables/" + enc(name)), api("api/overview")]);
+  const [info, data] = await Promise.all([api("api/tables/" + enc(name)), api("api/overview?table=" + enc(name))]);
   if (myRoute !== route) return;
   const tabs = el("div", { class: "tabs" }, stateNames.filter((st) => st !== "dead" || info.hasDead).map((st) =>
     el("a", { href: "#/t/" + enc(name) + "/" + st, class: st === state ? "on" : "", "data-state": st }, st)));
@@ -209,7 +207,7 @@ function summary(name, info, data) {
 function refreshSummary(myRoute, name, info) {
   timer = setTimeout(async () => {
     try {
-      const data = await api("api/overview");
+      const data = await api("api/overview?table=" + enc(name));
       if (myRoute !== route) return;
       document.getElementById("summary").replaceWith(summary(name, info, data));
       live();
@@ -231,14 +229,14 @@ async function showRows(name, info, query, state, offset) {
     return;
   }
   const dead = page.state === "dead";
-  const head = el("tr", {}, page.columns.map((c) => el("th", {}, c === "_visible_at" && page.state === "leased" ? "lease expires" : c)), readOnly ? null : el("th", {}, ""));
+  const head = el("tr", {}, page.columns.map((c) => el("th", { title: c }, c === "_visible_at" && page.state === "leased" ? "lease expires" : c)), readOnly ? null : el("th", {}, ""));
   const body = page.rows.map((r) => {
     const id = r[0], lease = r[2];
     const acts = [];
     if (!readOnly) {
-      if (dead) acts.push(el("button", { "data-action": "retry", onclick: () => act(name, "retry", { id }, `Move dead letter ${id} back to ${name}?`, `INSERT INTO ${name} SELECT * FROM ${name}_dead WHERE id = ${id} LIMIT 1 FOR POP`) }, "Retry"));
-      if (page.state === "leased") acts.push(el("button", { "data-action": "release", onclick: () => act(name, "release", { id, lease }, `Release the lease on row ${id}? It becomes visible now; its holder's ack will fail.`, `UPDATE ${name} SET _visible_at = NOW() WHERE id = ${id} AND _lease = ${lease}`) }, "Release"));
-      acts.push(el("button", { "data-action": "delete", onclick: () => act(name, "delete", { id, dead }, `Delete row ${id} of ${dead ? name + "_dead" : name}?`, `DELETE FROM ${dead ? name + "_dead" : name} WHERE id = ${id}`) }, "Delete"));
+      if (dead) acts.push(el("button", { "data-action": "retry", onclick: () => act(name, "retry", { id }, `Move dead letter ${id} back to ${name}?`, `INSERT INTO ${ident(name)} SELECT * FROM ${ident(name + "_dead")} WHERE id = ${id} LIMIT 1 FOR POP`) }, "Retry"));
+      if (page.state === "leased") acts.push(el("button", { "data-action": "release", onclick: () => act(name, "release", { id, lease }, `Release the lease on row ${id}? It becomes visible now; its holder's ack will fail.`, `UPDATE ${ident(name)} SET _visible_at = NOW() WHERE id = ${id} AND _lease = ${lease}`) }, "Release"));
+      acts.push(el("button", { "data-action": "delete", onclick: () => act(name, "delete", { id, dead }, `Delete row ${id} of ${dead ? name + "_dead" : name}?`, `DELETE FROM ${ident(dead ? name + "_dead" : name)} WHERE id = ${id}`) }, "Delete"));
     }
     return el("tr", { "data-id": id }, r.map((v, i) => el("td", { class: typeof v === "number" ? "num" : "val", title: v === null ? "NULL" : String(v) }, v === null ? el("span", { class: "muted" }, "NULL") : v === "" && i === 1 ? el("span", { class: "muted" }, "never") : i === 1 ? when(v) : String(v))), readOnly ? null : el("td", {}, acts));
   });
@@ -297,15 +295,20 @@ async function act(table, action, body, text, sql) {
 }
 
 function purge(table) {
-  return act(table, "purge", {}, `Delete all ${fmtNum(deadNow)} dead letters of ${table}? This cannot be undone.`, `DELETE FROM ${table}_dead`);
+  return act(table, "purge", {}, `Delete all ${fmtNum(deadNow)} dead letters of ${table}? This cannot be undone.`, `DELETE FROM ${ident(table + "_dead")}`);
 }
 
 // render shows the page the hash names, and refreshes it.
 async function render() {
   clearTimeout(timer);
   const my = ++route;
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   try {
+    let parts;
+    try {
+      parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+    } catch (e) {
+      throw new Error("this address is not one of the dashboard's (" + e.message + "): " + location.hash);
+    }
     if (parts[0] === "t" && parts[1]) {
       const state = stateNames.includes(parts[2]) ? parts[2] : "visible";
       await tablePage(my, parts[1], state, Math.max(0, parseInt(parts[3] || "0", 10) || 0));
@@ -316,6 +319,12 @@ async function render() {
   } catch (e) {
     if (my !== route) return;
     app.replaceChildren(el("h1", {}, "Error"), el("p", { id: "error" }, e.message), el("p", {}, el("a", { href: "#/" }, "Back to the queues")));
+    // The overview tries again: a database slow for a moment (503) must
+    // not leave the page on an error once it answers again.
+    if (!location.hash.startsWith("#/t/")) {
+      document.getElementById("live").textContent = "refresh failed: trying again";
+      timer = setTimeout(render, 2000);
+    }
   }
 }
 

@@ -9,6 +9,7 @@ package uicmd
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"database/sql"
 	"errors"
@@ -42,6 +43,9 @@ usage: fdbqueue ui DSN [--listen ADDR] [--read-only] [--auth token:SECRET | --au
                   Authorization: Bearer SECRET
   --auth basic:USER:PASS
                   require HTTP basic authentication
+  --auth env:VAR  the same, from the environment variable VAR (token:...
+                  or basic:...): out of the process list, unlike an
+                  argument
   --interval DURATION
                   how often to sample the queues for the plots (default 1s)
 
@@ -169,10 +173,19 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 	var h http.Handler = d
 	if o.auth != nil {
 		h = o.auth.wrap(d)
+	} else {
+		h = loopbackHostOnly(d)
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return err
+	}
+	if o.auth == nil && !isLoopback(ln.Addr()) {
+		// A name (localhost) that resolved to another address than the
+		// loopback's.
+		ln.Close()
+		return fmt.Errorf("--listen %s listens on %s, not a loopback address: anyone who reaches it could read the queues and change them. "+
+			"Pass --auth token:SECRET or --auth basic:USER:PASS, or listen on 127.0.0.1", o.listen, ln.Addr())
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	url := "http://" + ln.Addr().String() + "/"
@@ -196,13 +209,64 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 	return srv.Shutdown(sctx)
 }
 
+// isLoopback says whether a listener's address is a loopback one.
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// loopbackHostOnly refuses a request whose Host is not a loopback name or
+// address, which a browser sends to a dashboard without --auth only from
+// a page of another site whose name was rebound to 127.0.0.1 (DNS
+// rebinding): that page would be same-origin with the dashboard, and
+// could read it and act.
+func loopbackHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			host = hh
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		ip := net.ParseIP(host)
+		if !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, "this dashboard listens on a loopback address without --auth: it answers requests for localhost, 127.0.0.1 or [::1] only, not for "+clipHost(r.Host)+" (behind a reverse proxy, pass --auth)", http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// clipHost shortens a request's Host for an error message.
+func clipHost(h string) string {
+	if len(h) > 100 {
+		return h[:100] + "..."
+	}
+	return h
+}
+
 // An authenticator checks the credentials of every request.
 type authenticator interface {
 	wrap(http.Handler) http.Handler
 }
 
-// parseAuth parses --auth: "" (none), token:SECRET or basic:USER:PASS.
+// parseAuth parses --auth: "" (none), token:SECRET, basic:USER:PASS, or
+// env:VAR, whose value is one of those (a secret in the arguments is
+// anyone's on the host who lists processes).
 func parseAuth(s string) (authenticator, error) {
+	if name, ok := strings.CutPrefix(s, "env:"); ok {
+		v, set := os.LookupEnv(name)
+		if name == "" || !set || v == "" {
+			return nil, fmt.Errorf("--auth env:%s: the environment variable %s is not set; it holds token:SECRET or basic:USER:PASS", name, name)
+		}
+		if strings.HasPrefix(v, "env:") {
+			return nil, fmt.Errorf("--auth env:%s: %s holds token:SECRET or basic:USER:PASS, not another env:", name, name)
+		}
+		a, err := parseAuth(v)
+		if err != nil {
+			return nil, fmt.Errorf("--auth env:%s: %v", name, err)
+		}
+		return a, nil
+	}
 	kind, rest, _ := strings.Cut(s, ":")
 	switch {
 	case s == "":
@@ -218,7 +282,7 @@ func parseAuth(s string) (authenticator, error) {
 		}
 		return basicAuth{user, pass}, nil
 	}
-	return nil, fmt.Errorf("--auth %q: use token:SECRET or basic:USER:PASS", kind)
+	return nil, fmt.Errorf("--auth %q: use token:SECRET, basic:USER:PASS or env:VAR", kind)
 }
 
 // tokenAuth takes the token from Authorization: Bearer, or from a
@@ -238,7 +302,9 @@ func (a tokenAuth) wrap(h http.Handler) http.Handler {
 			q.Del("token")
 			u := *r.URL
 			u.RawQuery = q.Encode()
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			// One leading slash: //host and /\host name another site.
+			to := "/" + strings.TrimLeft(u.RequestURI(), `/\`)
+			http.Redirect(w, r, to, http.StatusSeeOther)
 			return
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -269,7 +335,13 @@ func (a basicAuth) wrap(h http.Handler) http.Handler {
 	})
 }
 
-func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+// equal compares a credential in constant time, its length too
+// (subtle.ConstantTimeCompare answers at once for another length): it
+// compares the strings' SHA-256 sums.
+func equal(a, b string) bool {
+	x, y := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(x[:], y[:]) == 1
+}
 
 func unauthorized(w http.ResponseWriter, why string) {
 	http.Error(w, why, http.StatusUnauthorized)

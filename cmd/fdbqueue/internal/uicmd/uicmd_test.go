@@ -25,17 +25,20 @@ import (
 func TestBadFlagsSayWhatToPass(t *testing.T) {
 	t.Parallel()
 	for args, says := range map[string]string{
-		"":                                "which database?",
-		"memory: --listen 0.0.0.0:8080":   "--listen 0.0.0.0:8080 is not a loopback address: anyone who reaches it could read the queues and change them. Pass --auth token:SECRET or --auth basic:USER:PASS, or listen on 127.0.0.1",
-		"memory: --listen :8080":          "--listen :8080 listens on every interface",
-		"memory: --listen example.com:80": "is not a loopback address",
-		"memory: --listen 8080":           `--listen "8080" is not HOST:PORT`,
-		"memory: --auth token:short":      "at least 8 characters",
-		"memory: --auth basic:ada":        "--auth basic:USER:PASS takes a user and a password",
-		"memory: --auth oauth:x":          `--auth "oauth": use token:SECRET or basic:USER:PASS`,
-		"memory: file:/x":                 "one DSN, not 2 arguments",
-		"memory: --bogus":                 "flag provided but not defined: -bogus (fdbqueue ui --help lists the flags)",
-		"memory: --interval 1ms":          "--interval 1ms is below 100ms",
+		"":                                        "which database?",
+		"memory: --listen 0.0.0.0:8080":           "--listen 0.0.0.0:8080 is not a loopback address: anyone who reaches it could read the queues and change them. Pass --auth token:SECRET or --auth basic:USER:PASS, or listen on 127.0.0.1",
+		"memory: --listen :8080":                  "--listen :8080 listens on every interface",
+		"memory: --listen example.com:80":         "is not a loopback address",
+		"memory: --listen [::]:8080":              "--listen [::]:8080 is not a loopback address",
+		"memory: --listen [::ffff:10.0.0.1]:8080": "is not a loopback address",
+		"memory: --listen 10.0.0.5:8080":          "is not a loopback address",
+		"memory: --listen 8080":                   `--listen "8080" is not HOST:PORT`,
+		"memory: --auth token:short":              "at least 8 characters",
+		"memory: --auth basic:ada":                "--auth basic:USER:PASS takes a user and a password",
+		"memory: --auth oauth:x":                  `--auth "oauth": use token:SECRET, basic:USER:PASS or env:VAR`,
+		"memory: file:/x":                         "one DSN, not 2 arguments",
+		"memory: --bogus":                         "flag provided but not defined: -bogus (fdbqueue ui --help lists the flags)",
+		"memory: --interval 1ms":                  "--interval 1ms is below 100ms",
 	} {
 		var stdout, stderr bytes.Buffer
 		status := uicmd.Main(context.Background(), strings.Fields(args), nil, &stdout, &stderr)
@@ -79,6 +82,33 @@ func status(t *testing.T, c *http.Client, req *http.Request) int {
 	return res.StatusCode
 }
 
+// TestAuthFromTheEnvironment: --auth env:VAR takes the credentials from
+// VAR, out of the process list. Not parallel: it sets the environment.
+func TestAuthFromTheEnvironment(t *testing.T) {
+	t.Setenv("FDBQUEUE_TEST_UI_AUTH", "basic:ada:lovelace")
+	t.Setenv("FDBQUEUE_TEST_UI_SHORT", "token:short")
+	url := start(t, "memory:", "--auth", "env:FDBQUEUE_TEST_UI_AUTH")
+	req, err := http.NewRequest("GET", url+"api/overview", nil)
+	require.NoError(t, err)
+	require.Equal(t, 401, status(t, http.DefaultClient, req))
+	req.SetBasicAuth("ada", "lovelace")
+	require.Equal(t, 200, status(t, http.DefaultClient, req))
+	for args, says := range map[string]string{
+		"memory: --auth env:FDBQUEUE_TEST_UI_UNSET": "--auth env:FDBQUEUE_TEST_UI_UNSET: the environment variable FDBQUEUE_TEST_UI_UNSET is not set",
+		"memory: --auth env:FDBQUEUE_TEST_UI_SHORT": "--auth env:FDBQUEUE_TEST_UI_SHORT: --auth token:SECRET takes a secret of at least 8 characters",
+		"memory: --auth env: --listen 0.0.0.0:8080": "the environment variable  is not set",
+	} {
+		var stderr bytes.Buffer
+		require.Equal(t, 2, uicmd.Main(context.Background(), strings.Fields(args), nil, io.Discard, &stderr), args)
+		require.Contains(t, stderr.String(), says, args)
+	}
+}
+
+// noFollowClient returns redirects instead of following them.
+func noFollowClient() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	// A non-loopback address with --auth is accepted; this test serves on
@@ -109,6 +139,31 @@ func TestAuth(t *testing.T) {
 	require.Equal(t, base, res.Request.URL.String(), "the token is gone from the address bar")
 	require.Equal(t, 200, status(t, browser, get("api/overview")))
 
+	// The cookie is out of scripts' reach and other sites' requests.
+	res, err = noFollowClient().Get(url)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	require.Equal(t, "/", res.Header.Get("Location"), "the token is out of the address, and of the history")
+	cookie := res.Header.Get("Set-Cookie")
+	for _, attr := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+		require.Contains(t, cookie, attr)
+	}
+
+	// The redirect that drops the token stays on this server, whatever
+	// the path: //host and /\host are other sites' to a browser.
+	noFollow := noFollowClient()
+	for _, path := range []string{"/evil.example/x?token=s3cret-token&a=1", `/\evil.example/?token=s3cret-token`} {
+		req := get(path)
+		res, err := noFollow.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, path)
+		loc := res.Header.Get("Location")
+		require.True(t, strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") && !strings.HasPrefix(loc, `/\`), "%s redirects to %s", path, loc)
+		require.NotContains(t, loc, "token")
+	}
+
 	basic := start(t, "memory:", "--auth", "basic:ada:lovelace", "--read-only")
 	req, err = http.NewRequest("GET", basic+"api/overview", nil)
 	require.NoError(t, err)
@@ -119,6 +174,43 @@ func TestAuth(t *testing.T) {
 	require.Contains(t, res.Header.Get("WWW-Authenticate"), "Basic")
 	req.SetBasicAuth("ada", "babbage")
 	require.Equal(t, 401, status(t, http.DefaultClient, req))
+	req.SetBasicAuth("ada", "lovelace")
+	require.Equal(t, 200, status(t, http.DefaultClient, req))
+}
+
+// TestNoAuthAnswersLoopbackNamesOnly: without --auth, a request for
+// another host name is refused. A browser sends one from a page of
+// another site whose name now resolves to 127.0.0.1 (DNS rebinding),
+// which could otherwise read the page, its token, and act.
+func TestNoAuthAnswersLoopbackNamesOnly(t *testing.T) {
+	t.Parallel()
+	url := start(t, "memory:")
+	for host, want := range map[string]int{
+		"":                       200, // the URL's own, 127.0.0.1:PORT
+		"localhost:8080":         200,
+		"LocalHost":              200,
+		"[::1]:8080":             200,
+		"127.0.0.2":              200,
+		"evil.example:8080":      http.StatusMisdirectedRequest,
+		"evil.example":           http.StatusMisdirectedRequest,
+		"localhost.evil.example": http.StatusMisdirectedRequest,
+		"10.0.0.5:8080":          http.StatusMisdirectedRequest,
+	} {
+		for _, path := range []string{"", "api/overview"} {
+			req, err := http.NewRequest("GET", url+path, nil)
+			require.NoError(t, err)
+			if host != "" {
+				req.Host = host
+			}
+			require.Equal(t, want, status(t, http.DefaultClient, req), "Host %s, %s", host, path)
+		}
+	}
+	// With --auth it answers any name: others reach it by theirs, and a
+	// rebound page has no credentials.
+	authed := start(t, "memory:", "--auth", "basic:ada:lovelace")
+	req, err := http.NewRequest("GET", authed+"api/overview", nil)
+	require.NoError(t, err)
+	req.Host = "dashboard.example:8080"
 	req.SetBasicAuth("ada", "lovelace")
 	require.Equal(t, 200, status(t, http.DefaultClient, req))
 }
