@@ -121,7 +121,11 @@ import (
 //     ClearItems empties a queue by clearing [P (0), P (7)) and [P (12),
 //     P (14)), and keeps what retries need (tags 7 to 11, and 14). It
 //     keeps the unique index and windows (tags 15 and 16) too: exec clears
-//     tag 15 with it, for a table that has unique keys.
+//     tag 15 with it, for a table that has unique keys. It keeps the
+//     visible-at marks (tag 18): a mark without its item only sends a
+//     ScanHidden to the full scan, until writers clear it (hidden.go).
+//   - Every write of an item under tag 0 with a visible_at (rewrite,
+//     pushChecked) sets a visible-at mark at or after its millisecond.
 //   - A unique key's window entries sort by bucket (P (16, k, bucket)),
 //     so one range clear of [P (16, k), P (16, k, b)) drops every entry
 //     of key k whose until is before bucket b's start.
