@@ -127,6 +127,11 @@ func TestHiddenPlanMatchesFullScan(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(seed, 32))
 			skew := time.Duration(1+r.IntN(3000)) * time.Millisecond
+			if seed%2 == 1 {
+				// Ahead by more than the marks' horizon (10 s): its clears
+				// of old marks reach past this executor's NOW().
+				skew += 10 * time.Second
+			}
 			e, ahead := newHiddenPair(t, skew)
 			var advanced time.Duration
 			nowOf := func(x *exec.Executor) time.Time {
@@ -208,24 +213,34 @@ func TestHiddenPlanMatchesFullScan(t *testing.T) {
 // ends after this executor's NOW() back to the visible rows. This
 // executor's hidden plan must still return it, as the full scan does: it
 // finds the promote's visible-at mark and scans every row. Once its clock
-// passes the row's _visible_at, it reads the hidden rows alone again.
+// passes the mark, it reads the hidden rows alone again. Ahead by more than
+// the marks' horizon (10 s), the promote marks its cut, 10 s before its
+// clock, rather than the row's _visible_at, which is older.
 func TestHiddenPlanSeesRowsPromotedAhead(t *testing.T) {
 	t.Parallel()
-	e, ahead := newHiddenPair(t, 2*time.Second)
-	mustRun(t, e, "INSERT INTO jobs (priority, v) VALUES (0, 1), (0, 2), (0, 5)")
-	leased := mustRun(t, e, "SELECT id FROM jobs LIMIT 1 FOR LEASE 1").Rows
-	require.Equal(t, [][]any{{int64(1)}}, leased)
-	// The pop promotes row 1 (due in 1s: past on ahead's clock), and takes
-	// row 3.
-	require.Equal(t, [][]any{{int64(3)}}, mustRun(t, ahead, "SELECT id FROM jobs WHERE v = 5 LIMIT 1 FOR POP").Rows)
+	for _, c := range []struct{ skew, past time.Duration }{
+		{skew: 2 * time.Second, past: 2 * time.Second},
+		{skew: 20 * time.Second, past: 11 * time.Second},
+	} {
+		t.Run(c.skew.String(), func(t *testing.T) {
+			t.Parallel()
+			e, ahead := newHiddenPair(t, c.skew)
+			mustRun(t, e, "INSERT INTO jobs (priority, v) VALUES (0, 1), (0, 2), (0, 5)")
+			leased := mustRun(t, e, "SELECT id FROM jobs LIMIT 1 FOR LEASE 1").Rows
+			require.Equal(t, [][]any{{int64(1)}}, leased)
+			// The pop promotes row 1 (due in 1s: past on ahead's clock), and
+			// takes row 3.
+			require.Equal(t, [][]any{{int64(3)}}, mustRun(t, ahead, "SELECT id FROM jobs WHERE v = 5 LIMIT 1 FOR POP").Rows)
 
-	const q = "SELECT id FROM jobs WHERE _visible_at > NOW()"
-	require.Equal(t, [][]any{{int64(1)}}, mustRun(t, e, q).Rows, "the promoted row is hidden at e's NOW()")
-	runs, full := e.HiddenScans()
-	require.Equal(t, [2]int64{1, 1}, [2]int64{runs, full}, "the mark sent the plan to the full scan")
+			const q = "SELECT id FROM jobs WHERE _visible_at > NOW()"
+			require.Equal(t, [][]any{{int64(1)}}, mustRun(t, e, q).Rows, "the promoted row is hidden at e's NOW()")
+			runs, full := e.HiddenScans()
+			require.Equal(t, [2]int64{1, 1}, [2]int64{runs, full}, "the mark sent the plan to the full scan")
 
-	e.Advance(2 * time.Second)
-	require.Empty(t, mustRun(t, e, q).Rows)
-	runs, full = e.HiddenScans()
-	require.Equal(t, [2]int64{2, 1}, [2]int64{runs, full}, "past the mark, the hidden rows alone")
+			e.Advance(c.past)
+			require.Empty(t, mustRun(t, e, q).Rows)
+			runs, full = e.HiddenScans()
+			require.Equal(t, [2]int64{2, 1}, [2]int64{runs, full}, "past the mark, the hidden rows alone")
+		})
+	}
 }

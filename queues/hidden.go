@@ -35,14 +35,15 @@ import (
 // every item.
 //
 // Marks would pile up, one per millisecond in which items became visible:
-// writers clear the marks older than markHorizon on their clock (at most
-// every markHorizon/4 in a process), and set a mark at the cut in the same
-// transaction, after the clear. A mark is cleared only by a clear whose
-// cut is above it, which leaves a mark at its cut; so, in any snapshot,
-// for every mark ever set there is a mark at or above it (the highest cut
-// cleared is always marked). A writer whose item's visible_at is older
-// than its cut sets the mark at the cut instead. Hence, in any snapshot:
-// an item under tag 0 with visible_at v has a mark at or above v's bucket.
+// writers clear the marks before a cut, markHorizon before their clock (at
+// most every markHorizon/4 in a process). Every writer sets its mark at
+// its item's bucket or at its cut, whichever is later, so a transaction
+// that clears below its cut leaves a mark at or above it. A mark is
+// cleared only by a clear whose cut is above it, whose transaction leaves
+// a mark at or above that cut; so, by induction over the commits, in any
+// snapshot there is, for every mark ever set, a mark at or above it (the
+// highest cut cleared is always marked). Hence, in any snapshot: an item
+// under tag 0 with visible_at v has a mark at or above v's bucket.
 // If ScanHidden finds no mark at or above from's bucket, no such v is at
 // or after from. This holds whatever the clocks of the writers and the
 // reader read: a clock far ahead only makes marks that send readers to the
@@ -66,16 +67,12 @@ func (q *Queue) markVisible(tr kv.Transaction, vis, now int64) {
 	if vis == 0 {
 		return
 	}
+	// The mark at vis's bucket, or at the cut if that is later: a mark at
+	// or after both, which the clear below keeps.
 	cut := (now - markHorizon) / markGrain
-	if b := vis / markGrain; b >= cut {
-		tr.Set(q.key(tagMarksVisible, b), nil)
-	} else {
-		tr.Set(q.key(tagMarksVisible, cut), nil)
-	}
+	tr.Set(q.key(tagMarksVisible, max(vis/markGrain, cut)), nil)
 	if last := q.marksCleared.Load(); now-last >= markHorizon/4 && q.marksCleared.CompareAndSwap(last, now) {
-		// The clear first, then the mark at its cut: see above.
 		tr.ClearRange(kv.Range{Begin: q.sub[tagMarksVisible], End: q.key(tagMarksVisible, cut)})
-		tr.Set(q.key(tagMarksVisible, cut), nil)
 	}
 }
 
