@@ -46,11 +46,14 @@ import (
 // under tag 0 with visible_at v has a mark at or above v's bucket.
 // If ScanHidden finds no mark at or above from's bucket, no such v is at
 // or after from. This holds whatever the clocks of the writers and the
-// reader read: a clock far ahead only makes marks that send readers to the
-// full scan for a while (at most markHorizon past the reader's clock in
-// the case of a cut). Items made visible by versions before the marks
-// (which set none) are the exception: their visible_at was before the
-// clock of their writer, then, before the upgrade.
+// reader read: a mark is never later than its writer's clock (an item is
+// visible only once its visible_at has passed on it, and the cut is
+// before it), so a writer's clock ahead only sends readers to the full
+// scan until their clocks pass its marks. Items made visible by versions
+// before the marks, which set none, are the exception: ScanHidden misses
+// such an item only if its visible_at, not later than its writer's clock
+// then, is after the reader's NOW(): clocks apart by more than the time
+// since that write.
 //
 // A DELETE through ScanHidden reads the marks serializably: a concurrent
 // transaction that makes an item visible with a visible_at at or after
