@@ -54,6 +54,10 @@ type Executor struct {
 	fwd     Forwarder
 	srv     CallServer
 	serving sync.Map
+	// hiddenScans counts the runs of scanHidden plans, and hiddenFull
+	// those of them that scanned every row (see scanHidden): tests read
+	// them.
+	hiddenScans, hiddenFull atomic.Int64
 }
 
 // now reads the executor's clock.

@@ -41,6 +41,22 @@ func (e *Executor) Second() *Executor {
 	return s
 }
 
+// SecondAhead is Second on a clock that reads skew later than e's: another
+// host's, ahead.
+func (e *Executor) SecondAhead(skew time.Duration) *Executor {
+	s := e.Second()
+	opts := e.opts
+	opts.Clock = func() time.Time { return e.opts.Clock().Add(skew) }
+	s.setOptions(opts)
+	return s
+}
+
+// HiddenScans returns how many times scanHidden plans ran, and how many of
+// them scanned every row.
+func (e *Executor) HiddenScans() (runs, full int64) {
+	return e.hiddenScans.Load(), e.hiddenFull.Load()
+}
+
 // Advance moves the clock Deterministic stopped by d.
 func (e *Executor) Advance(d time.Duration) { e.advanced.Add(int64(d)) }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/parser"
 	"github.com/fdbqueue/fdbqueue/queues"
@@ -49,7 +50,10 @@ func (k take) String() string { return [...]string{"", "remove", "lease"}[k] }
 // choosePlan returns the access path to the rows of t that match conds, in
 // order, n of them at the most (n < 0: all), for goal; spread is the
 // attempt's spread width (see Auto).
-func choosePlan(t *Table, conds []cond, order queues.Order, n int64, g goal, spread int) plan {
+//
+// now is the statement's NOW(): a WHERE that selects rows hidden at now or
+// later reads the hidden rows only (scanHidden).
+func choosePlan(t *Table, conds []cond, order queues.Order, n int64, g goal, spread int, now time.Time) plan {
 	remove := g == goalPop || g == goalDelete
 	id, byIDOK := idLookup(conds)
 	f, fitOK := fitLimits(t, conds)
@@ -77,7 +81,7 @@ func choosePlan(t *Table, conds []cond, order queues.Order, n int64, g goal, spr
 		return scan{conds: conds, order: order, n: n, take: tk, visible: true}
 	case g == goalDelete && !byIDOK && n != 0 && (fitOK || len(conds) == 0 && n > 0):
 		return allRows{
-			pop:  choosePlan(t, conds, order, n, goalPop, spread),
+			pop:  choosePlan(t, conds, order, n, goalPop, spread, now),
 			scan: scan{conds: conds, order: order, n: n, take: tk},
 		}
 	}
@@ -101,7 +105,30 @@ func choosePlan(t *Table, conds []cond, order queues.Order, n int64, g goal, spr
 	case len(conds) == 0 && remove:
 		return popN{order: order, n: n}
 	}
-	return scan{conds: conds, order: order, n: n, take: tk, visible: visible}
+	sc := scan{conds: conds, order: order, n: n, take: tk, visible: visible}
+	if from, ok := hiddenFrom(conds, now); ok && !visible {
+		return scanHidden{scan: sc, from: from}
+	}
+	return sc
+}
+
+// hiddenFrom returns the latest from of the conditions _visible_at > from
+// and _visible_at >= from whose from is not before now: a row that
+// matches them is hidden at now, and so, but for a race that scanHidden
+// catches, among the hidden rows.
+func hiddenFrom(conds []cond, now time.Time) (time.Time, bool) {
+	var from time.Time
+	found := false
+	for _, c := range conds {
+		at, ok := c.val.(time.Time)
+		if c.col != colVisibleAt || !ok || (c.op != parser.OpGt && c.op != parser.OpGe) || at.Before(now) {
+			continue
+		}
+		if !found || at.After(from) {
+			from, found = at, true
+		}
+	}
+	return from, found
 }
 
 // idLookup returns the id of an id = v condition.
@@ -230,6 +257,15 @@ type (
 		take    take
 		visible bool
 	}
+	// scanHidden is scan (not visible) for a WHERE that selects rows hidden
+	// at from, from not before the statement's NOW(): _visible_at > from
+	// or >= from. It reads the hidden rows only, when the queue shows that
+	// no visible row has a _visible_at at or after from (queues.ScanHidden),
+	// and runs scan otherwise: either way, it finds what scan finds.
+	scanHidden struct {
+		scan scan
+		from time.Time
+	}
 	// moveByID moves the row with id to another priority, without
 	// reading or rewriting its values: UPDATE t SET priority = v WHERE
 	// id = v.
@@ -311,8 +347,6 @@ func (p popN) run(s *stmtCtx) ([]row, int64, error) {
 }
 
 func (p scan) run(s *stmtCtx) ([]row, int64, error) {
-	var out []row
-	taken := int64(0) // rows in out the statement takes: not dead letters
 	scan := s.t.Queue.Scan
 	if p.visible {
 		// Rows whose lease or delay ended are visible: bring them back to
@@ -322,7 +356,41 @@ func (p scan) run(s *stmtCtx) ([]row, int64, error) {
 		}
 		scan = s.t.Queue.ScanVisible
 	}
-	err := scan(s.tr, p.order, func(it queues.Item) (bool, error) {
+	out, err := p.find(s, func(fn func(queues.Item) (bool, error)) error {
+		return scan(s.tr, p.order, fn)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return counted(s.takeRows(out, p.take))
+}
+
+func (p scanHidden) run(s *stmtCtx) ([]row, int64, error) {
+	exact := false
+	out, err := p.scan.find(s, func(fn func(queues.Item) (bool, error)) error {
+		var err error
+		exact, err = s.t.Queue.ScanHidden(s.tr, p.scan.order, p.from, fn)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	s.e.hiddenScans.Add(1)
+	if !exact {
+		// A visible row may match (a visible-at mark is at or past from):
+		// read them all.
+		s.e.hiddenFull.Add(1)
+		return p.scan.run(s)
+	}
+	return counted(s.takeRows(out, p.scan.take))
+}
+
+// find returns the rows read gives that match p's conditions, up to p.n
+// rows the statement takes.
+func (p scan) find(s *stmtCtx, read func(fn func(queues.Item) (bool, error)) error) ([]row, error) {
+	var out []row
+	taken := int64(0) // rows in out the statement takes: not dead letters
+	err := read(func(it queues.Item) (bool, error) {
 		r, err := s.decode(it)
 		if err != nil {
 			return false, err
@@ -335,10 +403,7 @@ func (p scan) run(s *stmtCtx) ([]row, int64, error) {
 		}
 		return p.n < 0 || taken < p.n, nil
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return counted(s.takeRows(out, p.take))
+	return out, err
 }
 
 func (p moveByID) run(s *stmtCtx) ([]row, int64, error) {
@@ -440,7 +505,12 @@ func (p popN) String() string {
 	return fmt.Sprintf("popN(order=%s, n=%s)", orderName(p.order), count(p.n))
 }
 
-func (p scan) String() string {
+func (p scan) String() string { return "scan(" + p.args() + ")" }
+
+// String shows scan's arguments: from is the WHERE's.
+func (p scanHidden) String() string { return "scanHidden(" + p.scan.args() + ")" }
+
+func (p scan) args() string {
 	var args []string
 	if len(p.conds) > 0 {
 		where := make([]string, len(p.conds))
@@ -456,7 +526,7 @@ func (p scan) String() string {
 	if p.take != takeNone {
 		args = append(args, p.take.String())
 	}
-	return "scan(" + strings.Join(args, ", ") + ")"
+	return strings.Join(args, ", ")
 }
 
 func (p moveByID) String() string {

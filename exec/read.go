@@ -110,7 +110,7 @@ func (s *stmtCtx) planSelect(st *parser.Select) (*query, error) {
 	if st.Count {
 		return &query{
 			res:  &Result{HasRows: true, Columns: []string{"COUNT(*)"}, Types: []parser.Type{parser.TypeInt}, Nullable: []bool{false}, Lengths: []int{0}},
-			plan: choosePlan(t, conds, queues.Min, -1, goalCount, s.b.spread),
+			plan: choosePlan(t, conds, queues.Min, -1, goalCount, s.b.spread, s.b.now),
 		}, nil
 	}
 	// The projection: * is the declared columns; id is selectable.
@@ -148,7 +148,7 @@ func (s *stmtCtx) planSelect(st *parser.Select) (*query, error) {
 	case st.Lease != nil:
 		g = goalLease
 	}
-	q.plan = choosePlan(t, conds, order, n, g, s.b.spread)
+	q.plan = choosePlan(t, conds, order, n, g, s.b.spread, s.b.now)
 	if g == goalPop {
 		q.plan = s.freeing(q.plan) // unique keys (unique.go)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -50,7 +51,7 @@ func (r *recorder) wrap(tr kv.Transaction) kv.Transaction {
 
 // queueTags names the tags under a queue's prefix (see package queues'
 // doc and layout.go).
-var queueTags = []string{"item", "id", "count", "cell", "celldir", "shape", "shapedir", "mark", "markexp", "oldreceipt", "oldreceiptexp", "signal", "due", "hidden", "receipt", "unique", "uniqueuntil", "stats"}
+var queueTags = []string{"item", "id", "count", "cell", "celldir", "shape", "shapedir", "mark", "markexp", "oldreceipt", "oldreceiptexp", "signal", "due", "hidden", "receipt", "unique", "uniqueuntil", "stats", "visiblemark"}
 
 // statsNames names the elements after a queue's statistics tag (see
 // queues/stats.go): its sub-tags, the counters, and the kinds of hidden
@@ -97,7 +98,7 @@ func (r *recorder) key(k []byte) string {
 	}
 	var b strings.Builder
 	for i, el := range t {
-		if i >= 3 && t[0] == "t" && t[2] == int64(len(queueTags)-1) {
+		if i >= 3 && t[0] == "t" && t[2] == int64(slices.Index(queueTags, "stats")) {
 			if name, ok := statsElem(t, i); ok {
 				if name != "" {
 					b.WriteString("/" + name)

@@ -22,7 +22,7 @@ func (s *stmtCtx) planDelete(st *parser.Delete) (plan, error) {
 		return nil, err
 	}
 	s.idsOnly = idsOnly(nil, conds)
-	return s.freeing(choosePlan(s.t, conds, order, n, goalDelete, s.b.spread)), nil
+	return s.freeing(choosePlan(s.t, conds, order, n, goalDelete, s.b.spread, s.b.now)), nil
 }
 
 func (e *Executor) deleteRows(tr kv.Transaction, st *parser.Delete, b *bound) (*Result, error) {

@@ -15,7 +15,8 @@ import (
 // item; the directories list
 // every non-empty cell and shape (they may still list emptied ones, which
 // fit pops clear as they find them); the counter equals the number of
-// items; the statistics' buckets count the items (stats.go). It returns an error wrapping ErrCorrupt for the first violation.
+// items; the statistics' buckets count the items (stats.go); a visible-at mark
+// covers the latest visible_at of a visible item (hidden.go). It returns an error wrapping ErrCorrupt for the first violation.
 // It reads the whole queue: it is meant for tests and for offline checks.
 func (q *Queue) Check(tr kv.ReadTransaction) error {
 	type entryKey struct {
@@ -27,6 +28,10 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 	ids := map[int64]pos{}
 	var n int64
 
+	// The latest visible_at of a visible item, which a visible-at mark at
+	// or after its bucket must cover (hidden.go).
+	var lastVisibleAt, lastVisibleID int64
+	anyVisibleAt := false
 	dues := map[string]bool{}    // the due index keys the invisible items imply
 	gauges := map[string]int64{} // the statistics' counts the items imply (stats.go)
 	for _, tag := range []int{tagItems, tagHidden} {
@@ -52,6 +57,9 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 				dues[string(q.dueKey(p))] = true
 				continue // no fit index entries
 			}
+			if vis := nanos(item.VisibleAt); vis != 0 && (!anyVisibleAt || vis > lastVisibleAt) {
+				lastVisibleAt, anyVisibleAt, lastVisibleID = vis, true, p.id
+			}
 			if len(item.Resources) > 0 {
 				cell := cellsOf(item.Resources)
 				expected[entryKey{tagCells, string(q.entryKey(tagCells, cell, p))}] = string(appendInts(nil, item.Resources...))
@@ -67,6 +75,25 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 		}
 		if err := it.Err(); err != nil {
 			return err
+		}
+	}
+
+	if anyVisibleAt {
+		// A queue without any mark was written by versions before them:
+		// their items are the exception hidden.go names.
+		marks, err := kv.GetRangeAsync(tr, kv.Range{
+			Begin: q.key(tagMarksVisible, lastVisibleAt/markGrain),
+			End:   kv.PrefixRange(q.sub[tagMarksVisible]).End,
+		}, kv.RangeOptions{Limit: 1}).Get()
+		if err != nil {
+			return err
+		}
+		_, anyMark, err := kv.First(tr, kv.PrefixRange(q.sub[tagMarksVisible]), false)
+		if err != nil {
+			return err
+		}
+		if anyMark && len(marks) == 0 {
+			return fmt.Errorf("%w: visible item %d has a visible_at (%d) after every visible-at mark", ErrCorrupt, lastVisibleID, lastVisibleAt)
 		}
 	}
 

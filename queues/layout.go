@@ -83,6 +83,10 @@ import (
 //	                                        int64, unix nanoseconds                       MigrateStats
 //	P (17, 4)                               migration's cursor: packed (since, tag,       MigrateStats
 //	                                        last key)
+//	P (18, bucket)                          visible-at mark: "" (an item was written      markVisible
+//	                                        under tag 0 with a visible_at in bucket,
+//	                                        unix nanoseconds / markGrain, or one
+//	                                        before it: see hidden.go)
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so
@@ -117,7 +121,11 @@ import (
 //     ClearItems empties a queue by clearing [P (0), P (7)) and [P (12),
 //     P (14)), and keeps what retries need (tags 7 to 11, and 14). It
 //     keeps the unique index and windows (tags 15 and 16) too: exec clears
-//     tag 15 with it, for a table that has unique keys.
+//     tag 15 with it, for a table that has unique keys. It keeps the
+//     visible-at marks (tag 18): a mark without its item only sends a
+//     ScanHidden to the full scan, until writers clear it (hidden.go).
+//   - Every write of an item under tag 0 with a visible_at (rewrite,
+//     pushChecked) sets a visible-at mark at or after its millisecond.
 //   - A unique key's window entries sort by bucket (P (16, k, bucket)),
 //     so one range clear of [P (16, k), P (16, k, b)) drops every entry
 //     of key k whose until is before bucket b's start.
@@ -151,25 +159,26 @@ import (
 //     every waiter on a dropped queue: WatchSignal makes sure the key
 //     exists before it watches it, so that its removal is a change.
 const (
-	tagItems       = 0
-	tagIDs         = 1
-	tagCount       = 2
-	tagCells       = 3
-	tagCellDir     = 4
-	tagShapes      = 5
-	tagShapeDir    = 6
-	tagMarks       = 7
-	tagMarkExpiry  = 8
-	tagOldReceipts = 9 // and 10: see the table
-	tagSignal      = 11
-	tagDue         = 12
-	tagHidden      = 13
-	tagReceipts    = 14
-	tagUnique      = 15
-	tagUniqueUntil = 16
-	tagStats       = 17
+	tagItems        = 0
+	tagIDs          = 1
+	tagCount        = 2
+	tagCells        = 3
+	tagCellDir      = 4
+	tagShapes       = 5
+	tagShapeDir     = 6
+	tagMarks        = 7
+	tagMarkExpiry   = 8
+	tagOldReceipts  = 9 // and 10: see the table
+	tagSignal       = 11
+	tagDue          = 12
+	tagHidden       = 13
+	tagReceipts     = 14
+	tagUnique       = 15
+	tagUniqueUntil  = 16
+	tagStats        = 17
+	tagMarksVisible = 18
 
-	numTags = tagStats + 1
+	numTags = tagMarksVisible + 1
 )
 
 // tupleEnd is above every tuple type code: see extending.

@@ -209,6 +209,7 @@ func (q *Queue) rewrite(tr kv.Transaction, old pos, was, it Item, now int64) (po
 		np.due = vis
 	} else {
 		it.Held = false
+		q.markVisible(tr, vis, now) // see hidden.go
 	}
 	if it.PushedAt.IsZero() {
 		it.PushedAt = stampTime(time.Unix(0, now))

@@ -393,6 +393,7 @@ func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs dirSet, 
 		return nil
 	}
 	it.Held = false
+	q.markVisible(tr, nanos(it.VisibleAt), now.UnixNano()) // see hidden.go
 	q.insert(tr, p, it, sc)
 	sc.tally(tr, q, stateOf(it, 0))
 	return q.indexAdd(tr, p, it.Resources, dirs, sc)

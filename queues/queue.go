@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -118,13 +119,16 @@ type Queue struct {
 	hints     *fitHints        // shared by the copies WithOptions makes
 	top       *topHint         // the same (see head.go)
 	statKeys  [numStats][]byte // the counters' keys (stats.go)
+	// marksCleared is when this process last cleared old visible-at
+	// marks (unix nanoseconds; see hidden.go), shared like hints.
+	marksCleared *atomic.Int64
 }
 
 // New returns the queue stored under prefix (a packed tuple, so that the keys
 // stay readable by FoundationDB's tuple layer). resources names the
 // resources tasks declare; PopFit takes limits in the same order.
 func New(prefix []byte, kind Kind, resources ...string) *Queue {
-	q := &Queue{prefix: bytes.Clone(prefix), kind: kind, resources: append([]string(nil), resources...), hints: &fitHints{}, top: &topHint{}}
+	q := &Queue{prefix: bytes.Clone(prefix), kind: kind, resources: append([]string(nil), resources...), hints: &fitHints{}, top: &topHint{}, marksCleared: &atomic.Int64{}}
 	for tag := range q.sub {
 		q.sub[tag] = tuple.AppendInt(bytes.Clone(prefix), int64(tag))
 	}
