@@ -258,6 +258,9 @@ type pick struct {
 	// key, and their fit index entries.
 	took [][]byte
 	snap kv.ReadTransaction // rd's snapshot, once asked for
+	// ahead is what the fit pop or lease read ahead, if anything
+	// (fitAhead).
+	ahead *fitAhead
 }
 
 // What a pick does with the rows it chooses.

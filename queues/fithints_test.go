@@ -9,7 +9,8 @@ import (
 	"github.com/fdbqueue/fdbqueue/queues"
 )
 
-// countingTx counts the key-values its range reads return.
+// countingTx counts the key-values its range reads return, read ahead
+// or not.
 type countingTx struct {
 	kv.Transaction
 	n *int
@@ -18,6 +19,42 @@ type countingTx struct {
 func (c countingTx) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	return countingIter{c.Transaction.GetRange(r, opts), c.n}
 }
+
+// GetRangeAsync counts the rows of the reads a pop issues ahead.
+func (c countingTx) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
+	return countAsync(c.Transaction, r, opts, c.n)
+}
+
+// Snapshot counts too: a pop reads ahead through it.
+func (c countingTx) Snapshot() kv.ReadTransaction {
+	return countingSnap{c.Transaction.Snapshot(), c.n}
+}
+
+type countingSnap struct {
+	kv.ReadTransaction
+	n *int
+}
+
+func (c countingSnap) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
+	return countingIter{c.ReadTransaction.GetRange(r, opts), c.n}
+}
+
+func (c countingSnap) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
+	return countAsync(c.ReadTransaction, r, opts, c.n)
+}
+
+func countAsync(tr kv.ReadTransaction, r kv.Range, opts kv.RangeOptions, n *int) kv.FutureRange {
+	rows, err := kv.GetRangeAsync(tr, r, opts).Get()
+	*n += len(rows)
+	return answered{rows, err}
+}
+
+type answered struct {
+	rows []kv.KeyValue
+	err  error
+}
+
+func (a answered) Get() ([]kv.KeyValue, error) { return a.rows, a.err }
 
 type countingIter struct {
 	kv.Iterator

@@ -1,8 +1,6 @@
 package queues
 
 import (
-	"math"
-
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
@@ -65,10 +63,7 @@ func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64, dir *dirAhe
 // readCellDir issues the read of the cell directory for a search with
 // limits (round 1), if the pick reads ahead.
 func (q *Queue) readCellDir(pk *pick, limits []int64) *dirAhead {
-	noMin := make([]int64, len(limits))
-	for i := range noMin {
-		noMin[i] = math.MinInt64
-	}
+	noMin := noMins(len(limits))
 	if !pk.readsAhead() {
 		// (Nor does it learn the first coordinates, which only say what
 		// to read ahead.)
