@@ -314,8 +314,11 @@ func (m *fitMerge) newCursor(tag, dirTag int, coords []int64, after *pos) *curso
 // that gave up are replaced by their shapes.
 func (m *fitMerge) open(cs []*cursor) error {
 	waiting := slices.Clone(cs)
-	for len(waiting) > 0 {
+	for round := 0; len(waiting) > 0; round++ {
 		for _, c := range waiting {
+			if round == 0 && m.pk.readsAhead() && c.openAhead(m.pk.snapshot(), m.want) {
+				continue
+			}
 			c.issue(m.tr)
 		}
 		n := 0
