@@ -323,6 +323,20 @@ func (pk *pick) taking(p pos, res []int64) {
 	}
 }
 
+// claimNow claims the visible row at p, which the pick chose through the
+// fit index (its resources not read yet: claim records them), and reports
+// whether it may take it: false when another attempt claimed it since the
+// search looked. Claiming as soon as the choice is made, rather than once
+// the row is read, leaves another pop of the same head no round trip in
+// which to choose it too.
+func (pk *pick) claimNow(p pos) bool {
+	return pk.a == nil || pk.a.claim(pk.q.itemKey(p), pk.rm)
+}
+
+// maxResearch is how many times a fit pop searches the index again for a
+// row another pop claimed meanwhile.
+const maxResearch = 2
+
 // claimed reports whether a claim keeps the pick from taking the visible
 // row at p.
 func (pk *pick) claimed(p pos) bool {

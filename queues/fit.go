@@ -115,6 +115,16 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 	// needs no read conflicts.
 	pk.forget()
 	best, ok, err := q.bestFromIndex(pk, order, limits, dir)
+	for try := 0; err == nil && ok && !pk.claimNow(best); try++ {
+		// Another pop in flight chose the same row, between this
+		// search's check of the claims and now: search again, passing
+		// over it, rather than conflict with it at commit. Its reads
+		// are mostly in the transaction's cache by now.
+		if try == maxResearch {
+			break // take it anyway: the read conflicts decide
+		}
+		best, ok, err = q.bestFromIndex(pk, order, limits, nil)
+	}
 	if err != nil || !ok {
 		if err == nil {
 			err = pk.done()

@@ -86,6 +86,9 @@ func (q *Queue) findFitNAhead(tr kv.Transaction, mode pickMode, order Order, lim
 		if err != nil {
 			return nil, nil, err
 		}
+		for _, p := range more {
+			pk.claimNow(p) // at once, as findFit does; best effort
+		}
 		// The items, in one round.
 		keys := make([][]byte, len(more))
 		for i, p := range more {
