@@ -210,19 +210,29 @@ func (q *Queue) readFitAhead(tr kv.Transaction, order Order, limits []int64, n i
 	}
 	a := &fitAhead{}
 	if q.kind != Priority || order != Max {
-		// As many rows as step 1 reads when none is claimed: its budget
-		// of misses and the n it takes (a bounded part of a large n: a
-		// scan past them reads on through the pick's reader).
+		// As many rows as step 1 reads: its budget of misses, the n it
+		// takes (a bounded part of a large n: a scan past them reads on
+		// through the pick's reader), and the rows it passes over as
+		// claimed.
 		var hint [8 * maxIntLen]byte
 		budget := scanBudget
 		if n == 1 {
 			budget = q.hints.budget(hintKey(hint[:], order, limits, 0))
 		}
-		a.r, a.limit = kv.PrefixRange(q.sub[tagItems]), budget+min(n, maxBatch)
+		a.r, a.limit = kv.PrefixRange(q.sub[tagItems]), budget+min(n, maxBatch)+claimedAhead(tr)
 		a.items = kv.GetRangeAsync(tr.Snapshot(), a.r, kv.RangeOptions{Limit: a.limit, Mode: kv.StreamingModeWantAll})
 	}
 	a.dir = readDirAhead(tr.Snapshot(), q.sub[tagCellDir], noMins(len(limits)), limits, q.hints.cellFirsts(), q.hints.sawCellFirsts)
 	return a
+}
+
+// claimedAhead is how many rows more step 1 may pass over in tr, claimed
+// by the other attempts in flight (one a pop, about), up to maxBatch.
+func claimedAhead(tr kv.Transaction) int {
+	if a, ok := tr.(*Attempt); ok {
+		return int(min(max(a.claims.inFlight.Load()-1, 0), maxBatch))
+	}
+	return 0
 }
 
 // noMins returns d coordinates with no lower bound.
