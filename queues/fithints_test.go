@@ -17,35 +17,32 @@ type countingTx struct {
 }
 
 func (c countingTx) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
-	return countingIter{c.Transaction.GetRange(r, opts), c.n}
+	return counting{c.Transaction, c.n}.GetRange(r, opts)
 }
 
 // GetRangeAsync counts the rows of the reads a pop issues ahead.
 func (c countingTx) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
-	return countAsync(c.Transaction, r, opts, c.n)
+	return counting{c.Transaction, c.n}.GetRangeAsync(r, opts)
 }
 
 // Snapshot counts too: a pop reads ahead through it.
 func (c countingTx) Snapshot() kv.ReadTransaction {
-	return countingSnap{c.Transaction.Snapshot(), c.n}
+	return counting{c.Transaction.Snapshot(), c.n}
 }
 
-type countingSnap struct {
+// counting is countingTx's reads, and its snapshot's.
+type counting struct {
 	kv.ReadTransaction
 	n *int
 }
 
-func (c countingSnap) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
+func (c counting) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	return countingIter{c.ReadTransaction.GetRange(r, opts), c.n}
 }
 
-func (c countingSnap) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
-	return countAsync(c.ReadTransaction, r, opts, c.n)
-}
-
-func countAsync(tr kv.ReadTransaction, r kv.Range, opts kv.RangeOptions, n *int) kv.FutureRange {
-	rows, err := kv.GetRangeAsync(tr, r, opts).Get()
-	*n += len(rows)
+func (c counting) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
+	rows, err := kv.GetRangeAsync(c.ReadTransaction, r, opts).Get()
+	*c.n += len(rows)
 	return answered{rows, err}
 }
 

@@ -94,6 +94,15 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 	return c
 }
 
+// SkipUnlessAvailable skips t when the program's libfdb_c is not the test
+// double (a test binary linked with the real client library).
+func SkipUnlessAvailable(t testing.TB) {
+	t.Helper()
+	if !Available() {
+		t.Skip("needs the FoundationDB test double (internal/fdbshim/build.sh, see .ci/run)")
+	}
+}
+
 // WriteClusterFile writes a cluster file naming the cluster id (a file for
 // a cluster that does not exist, when id is not a NewCluster's: every
 // request then waits, as on a cluster whose coordinators are unreachable)

@@ -17,9 +17,7 @@ import (
 // only): an INSERT of one row waits 3 times, as on the modeled cluster.
 // Not parallel: it sets the bench's counter (fdbWaits).
 func TestBenchFDBWaits(t *testing.T) {
-	if !fdbshim.Available() {
-		t.Skip("needs the FoundationDB test double (internal/fdbshim/build.sh, see .ci/run)")
-	}
+	fdbshim.SkipUnlessAvailable(t)
 	c := fdbshim.NewCluster(t, fdbshim.Config{})
 	total := c.Waits
 	fdbWaits.Store(&total)

@@ -10,8 +10,39 @@ import (
 
 	"github.com/fdbqueue/fdbqueue/internal/fdbmodel"
 	"github.com/fdbqueue/fdbqueue/internal/fdbshim"
+	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/kv/fdb"
 )
+
+// TestCatalogCacheFDB runs the catalog cache's tests through the
+// FoundationDB engine and the official bindings, on a cluster of the
+// FoundationDB test double: the metadata version is \xff/metadataVersion
+// there, read and bumped as on a cluster (.ci/run runs it).
+func TestCatalogCacheFDB(t *testing.T) {
+	fdbshim.SkipUnlessAvailable(t)
+	t.Parallel()
+	for name, test := range map[string]func(*testing.T, kv.Database){
+		"TwoExecutors":    testTwoExecutors,
+		"DDLBeforeCommit": testDDLBeforeCommit,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, db := fdbOnTestDouble(t, []byte(name))
+			test(t, db)
+		})
+	}
+}
+
+// fdbOnTestDouble returns a cluster of the FoundationDB test double and
+// the FoundationDB engine on it, under root, through the official bindings.
+func fdbOnTestDouble(t *testing.T, root []byte) (*fdbshim.Cluster, kv.Database) {
+	t.Helper()
+	c := fdbshim.NewCluster(t, fdbshim.Config{})
+	db, err := fdb.Open(fdb.Config{ClusterFile: c.ClusterFile(), Root: root})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return c, db
+}
 
 // TestFDBWaitsThroughBindings counts the sequential waits of statements run
 // through the FoundationDB engine (kv/fdb), the official bindings and the
@@ -22,9 +53,7 @@ import (
 // BenchmarkFDBWaits and testdata/waits report is what the real adapter and
 // bindings wait for.
 func TestFDBWaitsThroughBindings(t *testing.T) {
-	if !fdbshim.Available() {
-		t.Skip("needs the FoundationDB test double (internal/fdbshim/build.sh, see .ci/run)")
-	}
+	fdbshim.SkipUnlessAvailable(t)
 	t.Parallel()
 	sc := waitsScale{rows: 2000, fifo: 300, priority: 300, warmup: 300}
 	for _, w := range waitsWorkloads(sc) {
@@ -35,10 +64,7 @@ func TestFDBWaitsThroughBindings(t *testing.T) {
 		}
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
-			c := fdbshim.NewCluster(t, fdbshim.Config{})
-			db, err := fdb.Open(fdb.Config{ClusterFile: c.ClusterFile()})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = db.Close() })
+			c, db := fdbOnTestDouble(t, nil)
 			shim := w.setup(newWaitsWorldOn(t, db, c.Waits))
 			model := w.setup(newWaitsWorld(t))
 			for i := range 30 {
