@@ -21,7 +21,7 @@ import (
 // catalogEngines are the engines the catalog cache's tests run on: the
 // embedded engine (certain commits: combined statements, no receipts) and
 // a modeled FoundationDB cluster (receipts, as on FoundationDB). The
-// FoundationDB engine runs them too (catalog_fdb_test.go).
+// FoundationDB engine runs them too (fdb_test.go).
 var catalogEngines = map[string]func() kv.Database{
 	"memory":   func() kv.Database { return embedded.Open("", embedded.Config{}) },
 	"fdbmodel": func() kv.Database { return fdbmodel.Wrap(embedded.Open("", embedded.Config{}), fdbmodel.Config{}) },

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fdbqueue/fdbqueue/exec"
 	"github.com/fdbqueue/fdbqueue/internal/fdbmodel"
+	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/kv/embedded"
 	"github.com/fdbqueue/fdbqueue/parser"
 )
@@ -195,13 +196,24 @@ type waitsWorld struct {
 	rng     *rand.Rand
 	payload []byte
 	parsed  map[string]*parser.Parsed
+	// total, if set, is what the database's transactions waited so far
+	// (the FoundationDB test double's count): a statement costs the
+	// difference. Otherwise the modeled cluster counts each statement.
+	total func() fdbmodel.Counts
 }
 
 func newWaitsWorld(tb testing.TB) *waitsWorld {
 	db := fdbmodel.Wrap(embedded.Open("", embedded.Config{}), fdbmodel.Config{})
 	tb.Cleanup(func() { _ = db.Close() })
+	return newWaitsWorldOn(tb, db, nil)
+}
+
+// newWaitsWorldOn is a waitsWorld on db, whose waits total counts (nil:
+// db is a modeled cluster).
+func newWaitsWorldOn(tb testing.TB, db kv.Database, total func() fdbmodel.Counts) *waitsWorld {
 	ws := &waitsWorld{
 		tb:      tb,
+		total:   total,
 		e:       exec.New(db, ddRoot),
 		rng:     rand.New(rand.NewPCG(1, 2)),
 		payload: make([]byte, 64), // as fdbqueue bench's tasks
@@ -221,6 +233,12 @@ func (ws *waitsWorld) query(sql string, args ...any) (fdbmodel.Counts, *exec.Res
 		p, err = parser.Parse(sql)
 		require.NoError(ws.tb, err, sql)
 		ws.parsed[sql] = p
+	}
+	if ws.total != nil {
+		before := ws.total()
+		res, err := ws.e.Auto(context.Background(), p, exec.Args{Positional: args})
+		require.NoError(ws.tb, err, sql)
+		return ws.total().Sub(before), res
 	}
 	var col fdbmodel.Collector
 	res, err := ws.e.Auto(fdbmodel.WithCollector(context.Background(), &col), p, exec.Args{Positional: args})

@@ -258,6 +258,9 @@ type pick struct {
 	// key, and their fit index entries.
 	took [][]byte
 	snap kv.ReadTransaction // rd's snapshot, once asked for
+	// ahead is what the fit pop or lease read ahead, if anything
+	// (fitAhead).
+	ahead *fitAhead
 }
 
 // What a pick does with the rows it chooses.
@@ -319,6 +322,20 @@ func (pk *pick) taking(p pos, res []int64) {
 		pk.took = append(pk.took, q.entryKey(tagCells, cellsOf(res), p), q.entryKey(tagShapes, res, p))
 	}
 }
+
+// claimNow claims the visible row at p, which the pick chose through the
+// fit index (its resources not read yet: claim records them), and reports
+// whether it may take it: false when another attempt claimed it since the
+// search looked. Claiming as soon as the choice is made, rather than once
+// the row is read, leaves another pop of the same head no round trip in
+// which to choose it too.
+func (pk *pick) claimNow(p pos) bool {
+	return pk.a == nil || pk.a.claim(pk.q.itemKey(p), pk.rm)
+}
+
+// maxResearch is how many times a fit pop searches the index again for a
+// row another pop claimed meanwhile.
+const maxResearch = 2
 
 // claimed reports whether a claim keeps the pick from taking the visible
 // row at p.

@@ -2,6 +2,7 @@ package queues
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -59,10 +60,20 @@ func (q *Queue) PeekFit(tr kv.ReadTransaction, order Order, limits []int64) (Ite
 // resources. In an Attempt it passes over the items other attempts
 // claimed (see claims.go).
 func (q *Queue) PopFit(tr kv.Transaction, order Order, limits []int64) (Item, bool, error) {
-	if _, err := q.promote(tr); err != nil {
+	if err := q.checkResources(limits, "limits"); err != nil {
 		return Item{}, false, err
 	}
-	it, p, ok, err := q.findFit(q.newPick(tr, removing), order, limits)
+	pr := q.promotion(tr, false)
+	ahead := q.readFitAhead(tr, order, limits, 1)
+	moved, err := pr.finish(tr)
+	if err != nil {
+		return Item{}, false, err
+	}
+	pk := q.newPick(tr, removing)
+	if !moved {
+		pk.ahead = ahead // what promote moved nothing into
+	}
+	it, p, ok, err := q.findFit(pk, order, limits)
 	if err != nil || !ok {
 		return Item{}, false, err
 	}
@@ -80,7 +91,10 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 	key := hintKey(hint[:], order, limits, 0)
 	budget := q.hints.budget(key)
 	var dir *dirAhead
-	if budget == sedimentBudget {
+	switch {
+	case pk.ahead != nil:
+		dir = pk.ahead.dir
+	case budget == sedimentBudget:
 		// Step 1 found nothing last time: the index's first read goes
 		// with step 1's, in the same round.
 		dir = q.readCellDir(pk, limits)
@@ -101,6 +115,16 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 	// needs no read conflicts.
 	pk.forget()
 	best, ok, err := q.bestFromIndex(pk, order, limits, dir)
+	for try := 0; err == nil && ok && !pk.claimNow(best); try++ {
+		// Another pop in flight chose the same row, between this
+		// search's check of the claims and now: search again, passing
+		// over it, rather than conflict with it at commit. Its reads
+		// are mostly in the transaction's cache by now.
+		if try == maxResearch {
+			break // take it anyway: the read conflicts decide
+		}
+		best, ok, err = q.bestFromIndex(pk, order, limits, nil)
+	}
 	if err != nil || !ok {
 		if err == nil {
 			err = pk.done()
@@ -122,7 +146,19 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 func (q *Queue) scanFits(pk *pick, order Order, limits []int64, n, budget int) (items []Item, poss []pos, complete bool, err error) {
 	misses := 0
 	res := make([]int64, len(limits))
-	stopped, err := q.scan(pk.rd, order, func(e kv.KeyValue, p pos) (bool, error) {
+	rd := pk.rd
+	var x *knownReader
+	if a := pk.ahead; a != nil && a.items != nil {
+		rows, err := a.items.Get()
+		if err != nil {
+			return nil, nil, false, err
+		}
+		x = newKnownReader(pk.rd, false)
+		defer x.release()
+		x.ks = append(x.ks, newKnown(a.r, a.limit, rows))
+		rd = x
+	}
+	stopped, err := q.scan(rd, order, func(e kv.KeyValue, p pos) (bool, error) {
 		// Only the resources, without allocating, for items that do not fit.
 		if err := decodeResources(e.Value, res, p.id); err != nil {
 			return false, err
@@ -141,7 +177,71 @@ func (q *Queue) scanFits(pk *pick, order Order, limits []int64, n, budget int) (
 		items, poss = append(items, it), append(poss, p)
 		return len(items) < n, nil
 	})
+	if err == nil && x != nil {
+		// What the scan read of the rows read ahead, as its reads through
+		// pk.rd would have covered it.
+		err = pk.record(x, false)
+	}
 	return items, poss, !stopped, err
+}
+
+// fitAhead is what a fit pop or lease reads before it waits for promote's
+// reads of the due index, in the same round (see promotion): step 1's
+// first rows, and the cell directory that step 2 starts from. Both are
+// snapshot reads, and a pick takes them only if promote moved nothing
+// (what it moves lands in those ranges): the reads that use them record
+// what they cover (knownReader, dirAhead), so a read ahead costs a
+// request, never a conflict.
+type fitAhead struct {
+	items kv.FutureRange // step 1's first limit rows of r, or nil
+	r     kv.Range
+	limit int
+	dir   *dirAhead
+}
+
+// readFitAhead issues a fit pop's or lease's reads ahead (fitAhead), for
+// n rows in order with limits, where reads wait for their answers (on an
+// engine that answers a read when it is issued it reads nothing ahead,
+// and returns nil). Step 1 is read ahead in key order only: in Max order
+// of a priority queue it starts with the last key.
+func (q *Queue) readFitAhead(tr kv.Transaction, order Order, limits []int64, n int) *fitAhead {
+	if kv.AnswersAtIssue(tr) {
+		return nil
+	}
+	a := &fitAhead{}
+	if q.kind != Priority || order != Max {
+		// As many rows as step 1 reads: its budget of misses, the n it
+		// takes (a bounded part of a large n: a scan past them reads on
+		// through the pick's reader), and the rows it passes over as
+		// claimed.
+		var hint [8 * maxIntLen]byte
+		budget := scanBudget
+		if n == 1 {
+			budget = q.hints.budget(hintKey(hint[:], order, limits, 0))
+		}
+		a.r, a.limit = kv.PrefixRange(q.sub[tagItems]), budget+min(n, maxBatch)+claimedAhead(tr)
+		a.items = kv.GetRangeAsync(tr.Snapshot(), a.r, kv.RangeOptions{Limit: a.limit, Mode: kv.StreamingModeWantAll})
+	}
+	a.dir = readDirAhead(tr.Snapshot(), q.sub[tagCellDir], noMins(len(limits)), limits, q.hints.cellFirsts(), q.hints.sawCellFirsts)
+	return a
+}
+
+// claimedAhead is how many rows more step 1 may pass over in tr, claimed
+// by the other attempts in flight (one a pop, about), up to maxBatch.
+func claimedAhead(tr kv.Transaction) int {
+	if a, ok := tr.(*Attempt); ok {
+		return int(min(max(a.claims.inFlight.Load()-1, 0), maxBatch))
+	}
+	return 0
+}
+
+// noMins returns d coordinates with no lower bound.
+func noMins(d int) []int64 {
+	m := make([]int64, d)
+	for i := range m {
+		m[i] = math.MinInt64
+	}
+	return m
 }
 
 // fittingItem reads the item the fit index names at p, and checks that it

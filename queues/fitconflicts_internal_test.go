@@ -186,7 +186,11 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
 				picks = append(picks, limits, limits)
 			}
 			for _, lim := range picks {
-				it, p, ok, err := q.findFit(q.newPick(rw, removing), order, lim)
+				// With what PopFit reads ahead of promote's wait: what it
+				// read ahead changes none of the above.
+				pk := q.newPick(rw, removing)
+				pk.ahead = q.readFitAhead(rw, order, lim, 1)
+				it, p, ok, err := q.findFit(pk, order, lim)
 				require.NoError(t, err)
 				if ok {
 					got = append(got, it)
@@ -196,10 +200,10 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
 				}
 			}
 		case "popN":
-			got, poss, err = q.findFitN(rw, removing, order, limits, n)
+			got, poss, err = q.findFitNAhead(rw, removing, order, limits, n, q.readFitAhead(rw, order, limits, n))
 			require.NoError(t, err)
 		case "lease":
-			got, _, err = q.findFitN(rw, leasing, order, limits, n)
+			got, _, err = q.findFitNAhead(rw, leasing, order, limits, n, q.readFitAhead(rw, order, limits, n))
 			require.NoError(t, err)
 		case "peek":
 			it, ok, err := q.PeekFit(rw, order, limits)

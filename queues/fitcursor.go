@@ -117,11 +117,41 @@ func (c *cursor) step(e kv.KeyValue, budget *int) (p pos, take, giveUp bool, err
 // as hold entries more (up to aheadBatches of them), unless it has a read
 // in flight or no batch to read (its range read to the end).
 func (c *cursor) readAhead(snap kv.ReadTransaction, entries int) {
+	c.readAheadBatches(snap, entries, aheadBatches)
+}
+
+// openAhead reads ahead, when the cursor opens, the batches it may take
+// before it finds its first entry, in the round of the other cursors'
+// first batches: a cursor that skips entries (those that do not fit, up
+// to its budget, or those step 1 took) would otherwise wait for its
+// batches one after another. It reports whether it read ahead: a cursor
+// that skips nothing reads its first batch (issue), and so does one in
+// Max order, whose first read is its last entry.
+func (c *cursor) openAhead(snap kv.ReadTransaction, want int) bool {
+	if c.maxFirst || c.from != nil || (c.limits == nil && c.after == nil) {
+		return false
+	}
+	entries := want
+	if c.limits != nil {
+		entries += c.budget + 1
+	}
+	all := extending(c.prefix)
+	c.from, c.end = all.Begin, all.End
+	c.readAheadBatches(snap, entries, openBatches)
+	return true
+}
+
+// openBatches is the most batches a cursor reads ahead when it opens:
+// from a first batch of one entry, 127 of them, past a straddling cell's
+// budget.
+const openBatches = 7
+
+func (c *cursor) readAheadBatches(snap kv.ReadTransaction, entries, batches int) {
 	if c.from == nil || c.done || c.next != nil || c.topping || c.ahead {
 		return
 	}
 	c.aheadLimit = 0
-	for i, size := 0, c.size; i < aheadBatches && c.aheadLimit < entries; i, size = i+1, min(2*size, maxBatch) {
+	for i, size := 0, c.size; i < batches && c.aheadLimit < entries; i, size = i+1, min(2*size, maxBatch) {
 		c.aheadLimit += size
 	}
 	c.ahead = true

@@ -9,15 +9,49 @@ import (
 	"github.com/fdbqueue/fdbqueue/queues"
 )
 
-// countingTx counts the key-values its range reads return.
+// countingTx counts the key-values its range reads return, read ahead
+// or not.
 type countingTx struct {
 	kv.Transaction
 	n *int
 }
 
 func (c countingTx) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
-	return countingIter{c.Transaction.GetRange(r, opts), c.n}
+	return counting{c.Transaction, c.n}.GetRange(r, opts)
 }
+
+// GetRangeAsync counts the rows of the reads a pop issues ahead.
+func (c countingTx) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
+	return counting{c.Transaction, c.n}.GetRangeAsync(r, opts)
+}
+
+// Snapshot counts too: a pop reads ahead through it.
+func (c countingTx) Snapshot() kv.ReadTransaction {
+	return counting{c.Transaction.Snapshot(), c.n}
+}
+
+// counting is countingTx's reads, and its snapshot's.
+type counting struct {
+	kv.ReadTransaction
+	n *int
+}
+
+func (c counting) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
+	return countingIter{c.ReadTransaction.GetRange(r, opts), c.n}
+}
+
+func (c counting) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange {
+	rows, err := kv.GetRangeAsync(c.ReadTransaction, r, opts).Get()
+	*c.n += len(rows)
+	return answered{rows, err}
+}
+
+type answered struct {
+	rows []kv.KeyValue
+	err  error
+}
+
+func (a answered) Get() ([]kv.KeyValue, error) { return a.rows, a.err }
 
 type countingIter struct {
 	kv.Iterator

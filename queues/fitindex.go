@@ -1,8 +1,6 @@
 package queues
 
 import (
-	"math"
-
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
@@ -65,10 +63,7 @@ func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64, dir *dirAhe
 // readCellDir issues the read of the cell directory for a search with
 // limits (round 1), if the pick reads ahead.
 func (q *Queue) readCellDir(pk *pick, limits []int64) *dirAhead {
-	noMin := make([]int64, len(limits))
-	for i := range noMin {
-		noMin[i] = math.MinInt64
-	}
+	noMin := noMins(len(limits))
 	if !pk.readsAhead() {
 		// (Nor does it learn the first coordinates, which only say what
 		// to read ahead.)
@@ -267,6 +262,7 @@ func (s *indexSearch) waitLevels(hs []cellHeadRead) error {
 // priority (head): when that priority is below the best offered, nothing
 // in the cell can win.
 func (s *indexSearch) wholeCells(hs []cellHeadRead, dirTag int) error {
+	ahead, limit := s.readClaimedCells(hs)
 	for i := range hs {
 		h := &hs[i]
 		e, ok, err := h.top.get()
@@ -310,7 +306,11 @@ func (s *indexSearch) wholeCells(hs []cellHeadRead, dirTag int) error {
 		case cutoff != nil && !better(p, *cutoff, s.order):
 			continue // it cannot win, claimed or not
 		case s.pk.claimed(p):
-			if p, ok, err = s.unclaimedHead(h.r.Begin, cutoff); err != nil {
+			var next kv.FutureRange
+			if ahead != nil {
+				next = ahead[i]
+			}
+			if p, ok, err = s.unclaimedHead(h.r.Begin, cutoff, next, limit); err != nil {
 				return err
 			}
 			if !ok {
@@ -322,12 +322,61 @@ func (s *indexSearch) wholeCells(hs []cellHeadRead, dirTag int) error {
 	return nil
 }
 
+// readClaimedCells issues, where reads wait and other attempts are in
+// flight, a read ahead of the first entries of every cell or shape of hs
+// whose head another attempt claimed, in one round: wholeCells scans such
+// a cell for its first entry no claim keeps away (unclaimedHead), which
+// would otherwise read one cell after another, each in the iterator's
+// batches, past the rows the others claimed. It returns the reads, by
+// index in hs (nil: none), and their row limit: a row more than twice the
+// attempts in flight, which claim about one row each, and whose pops that
+// committed since this attempt began keep theirs for it. In Max order a
+// cell's scan starts with its last entry: it reads nothing ahead.
+func (s *indexSearch) readClaimedCells(hs []cellHeadRead) ([]kv.FutureRange, int) {
+	if s.maxFirst || s.pk.a == nil || !s.pk.readsAhead() {
+		return nil, 0
+	}
+	limit := int(min(2*s.pk.a.claims.inFlight.Load(), maxBatch)) + 1
+	var fs []kv.FutureRange
+	for i := range hs {
+		h := &hs[i]
+		e, ok, err := h.top.get()
+		if err != nil || !ok {
+			continue // wholeCells says
+		}
+		p, err := decodeEntry(h.r.Begin, e.Key)
+		if err != nil || !s.pk.claimed(p) {
+			continue
+		}
+		if fs == nil {
+			fs = make([]kv.FutureRange, len(hs))
+		}
+		fs[i] = kv.GetRangeAsync(s.pk.snapshot(), kv.PrefixRange(h.r.Begin), kv.RangeOptions{Limit: limit, Mode: kv.StreamingModeWantAll})
+	}
+	return fs, limit
+}
+
 // unclaimedHead returns the best entry of the cell or shape under prefix
-// whose item no claim keeps the pick away from, if one beats cutoff.
-func (s *indexSearch) unclaimedHead(prefix []byte, cutoff *pos) (pos, bool, error) {
+// whose item no claim keeps the pick away from, if one beats cutoff. ahead,
+// if not nil, is the read ahead of its first limit entries
+// (readClaimedCells): the scan reads through them, and records what it
+// used, as its reads would have covered it.
+func (s *indexSearch) unclaimedHead(prefix []byte, cutoff *pos, ahead kv.FutureRange, limit int) (pos, bool, error) {
 	var head pos
 	found := false
-	_, err := s.q.scanEntries(s.tr, prefix, s.order, func(_ kv.KeyValue, p pos) (bool, error) {
+	tr := s.tr
+	var x *knownReader
+	if ahead != nil {
+		rows, err := ahead.Get()
+		if err != nil {
+			return pos{}, false, err
+		}
+		x = newKnownReader(s.tr, false)
+		defer x.release()
+		x.ks = append(x.ks, newKnown(kv.PrefixRange(prefix), limit, rows))
+		tr = x
+	}
+	_, err := s.q.scanEntries(tr, prefix, s.order, func(_ kv.KeyValue, p pos) (bool, error) {
 		if cutoff != nil && !better(p, *cutoff, s.order) {
 			return false, nil
 		}
@@ -337,6 +386,9 @@ func (s *indexSearch) unclaimedHead(prefix []byte, cutoff *pos) (pos, bool, erro
 		head, found = p, true
 		return false, nil
 	})
+	if err == nil && x != nil {
+		err = s.pk.record(x, false)
+	}
 	return head, found, err
 }
 

@@ -29,10 +29,16 @@ func (q *Queue) PopFitN(tr kv.Transaction, order Order, limits []int64, n int) (
 	if n <= 0 {
 		return nil, nil
 	}
-	if _, err := q.promote(tr); err != nil {
+	pr := q.promotion(tr, false)
+	ahead := q.readFitAhead(tr, order, limits, n)
+	moved, err := pr.finish(tr)
+	if err != nil {
 		return nil, err
 	}
-	items, poss, err := q.findFitN(tr, removing, order, limits, n)
+	if moved {
+		ahead = nil // promote's moves land where it read
+	}
+	items, poss, err := q.findFitNAhead(tr, removing, order, limits, n, ahead)
 	if err != nil {
 		return nil, err
 	}
@@ -43,14 +49,22 @@ func (q *Queue) PopFitN(tr kv.Transaction, order Order, limits []int64, n int) (
 // findFitN returns the items PopFitN takes, with their positions, without
 // removing them; it claims them (see pick).
 func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits []int64, n int) ([]Item, []pos, error) {
+	return q.findFitNAhead(tr, mode, order, limits, n, nil)
+}
+
+// findFitNAhead is findFitN with what was read ahead (nil: nothing).
+func (q *Queue) findFitNAhead(tr kv.Transaction, mode pickMode, order Order, limits []int64, n int, ahead *fitAhead) ([]Item, []pos, error) {
 	if err := q.checkResources(limits, "limits"); err != nil {
 		return nil, nil, err
 	}
 	pk := q.newPick(tr, mode)
+	pk.ahead = ahead
 	var hint [10 * maxIntLen]byte
 	key := hintKey(hint[:], order, limits, n)
 	var dir *dirAhead
-	if q.hints.missedLast(key) {
+	if ahead != nil {
+		dir = ahead.dir
+	} else if q.hints.missedLast(key) {
 		// The last such choice turned to the index: its first read goes
 		// with step 1's, in the same round.
 		dir = q.readCellDir(pk, limits)
@@ -71,6 +85,9 @@ func (q *Queue) findFitN(tr kv.Transaction, mode pickMode, order Order, limits [
 		more, err := m.run()
 		if err != nil {
 			return nil, nil, err
+		}
+		for _, p := range more {
+			pk.claimNow(p) // at once, as findFit does; best effort
 		}
 		// The items, in one round.
 		keys := make([][]byte, len(more))
@@ -300,8 +317,11 @@ func (m *fitMerge) newCursor(tag, dirTag int, coords []int64, after *pos) *curso
 // that gave up are replaced by their shapes.
 func (m *fitMerge) open(cs []*cursor) error {
 	waiting := slices.Clone(cs)
-	for len(waiting) > 0 {
+	for round := 0; len(waiting) > 0; round++ {
 		for _, c := range waiting {
+			if round == 0 && m.pk.readsAhead() && c.openAhead(m.pk.snapshot(), m.want) {
+				continue
+			}
 			c.issue(m.tr)
 		}
 		n := 0

@@ -420,10 +420,18 @@ func (q *Queue) Lease(tr kv.Transaction, req LeaseRequest) ([]Item, error) {
 // PopFitN would, without removing them, finishing pr first where it reads.
 func (q *Queue) find(tr kv.Transaction, order Order, limits []int64, n int, pr *promotion) ([]Item, []pos, error) {
 	if limits != nil {
-		if _, err := pr.finish(tr); err != nil {
+		var ahead *fitAhead
+		if !pr.finished {
+			ahead = q.readFitAhead(tr, order, limits, n)
+		}
+		moved, err := pr.finish(tr)
+		if err != nil {
 			return nil, nil, err
 		}
-		return q.findFitN(tr, leasing, order, limits, n)
+		if moved {
+			ahead = nil // promote's moves land where it read
+		}
+		return q.findFitNAhead(tr, leasing, order, limits, n, ahead)
 	}
 	return q.findN(tr, leasing, order, n, pr)
 }

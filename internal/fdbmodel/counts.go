@@ -52,6 +52,18 @@ func (c *Counts) Add(o Counts) {
 	c.Modeled += o.Modeled
 }
 
+// Sub returns c's counts less o's: what was counted between two readings
+// of a running total.
+func (c Counts) Sub(o Counts) Counts {
+	return Counts{
+		Attempts: c.Attempts - o.Attempts,
+		GRV:      c.GRV - o.GRV, Reads: c.Reads - o.Reads, Commits: c.Commits - o.Commits,
+		Gets: c.Gets - o.Gets, GetManys: c.GetManys - o.GetManys, GetManyKeys: c.GetManyKeys - o.GetManyKeys,
+		Batches: c.Batches - o.Batches, Cached: c.Cached - o.Cached, Hidden: c.Hidden - o.Hidden,
+		Modeled: c.Modeled - o.Modeled,
+	}
+}
+
 // String renders the waits, as "grv=1 reads=5 commit=1 (7)".
 func (c Counts) String() string {
 	return fmt.Sprintf("grv=%d reads=%d commit=%d (%d)", c.GRV, c.Reads, c.Commits, c.Waits())

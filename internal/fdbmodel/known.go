@@ -63,3 +63,14 @@ func (k *known) add(b, e string) {
 	}
 	k.spans[lo] = span{b, e}
 }
+
+// Known is what a transaction attempt's read-your-writes cache knows, for
+// the test double of libfdb_c (internal/fdbshim), which counts its waits by
+// this package's rules: a read of keys it knows asks the cluster nothing.
+type Known struct{ k known }
+
+// Covers reports whether every key of [b, e) is known.
+func (k *Known) Covers(b, e []byte) bool { return k.k.covers(string(b), string(e)) }
+
+// Add makes [b, e) known.
+func (k *Known) Add(b, e []byte) { k.k.add(string(b), string(e)) }

@@ -71,6 +71,8 @@ func release(p unsafe.Pointer) {
 // and then drops its reference (done), exactly once.
 type future struct {
 	c *C.shim_future
+	// issued is when the attempt issued it, by its clock (waits.go).
+	issued int64
 }
 
 const (

@@ -36,6 +36,11 @@ type Config struct {
 	Clock func() time.Time
 	// WatchPoll is how often a watch looks at its key; 0 means 5ms.
 	WatchPoll time.Duration
+	// Latencies are those of the waits the test double counts (Waits); a
+	// zero one is FDBSHIM_GRV_LATENCY's, FDBSHIM_READ_LATENCY's or
+	// FDBSHIM_COMMIT_LATENCY's (which turn on Sleep), or else
+	// internal/fdbmodel's default.
+	Latencies Latencies
 }
 
 // Cluster is a test cluster: an embedded database that the test double
@@ -45,6 +50,8 @@ type Cluster struct {
 	file string
 	cfg  Config
 	db   *embedded.DB
+
+	waits *waitCounts // what its transactions waited (waits.go)
 
 	// mu guards tenants and commitErrors.
 	mu           sync.Mutex
@@ -73,6 +80,7 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 		db:           embedded.Open("", embedded.Config{Faults: cfg.Faults, Clock: cfg.Clock}),
 		tenants:      map[string]*embedded.DB{},
 		commitErrors: map[int]int{},
+		waits:        newWaitCounts(latenciesFromEnv(cfg.Latencies)),
 	}
 	c.file = WriteClusterFile(t, c.id)
 	clusters.Lock()
@@ -84,6 +92,15 @@ func NewCluster(t testing.TB, cfg Config) *Cluster {
 		clusters.Unlock()
 	})
 	return c
+}
+
+// SkipUnlessAvailable skips t when the program's libfdb_c is not the test
+// double (a test binary linked with the real client library).
+func SkipUnlessAvailable(t testing.TB) {
+	t.Helper()
+	if !Available() {
+		t.Skip("needs the FoundationDB test double (internal/fdbshim/build.sh, see .ci/run)")
+	}
 }
 
 // WriteClusterFile writes a cluster file naming the cluster id (a file for

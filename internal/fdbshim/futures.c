@@ -27,6 +27,11 @@ struct shim_future {
 	int len, count, more;
 	shim_cb* cbs;
 	int ncbs, capcbs;
+	/* Timed (shim_future_time): answered at ready_at by clock, a wait of
+	   wkind; accounted once the client blocked on it. */
+	shim_clock* clock;
+	int64_t ready_at;
+	int wkind, wrote, accounted;
 };
 
 shim_future* shim_future_new(int kind) {
@@ -44,6 +49,8 @@ static void unref_locked_and_unlock(shim_future* f) {
 	int last = --f->refs == 0;
 	pthread_mutex_unlock(&f->mu);
 	if (last) {
+		if (f->clock)
+			shim_clock_unref(f->clock);
 		free(f->data);
 		free(f->cbs);
 		pthread_cond_destroy(&f->cond);
@@ -66,6 +73,51 @@ static void fire(shim_future* f, shim_cb* cbs, int n) {
 	for (int i = 0; i < n; i++)
 		cbs[i].fn(f, cbs[i].arg);
 	free(cbs);
+}
+
+void shim_future_time(shim_future* f, shim_clock* c, int64_t ready, int kind, int wrote) {
+	shim_clock_ref(c);
+	pthread_mutex_lock(&f->mu);
+	if (f->clock)
+		shim_clock_unref(f->clock);
+	f->clock = c;
+	f->ready_at = ready;
+	f->wkind = kind;
+	f->wrote = wrote;
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* account is the client blocking on f, which is complete: by f's clock, a
+   wait unless its answer is in (clock.c). Once. */
+static void account(shim_future* f) {
+	pthread_mutex_lock(&f->mu);
+	shim_clock* c = f->clock;
+	if (!c || f->accounted) {
+		pthread_mutex_unlock(&f->mu);
+		return;
+	}
+	f->accounted = 1;
+	int64_t ready = f->ready_at;
+	int kind = f->wkind, wrote = f->wrote;
+	pthread_mutex_unlock(&f->mu);
+	shim_clock_wait(c, ready, kind, wrote);
+}
+
+/* answered reports whether f is ready for a client that does not block:
+   complete, and in by its clock. */
+static int answered(shim_future* f) {
+	pthread_mutex_lock(&f->mu);
+	int r = f->ready;
+	shim_clock* c = r && !f->accounted ? f->clock : NULL;
+	int64_t ready = f->ready_at;
+	int kind = f->wkind, wrote = f->wrote;
+	pthread_mutex_unlock(&f->mu);
+	if (c) {
+		r = shim_clock_answered(c, ready, kind, wrote);
+		if (r)
+			account(f); /* in: the client takes it without blocking */
+	}
+	return r;
 }
 
 int shim_future_complete(shim_future* f, int err, int64_t i64, int present, void* data, int len, int count, int more) {
@@ -91,7 +143,10 @@ int shim_future_complete(shim_future* f, int err, int64_t i64, int present, void
 	shim_cb* cbs = take_callbacks_locked(f, &n);
 	pthread_cond_broadcast(&f->cond);
 	pthread_mutex_unlock(&f->mu);
-	/* The producer's reference keeps f alive while the callbacks run. */
+	/* The producer's reference keeps f alive while the callbacks run. A
+	   callback is the client blocking on f. */
+	if (n > 0)
+		account(f);
 	fire(f, cbs, n);
 	return 1;
 }
@@ -159,11 +214,12 @@ int shim_future_block_until_ready(void* p) {
 	while (!f->ready)
 		pthread_cond_wait(&f->cond, &f->mu);
 	pthread_mutex_unlock(&f->mu);
+	account(f);
 	return 0;
 }
 
 int shim_future_is_ready(void* p) {
-	return shim_future_ready(p);
+	return answered(p);
 }
 
 int shim_future_set_callback(void* p, void (*cb)(void*, void*), void* arg) {
@@ -171,8 +227,9 @@ int shim_future_set_callback(void* p, void (*cb)(void*, void*), void* arg) {
 	pthread_mutex_lock(&f->mu);
 	if (f->ready) {
 		/* As the real client: a ready future calls back at once, on the
-		   calling thread. */
+		   calling thread (once its answer is in by its clock). */
 		pthread_mutex_unlock(&f->mu);
+		account(f);
 		cb(f, arg);
 		return 0;
 	}

@@ -18,6 +18,45 @@ enum {
 
 typedef struct shim_future shim_future;
 
+/* Sequential waits (clock.c): a transaction attempt's logical clock, as
+   internal/fdbmodel keeps it, so that the test double counts the round
+   trips a client makes one after another through the real bindings. */
+enum {
+	SHIM_WAIT_GRV = 1,
+	SHIM_WAIT_READ = 2,
+	SHIM_WAIT_COMMIT = 3,
+};
+
+/* What attempts waited, summed (a cluster's): updated atomically. */
+typedef struct shim_counts {
+	int64_t attempts, grv, reads, commits, requests, hidden, modeled_ns;
+} shim_counts;
+
+typedef struct shim_clock shim_clock;
+
+/* A new clock for an attempt, with one reference (the attempt's), adding to
+   total; lat_* are the modeled latencies in ns, and sleep says whether each
+   wait is slept. */
+shim_clock* shim_clock_new(shim_counts* total, int64_t lat_grv, int64_t lat_read, int64_t lat_commit, int sleep);
+void shim_clock_unref(shim_clock* c);
+/* The attempt's clock now: a request's issue time. */
+int64_t shim_clock_now(shim_clock* c);
+/* A request issued at issued: a read (SHIM_WAIT_READ, answered a read
+   latency after the read version, which the attempt's first request asks
+   for) or the read version (SHIM_WAIT_GRV). Returns when it is answered. */
+int64_t shim_clock_request(shim_clock* c, int64_t issued, int kind);
+/* Times f: answered at ready, a wait of kind when the client blocks on it
+   before then; a commit (SHIM_WAIT_COMMIT) first waits for the reads in
+   flight, and goes to the cluster only if wrote. */
+void shim_future_time(shim_future* f, shim_clock* c, int64_t ready, int kind, int wrote);
+/* For futures.c: a reference more; the client blocking on a future
+   answered at ready; whether that answer is in by the clock. */
+void shim_clock_ref(shim_clock* c);
+void shim_clock_wait(shim_clock* c, int64_t ready, int kind, int wrote);
+int shim_clock_answered(shim_clock* c, int64_t ready, int kind, int wrote);
+/* Snapshots total into out. */
+void shim_counts_load(shim_counts* total, shim_counts* out);
+
 /* A new future, with two references: the client's (dropped by
    fdb_future_destroy) and the producer's (dropped by shim_future_done). */
 shim_future* shim_future_new(int kind);

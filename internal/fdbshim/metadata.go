@@ -47,6 +47,7 @@ func (t *txn) bumpMetadataVersion(param []byte, op int) {
 // accessed_unreadable (RYWIterator's type()), and, as every read RYW's
 // commit waits for, fails the commit with it.
 func (a *attempt) getMetadataVersion(f *future, snapshot bool) {
+	a.clock.readVersion(f, f.issued)
 	if a.bumped {
 		if a.readErr == 0 {
 			a.readErr = errAccessedUnreadable

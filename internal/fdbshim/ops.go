@@ -70,6 +70,7 @@ func (t *txn) set(key, value []byte) {
 		if tx, c := a.tx(); c == 0 {
 			tx.Set(key, value)
 			a.cache.wrote(key, value, true)
+			a.clock.wrote(key, kv.KeyAfter(key))
 		}
 	})
 }
@@ -87,6 +88,7 @@ func (t *txn) clear(key []byte) {
 		if tx, c := a.tx(); c == 0 {
 			tx.Clear(key)
 			a.cache.wrote(key, nil, false)
+			a.clock.wrote(key, kv.KeyAfter(key))
 		}
 	})
 }
@@ -106,6 +108,7 @@ func (t *txn) clearRange(begin, end []byte) {
 		if tx, c := a.tx(); c == 0 {
 			tx.ClearRange(kv.Range{Begin: begin, End: end})
 			a.cache.cleared(begin, end)
+			a.clock.wrote(begin, end)
 		}
 	})
 }
@@ -165,7 +168,7 @@ func (t *txn) addConflictRange(begin, end []byte, kind int) int {
 		// is exact; a longer range is refused.
 		code = errUnsupportedOperation
 	}
-	t.mutate(code, int64(len(begin)+len(end)), func(a *attempt) {
+	t.mutateAs(code, int64(len(begin)+len(end)), func(a *attempt) {
 		if bytes.Equal(begin, end) {
 			return
 		}
@@ -178,7 +181,7 @@ func (t *txn) addConflictRange(begin, end []byte, kind int) int {
 			return
 		}
 		_ = tx.AddWriteConflictKey(begin)
-	})
+	}, kind != conflictRead)
 	return 0
 }
 
@@ -204,6 +207,7 @@ func (t *txn) get(key []byte, snapshot bool) unsafe.Pointer {
 			a.finish(f, func() { f.fail(code) })
 			return
 		}
+		a.clock.read(f, f.issued, key, kv.KeyAfter(key))
 		v, present, conflicts, err := a.cache.get(tx, key, snapshot)
 		if err != nil {
 			a.finish(f, func() { f.fail(codeOf(err)) })
@@ -219,6 +223,7 @@ func (t *txn) get(key []byte, snapshot bool) unsafe.Pointer {
 func (t *txn) getReadVersion() unsafe.Pointer {
 	f := newFuture(kindInt64)
 	t.issue(f, func(a *attempt) {
+		a.clock.readVersion(f, f.issued)
 		tx, code := a.tx()
 		if code != 0 {
 			a.finish(f, func() { f.fail(code) })
@@ -302,6 +307,7 @@ func (t *txn) getKey(key []byte, orEqual bool, offset int, snapshot bool) unsafe
 			a.finish(f, func() { f.fail(code) })
 			return
 		}
+		a.clock.read(f, f.issued, key, kv.KeyAfter(key))
 		k, err := resolve(view(tx, snapshot), sel, false)
 		if err != nil {
 			a.finish(f, func() { f.fail(codeOf(err)) })
@@ -394,28 +400,42 @@ func (t *txn) getRange(b, e selector, bKey, eKey []byte, limit, targetBytes, mod
 			a.finish(f, func() { f.fail(code) })
 			return
 		}
-		out, more, err := readBatch(view(tx, snapshot), b, e, rows, byteLimit, reverse)
+		out, more, lo, hi, err := readBatch(view(tx, snapshot), b, e, rows, byteLimit, reverse)
 		if err != nil {
 			a.finish(f, func() { f.fail(codeOf(err)) })
 			return
 		}
+		a.clock.read(f, f.issued, lo, hi)
 		a.finish(f, func() { f.keyValues(out, more) })
 	})
 	return f.ptr()
 }
 
-func readBatch(tx kv.ReadTransaction, b, e selector, rows, byteLimit int, reverse bool) ([]kv.KeyValue, bool, error) {
+func readBatch(tx kv.ReadTransaction, b, e selector, rows, byteLimit int, reverse bool) (out []kv.KeyValue, more bool, lo, hi []byte, err error) {
 	begin, err := resolve(tx, b, true)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, nil, err
 	}
 	end, err := resolve(tx, e, true)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, nil, err
 	}
 	if bytes.Compare(begin, end) >= 0 {
-		return nil, false, nil
+		return nil, false, begin, begin, nil
 	}
+	out, more, err = readRows(tx, begin, end, rows, byteLimit, reverse)
+	// The span the batch covers: to its last row if it stopped short.
+	lo, hi = begin, end
+	if n := len(out); more && n > 0 && reverse {
+		lo = out[n-1].Key
+	} else if more && n > 0 {
+		hi = kv.KeyAfter(out[n-1].Key)
+	}
+	return out, more, lo, hi, err
+}
+
+// readRows reads a batch's rows of [begin, end).
+func readRows(tx kv.ReadTransaction, begin, end []byte, rows, byteLimit int, reverse bool) ([]kv.KeyValue, bool, error) {
 	opts := kv.RangeOptions{Reverse: reverse}
 	if rows != unlimited {
 		opts.Limit = rows
@@ -461,6 +481,7 @@ func (t *txn) commit() unsafe.Pointer {
 		a.outstanding[f] = struct{}{}
 		watches := a.watches
 		a.watches = nil
+		a.clock.commit(f, a.wrote)
 		a.exec.run(func() { t.runCommit(a, f, watches) })
 	}
 	t.unlock()

@@ -127,7 +127,8 @@ type attempt struct {
 	timer         *time.Timer
 	watches       []*watch
 
-	// Used only by the executor's goroutine.
+	// Used only by the executor's goroutine (but clock's C side).
+	clock         *clock // nil for an unreachable cluster
 	etx           kv.Transaction
 	cache         readCache
 	readConflicts []kv.Range // explicit ones and the cache's, for the commit
@@ -139,7 +140,7 @@ type attempt struct {
 }
 
 func (t *txn) newAttemptLocked() *attempt {
-	a := &attempt{t: t, done: make(chan struct{}), outstanding: map[*future]struct{}{}}
+	a := &attempt{t: t, done: make(chan struct{}), outstanding: map[*future]struct{}{}, clock: newClock(t.space.db.cl)}
 	a.cache.init()
 	t.opts = defaultTxnOptions()
 	// As applyPersistentOptions: the last timeout set wins, applied last.
@@ -302,6 +303,7 @@ func (t *txn) issue(f *future, op func(a *attempt)) {
 	code, killCommit := t.checkLocked(a)
 	if code == 0 {
 		a.outstanding[f] = struct{}{}
+		f.issued = a.clock.now()
 		a.exec.run(func() { op(a) })
 	}
 	t.unlock()
@@ -318,6 +320,13 @@ func (t *txn) issue(f *future, op func(a *attempt)) {
 // arguments, becomes the deferred error; otherwise op (if any) runs on the
 // executor. size is the operation's share of the transaction's size.
 func (t *txn) mutate(code int, size int64, op func(a *attempt)) {
+	t.mutateAs(code, size, op, true)
+}
+
+// mutateAs is mutate; write says whether the operation makes the commit go
+// to the cluster (a read conflict range does not: a commit without
+// mutations or write conflicts is read-only).
+func (t *txn) mutateAs(code int, size int64, op func(a *attempt), write bool) {
 	t.mu.Lock()
 	a := t.a
 	killCommit := false
@@ -332,7 +341,7 @@ func (t *txn) mutate(code int, size int64, op func(a *attempt)) {
 	case a.resetErr != 0 || op == nil:
 		// Cancelled or timed out (nothing will commit), or nothing to do.
 	default:
-		a.wrote = true
+		a.wrote = a.wrote || write
 		a.size += size
 		a.exec.run(func() { op(a) })
 	}

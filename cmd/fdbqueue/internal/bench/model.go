@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	fdbqueue "github.com/fdbqueue/fdbqueue/driver"
@@ -57,12 +58,36 @@ func openBenchDB(o *benchOptions) (*sql.DB, error) {
 	return sql.OpenDB(fdbqueue.NewConnectorOn(engine)), nil
 }
 
-// metered runs fn, whose statements a run times, on ctx; on the modeled
-// cluster it appends what they cost to into. A Collector deeper in fn's
-// context takes the counts of the statements under it instead.
+// fdbWaits, when set, is the running total of the waits that the
+// FoundationDB engine's transactions in this process made, as the test
+// double of libfdb_c (internal/fdbshim) counts them through the real
+// bindings: the tests that run the bench over it set it
+// (bench_fdb_test.go). A real cluster's client library counts nothing: in
+// the fdbqueue binary it stays unset, and fdb: runs have no waits.
+var fdbWaits atomic.Pointer[func() fdbmodel.Counts]
+
+// countsWaits reports whether the bench counts its statements' waits: on
+// the modeled cluster, or on fdb: over the test double.
+func (o *benchOptions) countsWaits() bool {
+	return o.model || o.cfg != nil && o.cfg.Engine == fdbqueue.EngineFDB && fdbWaits.Load() != nil
+}
+
+// metered runs fn, whose statements a run times, on ctx; where the bench
+// counts waits it appends what they cost to into. On the modeled cluster,
+// a Collector deeper in fn's context takes the counts of the statements
+// under it instead; over the test double, a statement costs the
+// difference of the running total, which holds the waits of the
+// statements it overlapped too (newWaitStats keeps one client's only).
 func (b *bencher) metered(ctx context.Context, into *[]fdbmodel.Counts, fn func(context.Context) error) error {
 	if !b.o.model {
-		return fn(ctx)
+		if !b.o.countsWaits() {
+			return fn(ctx)
+		}
+		total := *fdbWaits.Load()
+		before := total()
+		err := fn(ctx)
+		*into = append(*into, total().Sub(before))
+		return err
 	}
 	var col fdbmodel.Collector
 	err := fn(fdbmodel.WithCollector(ctx, &col))
@@ -85,11 +110,16 @@ type waitStats struct {
 	Attempts float64 `json:"attempts_per_stmt"` // 1 + retries
 }
 
-// newWaitStats sums up samples, one a statement; nil off the modeled
-// cluster, and for no statement.
+// newWaitStats sums up samples, one a statement, those of each client
+// apart; nil where the bench counts no waits, for no statement, and over
+// the test double for statements of several clients (each one's count
+// holds the others' it overlapped).
 func (b *bencher) newWaitStats(samples ...[]fdbmodel.Counts) *waitStats {
 	all := slices.Concat(samples...)
-	if !b.o.model || len(all) == 0 {
+	if !b.o.countsWaits() || len(all) == 0 {
+		return nil
+	}
+	if !b.o.model && len(slices.DeleteFunc(slices.Clone(samples), func(s []fdbmodel.Counts) bool { return len(s) == 0 })) > 1 {
 		return nil
 	}
 	waits := make([]int, len(all))
@@ -133,6 +163,8 @@ func modelHeader(o *benchOptions) string {
 		return fmt.Sprintf("modeled FoundationDB cluster (internal/fdbmodel): the in-memory engine, each wait slept: GRV %.3f ms, read %.3f ms, commit %.3f ms\n"+
 			"waits p50/p99/max (push, pop, get_task, lease): a statement's sequential waits (round trips), nearest-rank; reqs/stmt: read requests it sent, mean; modeled, not measured on a cluster\n",
 			ms(l.GRV), ms(l.Read), ms(l.Commit))
+	case o.countsWaits():
+		return "waits p50/p99/max: a statement's sequential waits through the real bindings, counted by the FoundationDB test double (internal/fdbshim) by the model's rules, one client's runs only; not a cluster\n"
 	case o.cfg != nil && o.cfg.Engine == fdbqueue.EngineFDB:
 		return "waits: not counted on a cluster (the FoundationDB engine has no counter); fdbqueue bench --model memory: gives the modeled waits of these statements\n"
 	}
@@ -143,14 +175,14 @@ func modelHeader(o *benchOptions) string {
 // and waitsCells their cells: none off the modeled cluster, n/a for a run
 // with no statement counted.
 func (r *benchReport) waitsHead(label string) string {
-	if !r.o.model {
+	if !r.o.countsWaits() {
 		return ""
 	}
 	return fmt.Sprintf("  %s %s", label+"waits p50/p99/max", label+"reqs/stmt")
 }
 
 func (r *benchReport) waitsCells(label string, w *waitStats) string {
-	if !r.o.model {
+	if !r.o.countsWaits() {
 		return ""
 	}
 	waits, reqs := "n/a", "n/a"
