@@ -46,13 +46,14 @@ func compareWithScan(ctx context.Context, t *testing.T, db *sql.DB, table string
 	defer func() { _ = tx.Rollback() }()
 	q, err := scanQueueRow(tx.QueryRowContext(ctx, "SELECT "+queueColumns+" FROM fdbqueue_queues WHERE name = ?", table))
 	require.NoError(t, err)
-	rows, err := tx.QueryContext(ctx, "SELECT _visible_at, _lease FROM "+table)
+	rows, err := tx.QueryContext(ctx, "SELECT id, _visible_at, _lease, _attempts FROM "+table)
 	require.NoError(t, err)
 	var want queueRow
+	var hidden []string // the rows hidden at as_of, for a failure's message
 	for rows.Next() {
 		var at time.Time
-		var lease int64
-		require.NoError(t, rows.Scan(&at, &lease))
+		var id, lease, attempts int64
+		require.NoError(t, rows.Scan(&id, &at, &lease, &attempts))
 		want.rows++
 		switch {
 		case at.After(q.asOf) && lease != 0:
@@ -62,10 +63,13 @@ func compareWithScan(ctx context.Context, t *testing.T, db *sql.DB, table string
 		default:
 			want.visible++
 		}
+		if at.After(q.asOf) {
+			hidden = append(hidden, fmt.Sprintf("id %d visible at %s lease %d attempts %d", id, at.Format(time.RFC3339Nano), lease, attempts))
+		}
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, [4]int64{want.rows, want.visible, want.delayed, want.leased}, [4]int64{q.rows, q.visible, q.delayed, q.leased},
-		"rows, visible, delayed, leased at %v", q.asOf)
+		"rows, visible, delayed, leased at %v (scan, then fdbqueue_queues); the rows hidden then:\n%s", q.asOf, strings.Join(hidden, "\n"))
 	return q
 }
 
