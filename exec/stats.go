@@ -158,6 +158,16 @@ func (e *Executor) selectQueues(tr kv.Transaction, st *parser.Select, b *bound) 
 	if err != nil {
 		return nil, err
 	}
+	// The gauges classify rows at a time taken once the transaction has
+	// its read version, not at the statement's NOW(): every change it
+	// sees was made by a clock read before that (on one host's clock), so
+	// no row it sees moved by a later clock (a pop that promoted rows
+	// due after NOW(), committed between NOW() and the read version) is
+	// counted as of an earlier time than the move.
+	if _, err := tr.GetReadVersion(); err != nil {
+		return nil, err
+	}
+	now := e.now()
 	byName := map[string]*Table{}
 	for _, t := range tables {
 		byName[strings.ToLower(t.Name)] = t
@@ -168,8 +178,8 @@ func (e *Executor) selectQueues(tr kv.Transaction, st *parser.Select, b *bound) 
 		if len(st.Where) == 1 && !strings.EqualFold(t.Name, b.value(st.Where[0].Value).(string)) {
 			continue // the dead-letter table, read for its count
 		}
-		rows = append(rows, &queueStats{t: t, now: b.now, hasDead: t.MaxAttempts > 0})
-		reads = append(reads, t.Queue.ReadStats(tr, b.now))
+		rows = append(rows, &queueStats{t: t, now: now, hasDead: t.MaxAttempts > 0})
+		reads = append(reads, t.Queue.ReadStats(tr, now))
 	}
 	deads := make([]kv.FutureValue, len(rows))
 	for i, r := range rows {
