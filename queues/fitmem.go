@@ -21,6 +21,8 @@ type searchMem struct {
 	strs   []straddleRead
 	ints   []int64
 	bytes  []byte
+	// levelRows holds scanStraddleMax's entries of one priority.
+	levelRows []kv.KeyValue
 }
 
 // searchMems holds the memory of the searches not running.

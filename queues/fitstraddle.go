@@ -171,13 +171,20 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 		x.ks = append(x.ks, st.more)
 	}
 	n := 0
-	stopped, err := s.q.scanEntries(x, st.prefix, s.order, func(e kv.KeyValue, p pos) (bool, error) {
+	step := func(e kv.KeyValue, p pos) (bool, error) {
 		next, take, err := s.straddleStep(e, p, &n)
 		if take {
 			s.offer(p)
 		}
 		return next, err
-	})
+	}
+	var stopped bool
+	var err error
+	if s.maxFirst && s.pk.cr == nil && !s.pk.readsAhead() && s.topAbove(st) {
+		stopped, err = s.scanStraddleMax(x, st, step)
+	} else {
+		stopped, err = s.q.scanEntries(x, st.prefix, s.order, step)
+	}
 	if err == nil {
 		err = s.pk.record(x, false)
 	}
@@ -236,4 +243,128 @@ func (s *indexSearch) straddleStep(e kv.KeyValue, p pos, n *int) (next, take boo
 		return true, false, nil
 	}
 	return false, true, nil
+}
+
+// topAbove reports whether st's highest priority is above the best found,
+// so that its scan reads that priority whole unless an entry fits: where
+// scanStraddleMax pays. (A scan whose first entry cannot win reads one.)
+func (s *indexSearch) topAbove(st *straddleRead) bool {
+	e, ok, err := st.top.get()
+	if err != nil || !ok {
+		return false // the scan says
+	}
+	p, err := decodeEntry(st.prefix, e.Key)
+	return err == nil && (!s.found || p.prio > s.best.prio)
+}
+
+// levelBuffer is the most entries of one priority scanStraddleMax holds:
+// a larger level it reads as scanEntries does, from its first entry, as
+// the scan mostly stops a few entries into it.
+const levelBuffer = 16
+
+// scanStraddleMax is scanEntries of the straddling cell st in Max order
+// through x, for a pick whose reads are answered when issued and that
+// records no claims (pk.cr nil): it makes the same reads' answers and
+// read conflicts from one reverse read of the cell through the snapshot,
+// where scanEntries makes two reads a priority (the last entry below the
+// priority before, then the priority's entries in key order), each a
+// seek into the B-tree. It reads a priority whole before its first entry,
+// so a priority of more than levelBuffer entries, and the ones below it,
+// it leaves to scanEntries's reads. The conflicts it adds to x are those
+// of scanEntries's reads: the first (x.one, which recorded its own) aside,
+// for each priority the last entry below the priority before, through to
+// it, and the priority from its start to the entry the scan stopped at,
+// or whole.
+func (s *indexSearch) scanStraddleMax(x *knownReader, st *straddleRead, fn func(kv.KeyValue, pos) (bool, error)) (bool, error) {
+	prefix := st.prefix
+	all := kv.PrefixRange(prefix)
+	visit := func(r kv.Range) (bool, error) {
+		it := x.GetRange(r, kv.RangeOptions{})
+		for it.Next() {
+			e := it.KeyValue()
+			p, err := decodeEntry(prefix, e.Key)
+			if err != nil {
+				return true, err
+			}
+			more, err := fn(e, p)
+			if err != nil || !more {
+				return true, err
+			}
+		}
+		return false, it.Err()
+	}
+	under := func(p pos) []byte { return tuple.AppendInt(bytes.Clone(prefix), p.prio) }
+	decode := func(k []byte) (pos, error) { return decodeEntry(prefix, k) }
+
+	it := s.pk.snapshot().GetRange(all, kv.RangeOptions{Reverse: true})
+	buf := s.mem.levelRows[:0]
+	defer func() { clear(buf); s.mem.levelRows = buf[:0] }()
+	end := all.End
+	var next kv.KeyValue // the first entry of the next priority down, read already
+	have := false
+	for first := true; ; first = false {
+		if !have {
+			if !it.Next() {
+				if err := it.Err(); err != nil {
+					return true, err
+				}
+				// Nothing below end: the read of the last entry below it
+				// found none, and covered [begin, end).
+				if !first {
+					x.covered = append(x.covered, kv.Range{Begin: all.Begin, End: end})
+				}
+				return false, nil
+			}
+			next = it.KeyValue()
+		}
+		p, err := decode(next.Key)
+		if err != nil {
+			return true, err
+		}
+		// The read of the last entry below end found next, through end.
+		if !first {
+			x.covered = append(x.covered, kv.Range{Begin: next.Key, End: end})
+		}
+		r := kv.PrefixRange(under(p))
+		buf, have = append(buf[:0], next), false
+		for len(buf) <= levelBuffer {
+			if !it.Next() {
+				if err := it.Err(); err != nil {
+					return true, err
+				}
+				break
+			}
+			e := it.KeyValue()
+			if bytes.Compare(e.Key, r.Begin) < 0 {
+				next, have = e, true
+				break
+			}
+			buf = append(buf, e)
+		}
+		if len(buf) > levelBuffer {
+			// Too many to hold: this priority and those below as
+			// scanEntries reads them.
+			if stopped, err := visit(r); stopped || err != nil {
+				return stopped, err
+			}
+			return scanLevelsBelow(x, all.Begin, r.Begin, visit, decode, under)
+		}
+		for i := len(buf) - 1; i >= 0; i-- {
+			e := buf[i]
+			p, err := decode(e.Key)
+			if err != nil {
+				return true, err
+			}
+			more, err := fn(e, p)
+			if err != nil {
+				return true, err
+			}
+			if !more {
+				x.covered = append(x.covered, kv.Range{Begin: r.Begin, End: kv.KeyAfter(e.Key)})
+				return true, nil
+			}
+		}
+		x.covered = append(x.covered, r)
+		end = r.Begin
+	}
 }

@@ -251,9 +251,16 @@ func scanOrdered(tr kv.ReadTransaction, prefix []byte, maxFirst bool, decode fun
 	if !maxFirst {
 		return visit(all)
 	}
-	end := all.End
+	return scanLevelsBelow(tr, all.Begin, all.End, visit, decode, under)
+}
+
+// scanLevelsBelow is scanOrdered's maxFirst loop over the priorities of
+// the keys in [begin, end), from the highest down, each visited in key
+// order.
+func scanLevelsBelow(tr kv.ReadTransaction, begin, end []byte, visit func(kv.Range) (bool, error),
+	decode func([]byte) (pos, error), under func(pos) []byte) (stopped bool, err error) {
 	for {
-		last, ok, err := kv.First(tr, kv.Range{Begin: all.Begin, End: end}, true)
+		last, ok, err := kv.First(tr, kv.Range{Begin: begin, End: end}, true)
 		if err != nil || !ok {
 			return false, err
 		}
