@@ -278,23 +278,9 @@ const levelBuffer = 16
 func (s *indexSearch) scanStraddleMax(x *knownReader, st *straddleRead, fn func(kv.KeyValue, pos) (bool, error)) (bool, error) {
 	prefix := st.prefix
 	all := kv.PrefixRange(prefix)
-	visit := func(r kv.Range) (bool, error) {
-		it := x.GetRange(r, kv.RangeOptions{})
-		for it.Next() {
-			e := it.KeyValue()
-			p, err := decodeEntry(prefix, e.Key)
-			if err != nil {
-				return true, err
-			}
-			more, err := fn(e, p)
-			if err != nil || !more {
-				return true, err
-			}
-		}
-		return false, it.Err()
-	}
 	under := func(p pos) []byte { return tuple.AppendInt(bytes.Clone(prefix), p.prio) }
 	decode := func(k []byte) (pos, error) { return decodeEntry(prefix, k) }
+	visit := func(r kv.Range) (bool, error) { return visitRange(x, r, decode, fn) }
 
 	it := s.pk.snapshot().GetRange(all, kv.RangeOptions{Reverse: true})
 	buf := s.mem.levelRows[:0]

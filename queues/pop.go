@@ -232,26 +232,31 @@ func (q *Queue) scanEntries(tr kv.ReadTransaction, prefix []byte, order Order, f
 // position's priority.
 func scanOrdered(tr kv.ReadTransaction, prefix []byte, maxFirst bool, decode func([]byte) (pos, error),
 	under func(pos) []byte, fn func(kv.KeyValue, pos) (bool, error)) (stopped bool, err error) {
-	visit := func(r kv.Range) (bool, error) {
-		it := tr.GetRange(r, kv.RangeOptions{})
-		for it.Next() {
-			e := it.KeyValue()
-			p, err := decode(e.Key)
-			if err != nil {
-				return true, err
-			}
-			more, err := fn(e, p)
-			if err != nil || !more {
-				return true, err
-			}
-		}
-		return false, it.Err()
-	}
+	visit := func(r kv.Range) (bool, error) { return visitRange(tr, r, decode, fn) }
 	all := kv.PrefixRange(prefix)
 	if !maxFirst {
 		return visit(all)
 	}
 	return scanLevelsBelow(tr, all.Begin, all.End, visit, decode, under)
+}
+
+// visitRange calls fn for the keys of r in key order, until it returns
+// false (stopped) or an error.
+func visitRange(tr kv.ReadTransaction, r kv.Range, decode func([]byte) (pos, error),
+	fn func(kv.KeyValue, pos) (bool, error)) (stopped bool, err error) {
+	it := tr.GetRange(r, kv.RangeOptions{})
+	for it.Next() {
+		e := it.KeyValue()
+		p, err := decode(e.Key)
+		if err != nil {
+			return true, err
+		}
+		more, err := fn(e, p)
+		if err != nil || !more {
+			return true, err
+		}
+	}
+	return false, it.Err()
 }
 
 // scanLevelsBelow is scanOrdered's maxFirst loop over the priorities of
