@@ -45,13 +45,20 @@ func (b *bencher) afterRun() error {
 	return b.faults.afterRun(b.ctx, b.db, b.o.table)
 }
 
-// checkTaken runs the checks of a run that took tasks from a table of
-// filled rows: none taken twice (ids, by client or process), and taken +
+// checkTaken runs the checks of a run that popped tasks from a table of
+// filled rows: none popped twice (ids, by client or process), and popped +
 // left = filled.
 func (b *bencher) checkTaken(ids [][]int64, filled, taken int64) error {
 	if err := checkOnce(ids, "popped"); err != nil {
 		return err
 	}
+	return b.checkLeft(filled, taken, "popped")
+}
+
+// checkLeft runs the end of a run's checks on a table of filled rows, of
+// which taken went (what: popped or acked): the faults' afterRun, then
+// taken + left = filled.
+func (b *bencher) checkLeft(filled, taken int64, what string) error {
 	if err := b.afterRun(); err != nil {
 		return err
 	}
@@ -59,7 +66,7 @@ func (b *bencher) checkTaken(ids [][]int64, filled, taken int64) error {
 	if err != nil {
 		return err
 	}
-	return checkPopped(filled, taken, left)
+	return checkGone(filled, taken, left, what)
 }
 
 // checkPushed: every row a client pushed is in the table, and no other.
@@ -70,10 +77,11 @@ func checkPushed(pushed, counted int64) error {
 	return nil
 }
 
-// checkPopped: the rows popped are the rows that left the table.
-func checkPopped(filled, popped, left int64) error {
-	if filled-popped != left {
-		return fmt.Errorf("%w: %d rows filled, %d popped, so %d should be left; %d are", errSelfCheck, filled, popped, filled-popped, left)
+// checkGone: the rows taken (what: popped or acked) are the rows that
+// left the table.
+func checkGone(filled, taken, left int64, what string) error {
+	if filled-taken != left {
+		return fmt.Errorf("%w: %d rows filled, %d %s, so %d should be left; %d are", errSelfCheck, filled, taken, what, filled-taken, left)
 	}
 	return nil
 }

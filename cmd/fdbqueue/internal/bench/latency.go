@@ -35,7 +35,7 @@ func (b *bencher) latency(workload string, n int) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPopped(int64(n), popped, left); err != nil {
+	if err := checkGone(int64(n), popped, left, "popped"); err != nil {
 		return err
 	}
 	return b.reportGetTask(workload, n, fillS, pops)

@@ -152,14 +152,7 @@ func (b *bencher) lease(consumers int, mode string) error {
 	if err := checkOnce(ids, "leased"); err != nil {
 		return err
 	}
-	if err := b.afterRun(); err != nil {
-		return err
-	}
-	left, err := b.count()
-	if err != nil {
-		return err
-	}
-	if err := checkAcked(int64(b.o.prefill), res.rows, left); err != nil {
+	if err := b.checkLeft(int64(b.o.prefill), res.rows, "acked"); err != nil {
 		return err
 	}
 	sec := res.elapsed.Seconds()
@@ -175,14 +168,6 @@ func (b *bencher) lease(consumers int, mode string) error {
 	v.LeaseOverPop = ratio(v.LeaseP50MS, v.PopP50MS)
 	v.TaskOverPop = ratio(v.PopRowsPerS, v.RowsPerS)
 	return b.rep.lease(v)
-}
-
-// checkAcked: the rows acked are the rows that left the table.
-func checkAcked(filled, acked, left int64) error {
-	if filled-acked != left {
-		return fmt.Errorf("%w: %d rows filled, %d acked, so %d should be left; %d are", errSelfCheck, filled, acked, filled-acked, left)
-	}
-	return nil
 }
 
 func flatten(l [][]time.Duration) []time.Duration {
@@ -434,7 +419,7 @@ func (r *killRun) check(filled map[int64]bool, elapsed time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := checkAcked(int64(r.tasks), v.Acked, left); err != nil {
+	if err := checkGone(int64(r.tasks), v.Acked, left, "acked"); err != nil {
 		return err
 	}
 	for _, k := range leases {

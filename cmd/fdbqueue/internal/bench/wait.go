@@ -270,14 +270,7 @@ func (b *bencher) waitIdle(mode string) error {
 	if err := b.ctx.Err(); err != nil {
 		return err
 	}
-	if err := b.afterRun(); err != nil {
-		return err
-	}
-	left, err := b.count()
-	if err != nil {
-		return err
-	}
-	if err := checkPopped(0, pops-empty, left); err != nil {
+	if err := b.checkLeft(0, pops-empty, "popped"); err != nil {
 		return err
 	}
 	res := waitIdleResult{
@@ -333,7 +326,7 @@ func (b *bencher) waitProdCons(mode string, rate int) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPopped(pushed, int64(len(lat)), left); err != nil {
+	if err := checkGone(pushed, int64(len(lat)), left, "popped"); err != nil {
 		return err
 	}
 	res := waitPCResult{
