@@ -393,7 +393,7 @@ func encodeOutcome(res *Result, err error) []byte {
 		err = fmt.Errorf("fdbqueue: the statement's result could not be sent to the process that forwarded it: %w", perr)
 	}
 	var codes tuple.Tuple
-	walkErrs(err, func(x error) {
+	kv.WalkErrors(err, func(x error) {
 		if ke, ok := x.(*kv.Error); ok && len(codes) < 2*16 {
 			codes = append(codes, int64(ke.Code), ke.Detail)
 		}
@@ -405,21 +405,6 @@ func encodeOutcome(res *Result, err error) []byte {
 		}
 	}
 	return tuple.Tuple{int64(outError), err.Error(), codes, mask}.Pack()
-}
-
-func walkErrs(err error, f func(error)) {
-	if err == nil {
-		return
-	}
-	f(err)
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		walkErrs(u.Unwrap(), f)
-	case interface{ Unwrap() []error }:
-		for _, x := range u.Unwrap() {
-			walkErrs(x, f)
-		}
-	}
 }
 
 // forwardedError is the error of a statement that ran in another process:

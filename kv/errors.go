@@ -270,3 +270,21 @@ func (e *joinError) Error() string {
 }
 
 func (e *joinError) Unwrap() []error { return e.errs }
+
+// WalkErrors calls f on err and on every error in its tree (Unwrap() error
+// and Unwrap() []error), depth first: what errors.Is visits, for code that
+// must see each one (the error codes a remote answer carries).
+func WalkErrors(err error, f func(error)) {
+	if err == nil {
+		return
+	}
+	f(err)
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		WalkErrors(u.Unwrap(), f)
+	case interface{ Unwrap() []error }:
+		for _, x := range u.Unwrap() {
+			WalkErrors(x, f)
+		}
+	}
+}

@@ -50,7 +50,7 @@ func encodeErr(e *enc, err error) {
 	var first *kv.Error
 	errors.As(err, &first)
 	var codes []*kv.Error
-	walkErr(err, func(x error) {
+	kv.WalkErrors(err, func(x error) {
 		if ke, ok := x.(*kv.Error); ok && ke != first && len(codes) < maxCodes {
 			codes = append(codes, ke)
 		}
@@ -89,22 +89,6 @@ func clip(s string) string {
 		return s[:maxMessage]
 	}
 	return s
-}
-
-// walkErr calls f on err and every error in its tree.
-func walkErr(err error, f func(error)) {
-	if err == nil {
-		return
-	}
-	f(err)
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		walkErr(u.Unwrap(), f)
-	case interface{ Unwrap() []error }:
-		for _, x := range u.Unwrap() {
-			walkErr(x, f)
-		}
-	}
 }
 
 // decodeErr reads what encodeErr wrote.
