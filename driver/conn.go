@@ -156,6 +156,17 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 		}
 		nv.Value = int64(v)
 		return nil
+	// Go's other integers, as the default converter makes them, without
+	// its reflection: 4 arguments a row of a 100-row INSERT.
+	case int:
+		nv.Value = int64(v)
+		return nil
+	case int32:
+		nv.Value = int64(v)
+		return nil
+	case uint32:
+		nv.Value = int64(v)
+		return nil
 	}
 	conv, err := driver.DefaultParameterConverter.ConvertValue(nv.Value)
 	if err != nil {

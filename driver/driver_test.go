@@ -631,3 +631,30 @@ func TestSelectOne(t *testing.T) {
 	_, err = db.Exec("SELECT 1 FROM nope")
 	require.Error(t, err, "a literal from a table is not the health check")
 }
+
+// TestIntegerArgs: every Go integer type is an INT argument with its value
+// (the driver converts int, int32 and uint32 itself, the others through
+// database/sql's default converter), and a BLOB argument is stored as it
+// was when the statement ran, whatever its caller does with it afterwards.
+func TestIntegerArgs(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Exec(`CREATE TABLE ints (priority INT NOT NULL, v INT NOT NULL, b BLOB)`)
+	require.NoError(t, err)
+	args := []any{int(-1 << 40), int8(-8), int16(-16), int32(-1 << 31), int64(1 << 62), uint(7), uint8(8), uint16(16), uint32(1<<32 - 1), uint64(1 << 40)}
+	want := []int64{-1 << 40, -8, -16, -1 << 31, 1 << 62, 7, 8, 16, 1<<32 - 1, 1 << 40}
+	blob := []byte("blob\x00")
+	for i, a := range args {
+		_, err := db.Exec(`INSERT INTO ints (priority, v, b) VALUES (?, ?, ?)`, i, a, blob)
+		require.NoError(t, err, "%T", a)
+		blob[0]++ // the row keeps what the statement was given
+	}
+	rows, err := db.QueryContext(bg, `SELECT v FROM ints ORDER BY priority ASC`)
+	require.Equal(t, want, column[int64](t, rows, err))
+	rows, err = db.QueryContext(bg, `SELECT b FROM ints ORDER BY priority ASC`)
+	blobs := column[[]byte](t, rows, err)
+	require.Len(t, blobs, len(args))
+	for i, b := range blobs {
+		require.Equal(t, append([]byte{'b' + byte(i)}, "lob\x00"...), b)
+	}
+}

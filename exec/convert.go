@@ -33,6 +33,17 @@ func typeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// convertRead is convert for a value its caller only reads, and only
+// until the statement returns (an INSERT packs its row at once): a []byte
+// for a BLOB column is passed on as it is, neither copied nor boxed
+// again, where convert's copy and its boxing were two allocations a row.
+func convertRead(col *Column, v any) (any, error) {
+	if x, ok := v.([]byte); ok && col.Type == parser.TypeBlob && (col.Length == 0 || len(x) <= col.Length) {
+		return v, nil
+	}
+	return convert(col, v)
+}
+
 // convert converts v to the Go type of col: int64, float64, string, []byte,
 // bool or time.Time, or nil for NULL.
 func convert(col *Column, v any) (any, error) {

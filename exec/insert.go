@@ -20,6 +20,10 @@ import (
 // record), a number at most nine; rowTooLarge says which column is large.
 const MaxRowSize = kv.MaxValueSize
 
+// rowBlock is the size of the blocks an INSERT packs its rows into, at
+// most: a block holds at least one row.
+const rowBlock = 16 << 10
+
 // insert pushes an INSERT's rows, all of them checked first.
 func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Result, error) {
 	s, err := e.stmt(tr, st.Table, b)
@@ -69,7 +73,10 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	tup := make(tuple.Tuple, len(t.Columns))
 	resources := make([]int64, 0, len(st.Rows)*len(t.Resources))
 	uniq := s.newUniqueRows(len(st.Rows))
-	packed := 0 // the last row's packed size, to size the next one's buffer
+	// The rows are packed one after the other into blocks of a few rows'
+	// size: an allocation a block, not one a row.
+	var block []byte
+	packed := 0 // the last row's packed size, to size the next one's room
 	for r, vals := range st.Rows {
 		if len(vals) != len(targets) {
 			return nil, &RowError{r + 1, fmt.Errorf("%w: %d values for %d columns", ErrValue, len(vals), len(targets))}
@@ -78,7 +85,13 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		item := queues.Item{ID: b.ids[r]}
 		var errText any // _error, if given (errtext.go)
 		for j, i := range targets {
-			v, err := b.convert(t.columnDef(i), vals[j])
+			var v any
+			var err error
+			if vals[j].Kind == parser.ValueArg {
+				v, err = convertRead(t.columnDef(i), b.value(vals[j]))
+			} else {
+				v, err = b.convert(t.columnDef(i), vals[j])
+			}
 			if err != nil {
 				return nil, &RowError{r + 1, err}
 			}
@@ -135,11 +148,15 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		if errText != nil {
 			packing = append(tup[:len(tup):len(tup)], errText)
 		}
+		if room := max(packed+16, 16*len(tup)); cap(block)-len(block) < room {
+			block = make([]byte, 0, min(room*(len(st.Rows)-r), max(room, rowBlock)))
+		}
+		start := len(block)
 		var err error
-		item.Value, err = packing.AppendPack(make([]byte, 0, max(packed+16, 16*len(tup))))
-		if err != nil {
+		if block, err = packing.AppendPack(block); err != nil {
 			return nil, &RowError{r + 1, err}
 		}
+		item.Value = block[start:len(block):len(block)]
 		packed = len(item.Value)
 		if size := queues.MaxRecordSize(item.Value, len(item.Resources)); size > MaxRowSize {
 			return nil, &RowError{r + 1, rowTooLarge(t, full, size)}

@@ -391,7 +391,7 @@ func appendValue(dst []byte, it Item) []byte {
 	// once.
 	size := MaxRecordSize(it.Value, len(it.Resources))
 	b := appendInts(slices.Grow(dst, size), it.Resources...)
-	b, _ = tuple.Tuple{it.Value}.AppendPack(b)
+	b = tuple.AppendBytes(b, it.Value)
 	vis := nanos(it.VisibleAt)
 	meta := vis != 0 || it.Lease != 0 || it.Attempts != 0
 	switch {

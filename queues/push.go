@@ -242,26 +242,8 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, keep func() ([]bool, e
 		i = j
 	}
 	lone := len(keys)
-	dirs := dirSet{}
 	now := q.opts.now().UnixNano()
-	var buf [128]byte
-	dir := func(tag int, coords []int64) {
-		k := q.appendKey(buf[:0], tag, coords...)
-		if _, ok := dirs[string(k)]; !ok {
-			s := string(k)
-			dirs[s] = struct{}{}
-			keys = append(keys, []byte(s))
-		}
-	}
-	for _, it := range items {
-		if len(it.Resources) == 0 || nanos(it.VisibleAt) > now {
-			continue
-		}
-		dir(tagCellDir, cellsOf(it.Resources))
-		if !exactCell(it.Resources) {
-			dir(tagShapeDir, it.Resources)
-		}
-	}
+	dirs := q.dirKeys(items, now, &keys)
 	vals, err := kv.GetMany(snap, keys)
 	if err != nil {
 		return nil, nil, err
@@ -294,6 +276,7 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, keep func() ([]bool, e
 	var needed map[string]bool
 	if pushed != nil {
 		needed = map[string]bool{}
+		var buf [128]byte
 		for i, it := range items {
 			if pushed[i] && len(it.Resources) > 0 && nanos(it.VisibleAt) <= now {
 				needed[string(q.appendKey(buf[:0], tagCellDir, cellsOf(it.Resources)...))] = true
@@ -307,6 +290,44 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, keep func() ([]bool, e
 		}
 	}
 	return dirs, pushed, nil
+}
+
+// dirKeys returns the directory keys of the cells and shapes of items
+// visible at now, and appends each once to keys. The keys are built one
+// after the other in one buffer, and the set's strings are cut from one
+// copy of it: two allocations for the statement, where a string and a
+// copy of it for each directory were a quarter of a 100-row INSERT's
+// allocations.
+func (q *Queue) dirKeys(items []Item, now int64, keys *[][]byte) dirSet {
+	var buf []byte
+	var ends []int // where each key in buf ends
+	var cells [8]int64
+	for _, it := range items {
+		if len(it.Resources) == 0 || nanos(it.VisibleAt) > now {
+			continue
+		}
+		if buf == nil {
+			n := len(q.sub[tagShapeDir]) + maxIntLen*len(it.Resources)
+			buf, ends = make([]byte, 0, 2*n*len(items)), make([]int, 0, 2*len(items))
+		}
+		buf = q.appendKey(buf, tagCellDir, appendCells(cells[:0], it.Resources)...)
+		ends = append(ends, len(buf))
+		if !exactCell(it.Resources) {
+			buf = q.appendKey(buf, tagShapeDir, it.Resources...)
+			ends = append(ends, len(buf))
+		}
+	}
+	dirs := make(dirSet, len(ends))
+	all := string(buf)
+	begin := 0
+	for _, end := range ends {
+		if k := all[begin:end]; !dirs.has(k) {
+			dirs[k] = struct{}{}
+			*keys = append(*keys, buf[begin:end:end])
+		}
+		begin = end
+	}
+	return dirs
 }
 
 // minIDRun is the fewest consecutive ids checkNew reads as a range.
@@ -564,10 +585,8 @@ func (sc *scratch) keep(b []byte) {
 // earlier in the transaction: the read conflict is in place, and the key is
 // there (the transaction reads its own writes), so nothing is read again.
 func ensureDir(tr kv.Transaction, key []byte, dirs dirSet) error {
-	if dirs != nil {
-		if _, ok := dirs[string(key)]; ok {
-			return nil
-		}
+	if dirs.has(string(key)) {
+		return nil
 	}
 	key = bytes.Clone(key) // key may be a scratch buffer; reads may keep it
 	v, err := tr.Get(key)
@@ -585,6 +604,12 @@ func ensureDir(tr kv.Transaction, key []byte, dirs dirSet) error {
 
 // dirSet holds the directory keys a transaction made sure of (ensureDir).
 type dirSet map[string]struct{}
+
+// has reports whether the set (nil: empty) holds key.
+func (d dirSet) has(key string) bool {
+	_, ok := d[key]
+	return ok
+}
 
 // indexAdd files a visible item under its cell and, when the cell spans
 // more than one shape, under its shape: an exact cell (see exactCell)

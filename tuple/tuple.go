@@ -234,6 +234,13 @@ func indexByteString(s string, c byte) int {
 	return -1
 }
 
+// AppendBytes appends the tuple encoding of the byte string v to dst: what
+// Tuple{v}.AppendPack appends, without boxing v in an interface (an
+// allocation a row of a push).
+func AppendBytes(dst, v []byte) []byte {
+	return appendEscaped(append(dst, codeBytes), v)
+}
+
 // AppendInt appends the tuple encoding of the integer v to dst. It is the
 // allocation-free path the queue layer uses for its keys.
 func AppendInt(dst []byte, v int64) []byte {

@@ -404,3 +404,16 @@ func TestStringsThatAreNotUTF8(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, in, out)
 }
+
+// TestAppendBytes: AppendBytes appends what Pack appends for a tuple of the
+// one byte string, zero bytes escaped, without allocating into a buffer
+// with room.
+func TestAppendBytes(t *testing.T) {
+	for _, v := range [][]byte{nil, {}, {0}, {0, 0xff, 0}, []byte("payload\x00\x00x"), bytes.Repeat([]byte{7, 0}, 100)} {
+		want := Tuple{v}.Pack()
+		require.Equal(t, want, AppendBytes(nil, v), "%x", v)
+		require.Equal(t, append([]byte("pre"), want...), AppendBytes([]byte("pre"), v), "%x", v)
+		buf := make([]byte, 0, 3*len(v)+2)
+		require.Zero(t, testing.AllocsPerRun(10, func() { AppendBytes(buf, v) }), "%x", v)
+	}
+}

@@ -112,6 +112,27 @@ func (t *txn) check() error {
 	return nil
 }
 
+// checkNoRead is check for an operation that reads nothing (a read
+// conflict added by hand): once the transaction has its read version, it
+// leaves the clock to the next read and to the commit, which fail a
+// transaction that timed out or is too old. A push adds a read conflict
+// for each of its new ids and directories: a clock read each was 2.5% of
+// a 100-row INSERT's time.
+func (t *txn) checkNoRead() error {
+	if t.hasRV {
+		return t.ended()
+	}
+	return t.check()
+}
+
+// keyCopy returns a copy of key carved out of the transaction's byte
+// blocks (room): a read conflict costs no object of its own.
+func (t *txn) keyCopy(key []byte) []byte {
+	b := t.room(len(key))
+	copy(b, key)
+	return b
+}
+
 func (t *txn) Context() context.Context { return t.ctx }
 
 func (t *txn) GetReadVersion() (int64, error) {
@@ -170,7 +191,7 @@ func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
 	}
 	v, ok := t.s.get(t.rv, key, &t.eprobe)
 	if !snapshot {
-		t.addRead(span{begin: slices.Clone(key)})
+		t.addRead(span{begin: t.keyCopy(key)})
 	}
 	if w != nil {
 		v, ok = w.resolve(v, ok)
@@ -209,7 +230,7 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 	t.s.getMany(t.rv, keys, fromStore, vals, oks, &t.eprobe)
 	for _, i := range fromStore {
 		if !snapshot {
-			t.addRead(span{begin: slices.Clone(keys[i])})
+			t.addRead(span{begin: t.keyCopy(keys[i])})
 		}
 		if w := writes[i]; w != nil {
 			vals[i], oks[i] = w.resolve(vals[i], oks[i])
@@ -497,15 +518,15 @@ func (t *txn) CompareAndClear(key, value []byte) {
 }
 
 func (t *txn) AddReadConflictKey(key []byte) error {
-	if err := t.check(); err != nil {
+	if err := t.checkNoRead(); err != nil {
 		return err
 	}
-	t.addRead(span{begin: slices.Clone(key)})
+	t.addRead(span{begin: t.keyCopy(key)})
 	return nil
 }
 
 func (t *txn) AddReadConflictRange(r kv.Range) error {
-	if err := t.check(); err != nil {
+	if err := t.checkNoRead(); err != nil {
 		return err
 	}
 	if bytes.Compare(r.Begin, r.End) > 0 {
