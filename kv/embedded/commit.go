@@ -8,7 +8,13 @@ import (
 )
 
 func (t *txn) hasWrites() bool {
-	return (t.writes != nil && t.writes.Len() > 0) || t.clears.len() > 0 || len(t.wconf) > 0
+	return len(t.pending) > 0 || (t.writes != nil && t.writes.Len() > 0) || t.clears.len() > 0 || len(t.wconf) > 0
+}
+
+// batch returns the transaction's mutations as a batch (record.go), its
+// writes sorted once here if no read needed them sorted before.
+func (t *txn) batch() *batch {
+	return &batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped}
 }
 
 // Commit implements kv.Transaction.
@@ -33,6 +39,9 @@ func (t *txn) commit() error {
 	if t.readOnly {
 		return ErrReadOnly
 	}
+	// The batch first: sorting the writes folds the writes to one key
+	// into one, which the size counts once.
+	b := t.batch()
 	if t.size > kv.MaxTransactionSize {
 		return kv.Errorf(kv.CodeTransactionTooLarge, "transaction of %d bytes (limit %d)", t.size, kv.MaxTransactionSize)
 	}
@@ -46,7 +55,6 @@ func (t *txn) commit() error {
 	}
 	// Everything that does not need the store's lock is done here, so
 	// that the lock is held only to check and install.
-	b := t.batch()
 	t.creq = commitReq{t: t, b: b, writes: t.record(b), now: s.cfg.Clock()}
 	r := &t.creq
 	if len(t.reads) > 0 && s.version.Load() > t.rv {

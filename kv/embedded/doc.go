@@ -86,7 +86,8 @@
 //
 //	db.go          Config, the store, DB handles and the registry of named databases
 //	txn.go         transactions: reads with read-your-writes, writes, retries (OnError)
-//	writes.go      a transaction's buffered writes and atomic operations
+//	writes.go      a transaction's buffered writes and atomic operations: appended,
+//	               sorted once when a read or the commit needs them
 //	iter.go        range reads merging the tree with a transaction's writes
 //	clears.go      a transaction's range clears, as the union of the ranges
 //	async.go       futures, answered when issued by the synchronous read's path

@@ -144,6 +144,7 @@ func (it *rangeIter) nextDB() (kv.KeyValue, bool) {
 // nextWrite returns the transaction's next buffered write in the remaining
 // range.
 func (it *rangeIter) nextWrite() *write {
+	it.t.flushWrites()
 	ws := it.t.writes
 	if ws == nil || ws.Len() == 0 {
 		return nil

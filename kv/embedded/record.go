@@ -24,18 +24,6 @@ type batch struct {
 	bump bool
 }
 
-func (t *txn) batch() *batch {
-	b := &batch{clears: t.clears.ranges(), bump: t.bumped}
-	if t.writes != nil {
-		b.writes = make([]*write, 0, t.writes.Len())
-		t.writes.Scan(func(w *write) bool {
-			b.writes = append(b.writes, w)
-			return true
-		})
-	}
-	return b
-}
-
 // Log record payload: uvarint version, uvarint #clears, each (bytes begin,
 // bytes end), uvarint #writes, each (bytes key, byte base, [bytes value if
 // base is baseSet], uvarint #ops, each (byte kind, bytes param)). bytes is a

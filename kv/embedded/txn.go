@@ -35,13 +35,21 @@ type txn struct {
 	mdv    []byte
 	bumped bool
 
-	writes  *btree.BTreeG[*write] // nil until the first write
-	clears  clearSet              // the union of the ClearRange calls
-	watches []*watch              // made by this attempt, settled at its end
-	wconf   []span                // AddWriteConflict*
-	reads   []span                // serializable read-conflict spans
-	size    int                   // bytes of mutations and conflict ranges
-	err     error                 // deferred error, reported by Commit
+	// writes holds the writes in key order, for reads of them: nil
+	// until one needs it. pending holds the writes made since, in the
+	// order made (writes.go); recent, the pending writes of the last
+	// keys atomic operations went to, for the next ones.
+	writes  *btree.BTreeG[*write]
+	pending []*write
+	recent  [recentAtomics]*write
+	nwrites int         // writes made, pending or not
+	sortBuf []sortEntry // sortPending's scratch
+	clears  clearSet    // the union of the ClearRange calls
+	watches []*watch    // made by this attempt, settled at its end
+	wconf   []span      // AddWriteConflict*
+	reads   []span      // serializable read-conflict spans
+	size    int         // bytes of mutations and conflict ranges
+	err     error       // deferred error, reported by Commit
 
 	retries int
 	backoff time.Duration
@@ -163,6 +171,7 @@ func truncate(b []byte) []byte {
 func (t *txn) Get(key []byte) ([]byte, error) { return t.get(key, false) }
 
 func (t *txn) findWrite(key []byte) *write {
+	t.flushWrites()
 	if t.writes == nil {
 		return nil
 	}
@@ -320,6 +329,7 @@ func (t *txn) wroteIn(r kv.Range) bool {
 	if t.clears.intersects(r) {
 		return true
 	}
+	t.flushWrites()
 	if t.writes == nil || t.writes.Len() == 0 {
 		return false
 	}
@@ -337,8 +347,8 @@ func (t *txn) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 	return newRangeIter(t, r, opts, false)
 }
 
-// writeKey buffers a write to key, returning the write record to fill in,
-// and, when the write is new, room for extra bytes of value.
+// writeKey buffers a write to key, returning the write record to fill in
+// (pending, base baseDB), and room for extra bytes of value.
 func (t *txn) writeKey(key []byte, extra int) (*write, []byte) {
 	if t.state != kv.TxnActive {
 		return nil, nil
@@ -351,24 +361,31 @@ func (t *txn) writeKey(key []byte, extra int) (*write, []byte) {
 			t.err = kv.Errorf(kv.CodeKeyOutsideLegalRange, "key %q is in the system key space (0xff...)", truncate(key))
 		}
 	}
-	if t.writes == nil {
-		t.writes = btree.NewBTreeGOptions(writeLess, btree.Options{NoLocks: true, Degree: 16})
-	}
-	// The Set of a new key reuses its Get's path.
-	var hint btree.PathHint
-	t.wprobe.key = key
-	w, ok := t.writes.GetHint(&t.wprobe, &hint)
-	t.wprobe.key = nil
-	var room []byte
-	if !ok {
-		w, room = t.newWrite(key, extra)
-		if t.inClears(key) {
-			w.base = baseCleared
-		}
-		t.writes.SetHint(w, &hint)
-		t.size += len(key)
-	}
+	w, room := t.newWrite(key, extra)
+	t.pending = append(t.pending, w)
+	t.size += len(key)
 	return w, room
+}
+
+// recentWrite returns the pending write of atomic operations to key in
+// recent, if any.
+func (t *txn) recentWrite(key []byte) *write {
+	for _, w := range t.recent {
+		if w != nil && bytes.Equal(w.key, key) {
+			return w
+		}
+	}
+	return nil
+}
+
+// forget drops key's pending write from recent: a set or a clear of the
+// key comes after it.
+func (t *txn) forget(key []byte) {
+	for i, w := range t.recent {
+		if w != nil && bytes.Equal(w.key, key) {
+			t.recent[i] = nil
+		}
+	}
 }
 
 // newWrite returns a write to key and room for extra bytes of value,
@@ -380,8 +397,9 @@ func (t *txn) writeKey(key []byte, extra int) (*write, []byte) {
 func (t *txn) newWrite(key []byte, extra int) (*write, []byte) {
 	// Blocks grow with the transaction: one of a few writes takes little.
 	if len(t.wblock) == 0 {
-		t.wblock = make([]write, min(max(t.writes.Len(), 4), writeBlock))
+		t.wblock = make([]write, min(max(t.nwrites, 4), writeBlock))
 	}
+	t.nwrites++
 	w := &t.wblock[0]
 	t.wblock = t.wblock[1:]
 	buf := t.room(len(key) + extra)
@@ -422,6 +440,7 @@ func (t *txn) Set(key, value []byte) {
 	if w == nil {
 		return
 	}
+	t.forget(key)
 	if len(value) > kv.MaxValueSize && t.err == nil {
 		t.err = kv.Errorf(kv.CodeValueTooLarge, "value of %d bytes (limit %d)", len(value), kv.MaxValueSize)
 	}
@@ -432,7 +451,6 @@ func (t *txn) Set(key, value []byte) {
 	} else {
 		w.val = slices.Clone(value)
 	}
-	w.ops = nil
 	t.size += len(value)
 }
 
@@ -441,7 +459,8 @@ func (t *txn) Clear(key []byte) {
 	if w == nil {
 		return
 	}
-	w.base, w.val, w.ops = baseCleared, nil, nil
+	t.forget(key)
+	w.base = baseCleared
 }
 
 func (t *txn) ClearRange(r kv.Range) {
@@ -458,6 +477,7 @@ func (t *txn) ClearRange(r kv.Range) {
 		t.err = kv.Errorf(kv.CodeKeyOutsideLegalRange, "range reaches into the system key space (0xff...)")
 	}
 	r = kv.Range{Begin: slices.Clone(r.Begin), End: slices.Clone(r.End)}
+	t.flushWrites()
 	if t.writes != nil {
 		var drop []*write
 		t.writes.Ascend(&write{key: r.Begin}, func(w *write) bool {
@@ -476,19 +496,22 @@ func (t *txn) ClearRange(r kv.Range) {
 }
 
 func (t *txn) atomic(key []byte, kind opKind, param []byte) {
-	w, _ := t.writeKey(key, 0)
-	if w == nil {
+	if t.state != kv.TxnActive {
 		return
+	}
+	w := t.recentWrite(key)
+	if w == nil {
+		if w, _ = t.writeKey(key, 0); w == nil {
+			return
+		}
+		copy(t.recent[1:], t.recent[:])
+		t.recent[0] = w
 	}
 	if len(param) > kv.MaxValueSize && t.err == nil {
 		t.err = kv.Errorf(kv.CodeValueTooLarge, "value of %d bytes (limit %d)", len(param), kv.MaxValueSize)
 	}
 	if n := len(w.ops); kind == opAdd && n > 0 && w.ops[n-1].kind == opAdd && len(w.ops[n-1].param) == len(param) {
-		// Two ADDs of one length in a row are one: (v+a)+b = v+(a+b),
-		// both truncated to that length. The counters a pop or a push
-		// adds to (a queue's count, its statistics) take one
-		// operation per transaction, not one per row.
-		addInto(w.ops[n-1].param, param)
+		addInto(w.ops[n-1].param, param) // see addOp
 		return
 	}
 	op := atomicOp{kind: kind, param: t.room(len(param))}
