@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -161,6 +162,41 @@ func TestWritesModel(t *testing.T) {
 				}
 				return nil
 			}))
+		})
+	}
+}
+
+// TestConflictKeysLeaveTheClockToTheCommit: a read conflict added once the
+// transaction has its read version reads no clock, so it succeeds past the
+// transaction's age limit and timeout; the commit still fails such a
+// transaction.
+func TestConflictKeysLeaveTheClockToTheCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		timeout time.Duration
+		want    error
+	}{
+		{"too old", 0, kv.ErrTransactionTooOld},
+		{"timed out", 2 * time.Second, kv.ErrTransactionTimedOut},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+			db := embedded.Open("", embedded.Config{Clock: clock.Now, TransactionTimeout: c.timeout})
+			defer db.Close()
+			tr, err := db.CreateTransaction(ctx)
+			require.NoError(t, err)
+			_, err = tr.Get([]byte("a"))
+			require.NoError(t, err)
+			clock.Advance(kv.MaxTransactionAge + time.Second)
+			require.NoError(t, tr.AddReadConflictKey([]byte("b")))
+			require.NoError(t, tr.AddReadConflictRange(kv.Range{Begin: []byte("c"), End: []byte("d")}))
+			tr.Set([]byte("e"), []byte("v"))
+			require.ErrorIs(t, tr.Commit(), c.want)
+			_, err = tr.Get([]byte("a"))
+			require.ErrorIs(t, err, c.want)
 		})
 	}
 }
