@@ -133,12 +133,18 @@ func (t *txn) checkNoRead() error {
 	return t.check()
 }
 
-// keyCopy returns a copy of key carved out of the transaction's byte
-// blocks (room): a read conflict costs no object of its own.
-func (t *txn) keyCopy(key []byte) []byte {
-	b := t.room(len(key))
+// addReadKey adds the read conflict of the single key key, copied into
+// the transaction's byte blocks (room) with a zero byte after it, so that
+// it costs no object of its own, and the commit's mergeSpans finds its end
+// (the key after it) there rather than allocating it. The size counts the
+// key, as for a key's span.
+func (t *txn) addReadKey(key []byte) {
+	n := len(key)
+	b := t.room(n + 1)
 	copy(b, key)
-	return b
+	b[n] = 0
+	t.reads = append(t.reads, span{begin: b[:n:n], end: b})
+	t.size += n
 }
 
 func (t *txn) Context() context.Context { return t.ctx }
@@ -200,7 +206,7 @@ func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
 	}
 	v, ok := t.s.get(t.rv, key, &t.eprobe)
 	if !snapshot {
-		t.addRead(span{begin: t.keyCopy(key)})
+		t.addReadKey(key)
 	}
 	if w != nil {
 		v, ok = w.resolve(v, ok)
@@ -239,7 +245,7 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 	t.s.getMany(t.rv, keys, fromStore, vals, oks, &t.eprobe)
 	for _, i := range fromStore {
 		if !snapshot {
-			t.addRead(span{begin: t.keyCopy(keys[i])})
+			t.addReadKey(keys[i])
 		}
 		if w := writes[i]; w != nil {
 			vals[i], oks[i] = w.resolve(vals[i], oks[i])
@@ -544,7 +550,7 @@ func (t *txn) AddReadConflictKey(key []byte) error {
 	if err := t.checkNoRead(); err != nil {
 		return err
 	}
-	t.addRead(span{begin: t.keyCopy(key)})
+	t.addReadKey(key)
 	return nil
 }
 
