@@ -68,6 +68,7 @@ func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rang
 		} else {
 			it.origin = append([]byte{}, r.Begin...)
 		}
+		t.growReads()
 		t.reads = append(t.reads, span{begin: it.origin, end: it.origin})
 		it.conflict = len(t.reads) - 1
 	}

@@ -133,6 +133,14 @@ func (t *txn) checkNoRead() error {
 	return t.check()
 }
 
+// growReads makes the first read conflict's room for 8: a push adds a
+// few, and growing from 1 took 4 allocations.
+func (t *txn) growReads() {
+	if t.reads == nil {
+		t.reads = make([]span, 0, 8)
+	}
+}
+
 // addReadKey adds the read conflict of the single key key, copied into
 // the transaction's byte blocks (room) with a zero byte after it, so that
 // it costs no object of its own, and the commit's mergeSpans finds its end
@@ -143,6 +151,7 @@ func (t *txn) addReadKey(key []byte) {
 	b := t.room(n + 1)
 	copy(b, key)
 	b[n] = 0
+	t.growReads()
 	t.reads = append(t.reads, span{begin: b[:n:n], end: b})
 	t.size += n
 }
@@ -278,6 +287,7 @@ func twoKeys(begin, end []byte, suffix ...byte) span {
 }
 
 func (t *txn) addRead(s span) {
+	t.growReads()
 	t.reads = append(t.reads, s)
 	t.size += s.size()
 }
@@ -368,6 +378,9 @@ func (t *txn) writeKey(key []byte, extra int) (*write, []byte) {
 		}
 	}
 	w, room := t.newWrite(key, extra)
+	if t.pending == nil {
+		t.pending = make([]*write, 0, 8) // not 1, 2, 4, 8: a push writes 8 or more
+	}
 	t.pending = append(t.pending, w)
 	t.size += len(key)
 	return w, room
@@ -591,12 +604,16 @@ func (t *txn) Cancel() {
 	if t.state == kv.TxnActive {
 		t.finish(kv.TxnCancelled)
 	}
-	t.settleWatches(kv.Errorf(kv.CodeTransactionCancelled, "the transaction that made the watch was cancelled"))
+	if len(t.watches) > 0 { // the error costs a Sprintf: Cancel ends every statement
+		t.settleWatches(kv.Errorf(kv.CodeTransactionCancelled, "the transaction that made the watch was cancelled"))
+	}
 }
 
 // reset prepares the transaction for another attempt.
 func (t *txn) reset() {
-	t.settleWatches(kv.Errorf(kv.CodeTransactionCancelled, "the transaction that made the watch was reset"))
+	if len(t.watches) > 0 {
+		t.settleWatches(kv.Errorf(kv.CodeTransactionCancelled, "the transaction that made the watch was reset"))
+	}
 	if t.hasRV {
 		t.s.releaseReadVersion(t)
 	}
