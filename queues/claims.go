@@ -111,6 +111,12 @@ type Attempt struct {
 	firstLo, firstHi []byte
 	picks            int    // the pops and leases it made
 	writes           uint64 // the writes it made
+	// several: it runs several statements that pick (Several), and
+	// remembers its reads from its first pick on.
+	several bool
+	// dir is the cell directory it read whole for its skip-scans, if it
+	// did (firsts.go).
+	dir *dirRead
 }
 
 // Begin starts an attempt of tr: its pops claim rows in c.

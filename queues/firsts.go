@@ -50,7 +50,7 @@ type firstRead struct {
 // transaction, or its snapshot when serializable is false), or answers
 // from a remembered read.
 func (a *Attempt) first(rd kv.ReadTransaction, r kv.Range, reverse, serializable bool) (kv.KeyValue, bool, error) {
-	if a.picks < 2 {
+	if !a.remembers() {
 		// A transaction's first pick: nothing to answer from yet, and
 		// most transactions pick once.
 		return kv.First(rd, r, reverse)
@@ -64,6 +64,46 @@ func (a *Attempt) first(rd kv.ReadTransaction, r kv.Range, reverse, serializable
 	}
 	a.remember(r, reverse, e, ok, serializable)
 	return e, ok, nil
+}
+
+// remembers reports whether the attempt remembers its reads: from its
+// second pick, or its first when it runs several (Several).
+func (a *Attempt) remembers() bool { return a.picks >= 2 || a.several }
+
+// Several says that the attempt runs several statements that pick (a
+// combined group of pops, exec/combine.go): it remembers its reads from
+// its first pick, and reads the cell directory of a fit pop's search once
+// (dirKnown), rather than from its second pick, when a lone pop would
+// only pay for the memory.
+func (a *Attempt) Several() { a.several = true }
+
+// dirRead is the cell directory of a queue, read whole through the
+// snapshot by an attempt that runs several fit pops: their skip-scans
+// answer their reads from it, and add the read conflicts those reads
+// would have (dirAhead.scan). It is dropped once the attempt writes in
+// its range (a search clears the key of a cell it found empty).
+type dirRead struct {
+	k known
+}
+
+// dirKnown returns the cell directory under base as one read, made now
+// if the attempt has none, when the attempt runs several pops (Several);
+// nil otherwise. The directory is read up to maxDirAhead keys: past them
+// the skip-scan reads the rest itself.
+func (a *Attempt) dirKnown(base []byte) (*known, error) {
+	if !a.several {
+		return nil, nil
+	}
+	r := kv.PrefixRange(base)
+	if d := a.dir; d != nil && bytes.Equal(d.k.r.Begin, r.Begin) {
+		return &d.k, nil
+	}
+	rows, err := kv.GetRangeAsync(a.Transaction.Snapshot(), r, kv.RangeOptions{Limit: maxDirAhead, Mode: kv.StreamingModeWantAll}).Get()
+	if err != nil {
+		return nil, err
+	}
+	a.dir = &dirRead{k: newKnown(r, maxDirAhead, rows)}
+	return &a.dir.k, nil
 }
 
 // firstKey returns the key of a one-row read of r in firstAt, in firstBuf:
@@ -158,7 +198,7 @@ func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
 	case *conflictReader:
 		a, cr = x.a, x
 	}
-	remember := a != nil && a.picks >= 2
+	remember := a != nil && a.remembers()
 	if remember {
 		e, ok, hit, err := a.recall(r, reverse, cr == nil)
 		if hit || err != nil {
@@ -223,6 +263,10 @@ func covered(r kv.Range, reverse bool, e kv.KeyValue, ok bool) kv.Range {
 // end): end nil stands for the one key begin.
 func (a *Attempt) wrote(begin, end []byte) {
 	a.writes++
+	if d := a.dir; d != nil && (end == nil && d.k.r.Contains(begin) ||
+		end != nil && bytes.Compare(begin, d.k.r.End) < 0 && bytes.Compare(d.k.r.Begin, end) < 0) {
+		a.dir = nil
+	}
 	if len(a.firstAt) == 0 || bytes.Compare(begin, a.firstHi) >= 0 ||
 		bytes.Compare(a.firstLo, begin) > 0 && (end == nil || bytes.Compare(a.firstLo, end) >= 0) {
 		return // outside every remembered range
