@@ -72,30 +72,30 @@ func benchFitPopSQL(b *testing.B, mode string, consumers int) {
 	pop := parse("SELECT id, payload FROM t WHERE cpu <= ? AND mem <= ? ORDER BY priority LIMIT 1 FOR POP")
 	var left, empty atomic.Int64
 	left.Store(int64(b.N))
+	// consume pops until b.N pops were made, with limits drawn from its
+	// own source.
+	consume := func(r *rand.Rand) {
+		for left.Add(-1) >= 0 {
+			cpu, mem := int64(8), int64(32)
+			if mode == "random" {
+				cpu, mem = 1+r.Int64N(8), 1+r.Int64N(32)
+			}
+			res, err := e.Auto(ctx, pop, exec.Args{Positional: []any{cpu, mem}})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if len(res.Rows) == 0 {
+				empty.Add(1)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
 	for c := range consumers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(c), 3))
-			for left.Add(-1) >= 0 {
-				cpu, mem := int64(8), int64(32)
-				if mode == "random" {
-					cpu, mem = 1+r.Int64N(8), 1+r.Int64N(32)
-				}
-				res, err := e.Auto(ctx, pop, exec.Args{Positional: []any{cpu, mem}})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				if len(res.Rows) == 0 {
-					empty.Add(1)
-				}
-			}
-		}()
+		wg.Go(func() { consume(rand.New(rand.NewPCG(uint64(c), 3))) })
 	}
 	wg.Wait()
 	elapsed := time.Since(start)

@@ -21,8 +21,12 @@ import (
 // A remembered read answers snapshot reads (a pick's conflictReader) and
 // serializable ones; for the latter the Attempt adds the read conflict
 // the read would have added. Reads start to be remembered at an
-// attempt's second pick: most attempts pick once, and would only pay for
-// the memory.
+// attempt's second pick (most attempts pick once, and would only pay for
+// the memory), or at its first in an attempt that says it runs several
+// (Several: exec's combined groups), which also reads the cell
+// directory whole once for the skip-scans of all its fit pops (dirKnown).
+// With both, 32 consumers' pops (memory:, 100,000 tasks, random limits)
+// answered 81% of their head reads from memory.
 //
 // Measured (memory:, 100,000 tasks, fit pops with random limits through
 // database/sql, medians of 3 interleaved runs): 32 consumers 10.2k ->
