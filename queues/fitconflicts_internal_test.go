@@ -348,7 +348,7 @@ func (l *conflictLog) Clear(key []byte) {
 // conflicts returns the union of what was recorded, as sorted disjoint
 // ranges (adjacent ones joined).
 func (l *conflictLog) conflicts() ([]kv.Range, error) {
-	rs := l.spans
+	rs := slices.Clone(l.spans) // merged below, in place: the log goes on
 	for _, it := range l.its {
 		if s, ok := it.span(); ok {
 			rs = append(rs, s)

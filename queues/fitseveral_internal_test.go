@@ -38,6 +38,11 @@ func TestSeveralPopsChooseAndConflictAsAlone(t *testing.T) {
 	}
 }
 
+// severalLimits are fitLimitsPinned and limits whose first coordinate
+// lies between the cells' (1..8, 20..21, 30..60) or past them all, where
+// a skip-scan of the directory ends with a read that finds nothing.
+var severalLimits = append([][]int64{{10, 1000}, {25, 50}, {100, 1 << 40}}, fitLimitsPinned...)
+
 // severalScenario runs groups of fit pops on kind's and seed's queue of
 // fitScenario, each group one attempt, Several or not, and writes a line
 // per group: what each pop took, and the keys cleared and the read
@@ -69,11 +74,15 @@ func severalScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64,
 		log.on = true
 		var took []string
 		for i := range pops {
-			limits := fitLimitsPinned[r.IntN(len(fitLimitsPinned))]
+			limits := severalLimits[r.IntN(len(severalLimits))]
 			cleared := len(log.cleared)
 			it, ok, err := q.PopFit(a, order, limits)
 			require.NoError(t, err)
-			took = append(took, fmt.Sprintf("%v:%v:%d", limits, ok, it.ID))
+			// The conflicts so far, after each pop: the same union is the
+			// same conflicts.
+			so, err := log.conflicts()
+			require.NoError(t, err)
+			took = append(took, fmt.Sprintf("%v:%v:%d:%x", limits, ok, it.ID, digest(so)))
 			if len(log.cleared) > cleared && i < pops-1 {
 				clearedBefore++
 			}
