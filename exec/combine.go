@@ -10,6 +10,7 @@ import (
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/parser"
+	"github.com/fdbqueue/fdbqueue/queues"
 )
 
 // Combining: single-row pops and small INSERTs that arrive while another
@@ -269,6 +270,9 @@ func (e *Executor) runGroup(group []*combineReq, queued func()) {
 		failed := -1 // the statement whose own error ended the last attempt
 		err := e.transact(ctx, nil, false, func(tr kv.Transaction) error {
 			failed = -1
+			if a, ok := tr.(*queues.Attempt); ok {
+				a.Several() // its pops share their reads (queues/firsts.go)
+			}
 			for i, r := range live {
 				res, err := e.run(tr, r.b)
 				if err != nil {

@@ -111,6 +111,12 @@ type Attempt struct {
 	firstLo, firstHi []byte
 	picks            int    // the pops and leases it made
 	writes           uint64 // the writes it made
+	// several: it runs several statements that pick (Several), and
+	// remembers its reads from its first pick on.
+	several bool
+	// dir is the cell directory it read whole for its skip-scans, if it
+	// did (firsts.go).
+	dir *dirRead
 }
 
 // Begin starts an attempt of tr: its pops claim rows in c.
@@ -151,6 +157,7 @@ func (a *Attempt) Release(committed bool) {
 		}
 	}
 	a.mine, a.remove = nil, nil
+	a.forgetFirsts()
 	oldest := c.seq + 1
 	for s := range c.live {
 		oldest = min(oldest, s)
@@ -340,7 +347,13 @@ const maxResearch = 2
 // claimed reports whether a claim keeps the pick from taking the visible
 // row at p.
 func (pk *pick) claimed(p pos) bool {
-	return pk.a != nil && pk.a.claimed(pk.q.itemKey(p))
+	if pk.a == nil {
+		return false
+	}
+	// A search asks this of every head that can win: the key in a
+	// buffer of its own, which the lookup does not keep.
+	var buf [64]byte
+	return pk.a.claimed(pk.q.appendItemKey(buf[:0], p))
 }
 
 // snapshot returns the snapshot view of the pick's transaction, for the

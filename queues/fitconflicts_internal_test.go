@@ -68,65 +68,8 @@ var fitLimitsPinned = [][]int64{{4, 1000}, {20, 1000}, {3, 990}, {40, 5000}, {2,
 
 // fitScenario runs one queue's sequence and writes a line per choice.
 func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
-	db := embedded.Open("", embedded.Config{RetryLimit: -1})
+	db, q, r, task := pinnedQueue(t, kind, seed)
 	defer db.Close()
-	clock := time.Unix(1_800_000_000, 0)
-	q := New(tuple.Tuple{"pinned", int64(kind), int64(seed)}.Pack(), kind, "cpu", "mem").
-		WithOptions(Options{Clock: func() time.Time { return clock }})
-	r := rand.New(rand.NewPCG(seed, 27))
-	nextID := int64(0)
-	task := func() Item {
-		nextID++
-		between := func(lo, hi int64) int64 { return lo + r.Int64N(hi-lo+1) }
-		var res []int64
-		switch r.IntN(7) {
-		case 0:
-			res = []int64{between(1, 4), between(1, 15)} // exact cells
-		case 1:
-			res = []int64{between(2, 3), between(960, 1023)} // straddling mem
-		case 2:
-			res = []int64{between(20, 21), between(96, 103)} // straddling cpu and mem
-		case 3:
-			res = []int64{3, between(1001, 1023)} // sediment of a straddling cell
-		case 4:
-			res = []int64{between(30, 60), between(1, 1<<20)} // fits few
-		case 5:
-			res = []int64{5, between(98, 103)} // a straddling cell, often emptied
-		default:
-			res = []int64{between(1, 8), between(1, 32)}
-		}
-		return Item{ID: nextID, Priority: r.Int64N(6), Resources: res, Value: fmt.Append(nil, nextID)}
-	}
-	pushAll := func(items []Item) {
-		require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
-			_, err := q.PushAll(tr, Token{}, items)
-			return err
-		}))
-	}
-	// Sediment first in both orders: big tasks of the highest and lowest
-	// priority, more than step 1 reads with the first seed, so that most
-	// choices take the index, fewer with the next, none with the last.
-	var items []Item
-	for i := range []int{300, 100, 0}[(seed-1)%3] {
-		nextID++
-		items = append(items, Item{ID: nextID, Priority: []int64{13, -4}[i%2], Resources: []int64{100, 1 << 30}, Value: []byte("big")})
-	}
-	for range 700 {
-		items = append(items, task())
-	}
-	// A straddling cell with a few fitting entries first, in either order,
-	// then more than the straddle budget that do not fit.
-	for i := range 170 {
-		nextID++
-		prio, mem := []int64{-3, 12}[i%2], int64(980)
-		if i >= 10 {
-			prio, mem = []int64{-2, 11}[i%2], 1001+int64(i%20)
-		}
-		items = append(items, Item{ID: nextID, Priority: prio, Resources: []int64{3, mem}, Value: fmt.Append(nil, nextID)})
-	}
-	for i := 0; i < len(items); i += 100 {
-		pushAll(items[i:min(i+100, len(items))])
-	}
 	claims := NewClaims()
 	for step := range 200 {
 		limits := fitLimitsPinned[r.IntN(len(fitLimitsPinned))]
@@ -250,6 +193,71 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
 	require.NoError(t, db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error { return q.Check(tr) }))
 }
 
+// pinnedQueue fills the queue of fitScenario's sequence for kind and seed,
+// and returns it with its database, the sequence's random source and its
+// task maker, which the sequence goes on with.
+func pinnedQueue(t *testing.T, kind Kind, seed uint64) (*embedded.DB, *Queue, *rand.Rand, func() Item) {
+	db := embedded.Open("", embedded.Config{RetryLimit: -1})
+	clock := time.Unix(1_800_000_000, 0)
+	q := New(tuple.Tuple{"pinned", int64(kind), int64(seed)}.Pack(), kind, "cpu", "mem").
+		WithOptions(Options{Clock: func() time.Time { return clock }})
+	r := rand.New(rand.NewPCG(seed, 27))
+	nextID := int64(0)
+	task := func() Item {
+		nextID++
+		between := func(lo, hi int64) int64 { return lo + r.Int64N(hi-lo+1) }
+		var res []int64
+		switch r.IntN(7) {
+		case 0:
+			res = []int64{between(1, 4), between(1, 15)} // exact cells
+		case 1:
+			res = []int64{between(2, 3), between(960, 1023)} // straddling mem
+		case 2:
+			res = []int64{between(20, 21), between(96, 103)} // straddling cpu and mem
+		case 3:
+			res = []int64{3, between(1001, 1023)} // sediment of a straddling cell
+		case 4:
+			res = []int64{between(30, 60), between(1, 1<<20)} // fits few
+		case 5:
+			res = []int64{5, between(98, 103)} // a straddling cell, often emptied
+		default:
+			res = []int64{between(1, 8), between(1, 32)}
+		}
+		return Item{ID: nextID, Priority: r.Int64N(6), Resources: res, Value: fmt.Append(nil, nextID)}
+	}
+	pushAll := func(items []Item) {
+		require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
+			_, err := q.PushAll(tr, Token{}, items)
+			return err
+		}))
+	}
+	// Sediment first in both orders: big tasks of the highest and lowest
+	// priority, more than step 1 reads with the first seed, so that most
+	// choices take the index, fewer with the next, none with the last.
+	var items []Item
+	for i := range []int{300, 100, 0}[(seed-1)%3] {
+		nextID++
+		items = append(items, Item{ID: nextID, Priority: []int64{13, -4}[i%2], Resources: []int64{100, 1 << 30}, Value: []byte("big")})
+	}
+	for range 700 {
+		items = append(items, task())
+	}
+	// A straddling cell with a few fitting entries first, in either order,
+	// then more than the straddle budget that do not fit.
+	for i := range 170 {
+		nextID++
+		prio, mem := []int64{-3, 12}[i%2], int64(980)
+		if i >= 10 {
+			prio, mem = []int64{-2, 11}[i%2], 1001+int64(i%20)
+		}
+		items = append(items, Item{ID: nextID, Priority: prio, Resources: []int64{3, mem}, Value: fmt.Append(nil, nextID)})
+	}
+	for i := 0; i < len(items); i += 100 {
+		pushAll(items[i:min(i+100, len(items))])
+	}
+	return db, q, r, task
+}
+
 // digest is a short digest of merged ranges.
 func digest(rs []kv.Range) []byte {
 	h := sha256.New()
@@ -265,19 +273,20 @@ func digest(rs []kv.Range) []byte {
 type conflictLog struct {
 	kv.Transaction
 	on      bool
+	atIssue bool // AnswersAtIssue
 	spans   []kv.Range
 	its     []*loggedIter
 	futs    []*loggedRange
 	cleared []string
 }
 
-// AnswersAtIssue says no, as FoundationDB's transactions do: a pick that
-// reads through the log (plain, attempt) reads ahead in rounds
-// (pick.readsAhead), while one beside another attempt reads through a
-// conflictReader over the engine's snapshot, which answers a read when it
-// is issued, and reads nothing ahead. Both must make the pinned choices
-// and add the pinned conflicts.
-func (l *conflictLog) AnswersAtIssue() bool { return false }
+// AnswersAtIssue says no unless atIssue, as FoundationDB's transactions
+// do: a pick that reads through the log (plain, attempt) reads ahead in
+// rounds (pick.readsAhead), while one beside another attempt reads through
+// a conflictReader over the engine's snapshot, which answers a read when
+// it is issued, and reads nothing ahead. Both must make the pinned
+// choices and add the pinned conflicts.
+func (l *conflictLog) AnswersAtIssue() bool { return l.atIssue }
 
 func (l *conflictLog) add(r kv.Range) {
 	if l.on && bytes.Compare(r.Begin, r.End) < 0 {
@@ -339,7 +348,7 @@ func (l *conflictLog) Clear(key []byte) {
 // conflicts returns the union of what was recorded, as sorted disjoint
 // ranges (adjacent ones joined).
 func (l *conflictLog) conflicts() ([]kv.Range, error) {
-	rs := l.spans
+	rs := slices.Clone(l.spans) // merged below, in place: the log goes on
 	for _, it := range l.its {
 		if s, ok := it.span(); ok {
 			rs = append(rs, s)

@@ -67,7 +67,9 @@ func (q *Queue) readCellDir(pk *pick, limits []int64) *dirAhead {
 	if !pk.readsAhead() {
 		// (Nor does it learn the first coordinates, which only say what
 		// to read ahead.)
-		return newDirAhead(q.sub[tagCellDir], noMin, limits, nil)
+		d := newDirAhead(q.sub[tagCellDir], noMin, limits, nil)
+		d.cellDir = true
+		return d
 	}
 	return readDirAhead(pk.snapshot(), q.sub[tagCellDir], noMin, limits, q.hints.cellFirsts(), q.hints.sawCellFirsts)
 }

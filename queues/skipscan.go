@@ -65,7 +65,10 @@ type dirAhead struct {
 	mins, maxs []int64
 	reads      []aheadRead
 	learn      func([]int64) // see readDirAhead
-	keys       []byte        // the reads' bounds, one after another (key)
+	// cellDir: d is the cell directory's, which an attempt of several
+	// pops reads whole once (Attempt.dirKnown).
+	cellDir bool
+	keys    []byte // the reads' bounds, one after another (key)
 }
 
 // dirAheads holds the dirAheads not in use, with their memory: the reads'
@@ -197,6 +200,17 @@ func (d *dirAhead) read(snap kv.ReadTransaction, r kv.Range, limit int) {
 func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
 	x := newKnownReader(pk.dirs(), true)
 	defer x.release()
+	if d.cellDir && len(d.reads) == 0 && pk.a != nil {
+		// An attempt of several pops reads the directory once for all
+		// of them.
+		k, err := pk.a.dirKnown(d.base)
+		if err != nil {
+			return err
+		}
+		if k != nil {
+			x.ks = append(x.ks, *k)
+		}
+	}
 	for _, a := range d.reads {
 		rows, err := a.f.Get()
 		if err != nil {
