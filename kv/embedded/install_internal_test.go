@@ -13,8 +13,10 @@ import (
 
 // queueBatch returns the batch of a 100-row INSERT into a queue under
 // prefix (queues/layout.go), rows first..first+99, writes sorted by key:
-// each row's item P (0, priority, seq, id), id index P (1, id) and fit-index
-// entry P (3, cpu, mem, priority, seq, id).
+// each row's item P (0, priority, seq, id) with a 200-byte value, id index
+// P (1, id), fit index entries by cell P (3, cell..., priority, seq, id) and
+// by shape P (5, cpu, mem, priority, seq, id): the shape of a `fdbqueue
+// bench` row's keys (driver's BenchmarkMemoryPerRow).
 func queueBatch(prefix []byte, first int64) *batch {
 	key := func(e ...any) []byte {
 		k, err := tuple.Tuple(e).AppendPack(append([]byte{}, prefix...))
@@ -23,14 +25,15 @@ func queueBatch(prefix []byte, first int64) *batch {
 		}
 		return k
 	}
-	payload := make([]byte, 64)
+	payload := make([]byte, 200)
 	b := &batch{}
 	for id := first; id < first+100; id++ {
 		prio, cpu, mem := id%10, 1+id%8, 1+id%32
 		b.writes = append(b.writes,
 			&write{key: key(0, prio, id, id), base: baseSet, val: payload},
 			&write{key: key(1, id), base: baseSet, val: tuple.Tuple{prio, id}.Pack()},
-			&write{key: key(3, cpu, mem, prio, id, id), base: baseSet, val: tuple.Tuple{cpu, mem}.Pack()})
+			&write{key: key(3, cpu/2, mem/4, prio, id, id), base: baseSet, val: tuple.Tuple{cpu, mem}.Pack()},
+			&write{key: key(5, cpu, mem, prio, id, id), base: baseSet, val: nil})
 	}
 	slices.SortFunc(b.writes, func(x, y *write) int { return bytes.Compare(x.key, y.key) })
 	return b
@@ -39,7 +42,7 @@ func queueBatch(prefix []byte, first int64) *batch {
 // BenchmarkApplyBatch installs 100-row INSERT batches (queueBatch) into a
 // store of 100,000 rows, in commit order, under the store's lock, as a
 // commit group's leader does: the part of a commit no other client can
-// run meanwhile. ns/op is per row (3 keys).
+// run meanwhile. ns/op is per row (4 keys).
 func BenchmarkApplyBatch(b *testing.B) {
 	s := newStore("", Config{})
 	prefix := tuple.Tuple{"fdbqueue", "bench_tasks"}.Pack()
