@@ -3,7 +3,6 @@ package embedded_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -59,18 +58,7 @@ func BenchmarkInstall100(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				clock := startCPU()
-				var next atomic.Int64
-				var wg sync.WaitGroup
-				for range clients {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for next.Add(100) <= int64(b.N)+99 {
-							push()
-						}
-					}()
-				}
-				wg.Wait()
+				runOps((b.N+99)/100, clients, push)
 				clock.report(b)
 			})
 		}
