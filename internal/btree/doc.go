@@ -11,9 +11,11 @@
 // its 8-byte slot (BenchmarkMemoryPerTask and
 // BenchmarkMemoryPerRow report it). Upstream has no option for it.
 //
-// A second change, an addition: SetHintNext (next.go) sets an item that
+// A second change, an addition (next.go): SetHintNext sets an item that
 // goes right after the last one set with the hint, as a sorted batch's
-// keys mostly do, with two comparisons instead of a search.
+// keys mostly do, with two comparisons instead of a search; TrySetNext
+// does only that, with any path (the engine keeps the paths of recent
+// inserts); SetHintPast is SetHint leaving the hint after the item.
 //
 // To update: copy btreeg.go and the tests from upstream again, and carry
 // the changes over (search for "fdbqueue's change"; next.go is ours);

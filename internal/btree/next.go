@@ -21,6 +21,21 @@ func (tr *BTreeG[T]) SetHintNext(item T, hint *PathHint) (prev T, replaced bool)
 	if tr.setNext(item, hint) {
 		return tr.empty, false
 	}
+	return tr.setPast(item, hint)
+}
+
+// SetHintPast is SetHint, and leaves the hint pointing after the item, as
+// SetHintNext does: for the item SetHintNext would set, once TrySetNext
+// did not.
+func (tr *BTreeG[T]) SetHintPast(item T, hint *PathHint) (prev T, replaced bool) {
+	if tr.locks {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+	}
+	return tr.setPast(item, hint)
+}
+
+func (tr *BTreeG[T]) setPast(item T, hint *PathHint) (prev T, replaced bool) {
 	prev, replaced = tr.setHint(item, hint)
 	if !replaced {
 		// hintsearch left the leaf's index at the item (the place it
@@ -41,6 +56,18 @@ func (tr *BTreeG[T]) SetHintNext(item T, hint *PathHint) (prev T, replaced bool)
 		}
 	}
 	return prev, replaced
+}
+
+// TrySetNext inserts item where hint's path leads, as SetHintNext does
+// without searching, if it falls strictly between its neighbours there and
+// the leaf has room, and reports whether it did: otherwise the tree and the
+// hint are unchanged. Any hint is safe.
+func (tr *BTreeG[T]) TrySetNext(item T, hint *PathHint) bool {
+	if tr.locks {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+	}
+	return tr.setNext(item, hint)
 }
 
 // setNext inserts item at the leaf position hint's path leads to, if the

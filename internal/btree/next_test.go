@@ -19,6 +19,7 @@ func TestSetHintNextMatchesSet(t *testing.T) {
 		tr := NewBTreeGOptions(intsLess, Options{NoLocks: true, Degree: degree})
 		want := map[int]bool{}
 		var hint PathHint
+		var hints [8]PathHint // paths of earlier items
 		var copies []*BTreeG[int]
 		var copied [][]int
 		for round := range 400 {
@@ -43,7 +44,19 @@ func TestSetHintNextMatchesSet(t *testing.T) {
 				}
 			}
 			for _, k := range batch {
-				prev, replaced := tr.SetHintNext(k, &hint)
+				var prev int
+				var replaced bool
+				// Now and then, as the engine's fingers do:
+				// the path of an earlier item, or none, and
+				// SetHintPast if the tree does not take k there.
+				other := hints[r.IntN(len(hints))]
+				switch {
+				case r.IntN(3) > 0:
+					prev, replaced = tr.SetHintNext(k, &hint)
+				case !tr.TrySetNext(k, &other):
+					prev, replaced = tr.SetHintPast(k, &hint)
+				}
+				hints[r.IntN(len(hints))] = hint
 				require.Equal(t, want[k], replaced, "key %d", k)
 				if replaced {
 					require.Equal(t, k, prev)

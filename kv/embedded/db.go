@@ -102,6 +102,8 @@ type store struct {
 	slabs    slabWriter
 	sweep    sweep
 	probeBuf []byte
+	// fing remembers where the last commits' keys went (fingers.go).
+	fing fingers
 
 	// version is the last applied version, the newest a reader may read.
 	// It is written under mu and read under activeMu (by read-version

@@ -295,7 +295,9 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 	// its Get's path. Measured: 407 -> 264 key comparisons per row of a
 	// 100-row INSERT into a 100,000-task queue. SetHintNext inserts a key
 	// that lands right after the previous one with two comparisons, no
-	// search: 14.3 -> 9.8 comparisons a key of BenchmarkApplyBatch.
+	// search: 14.3 -> 9.8 comparisons a key of BenchmarkApplyBatch; and
+	// s.fing one that lands right after a key of the last commits
+	// (fingers.go).
 	var hint btree.PathHint
 	// The keys s.dead holds span [deadLo, deadHi]: a key outside, most
 	// of them (a dropped table's deletions sit under its own prefix,
@@ -306,6 +308,7 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 		hi, _ := s.dead.Max()
 		deadLo, deadHi = lo.key(), hi.key()
 	}
+	s.fing.start()
 	for _, w := range b.writes {
 		if len(w.ops) == 0 && w.base != baseDB {
 			// A plain set or clear does not depend on the value it
@@ -344,12 +347,13 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 			s.tree.SetHint(r, &hint)
 			s.supersedeLocked(r, cur)
 		default:
-			if prev, replaced := s.tree.SetHintNext(r, &hint); replaced {
+			if prev, replaced := s.fing.insert(s.tree, r, &hint); replaced {
 				s.supersedeLocked(r, prev)
 			}
 		}
 		touched = append(touched, r)
 	}
+	s.fing.finish(ver)
 	return touched
 }
 
@@ -368,7 +372,7 @@ func (s *store) replaceLocked(ver uint64, w *write, hint *btree.PathHint, deadLo
 		return r, true
 	}
 	r := s.slabs.put(ver, w.key, w.val, false)
-	if prev, replaced := s.tree.SetHintNext(r, hint); replaced {
+	if prev, replaced := s.fing.insert(s.tree, r, hint); replaced {
 		s.supersedeLocked(r, prev)
 	} else if deadLo != nil && bytes.Compare(w.key, deadLo) >= 0 && bytes.Compare(w.key, deadHi) <= 0 {
 		if cur, inDead := s.dead.Get(r); inDead { // a deleted key back
