@@ -309,12 +309,13 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 		deadLo, deadHi = lo.key(), hi.key()
 	}
 	s.fing.start()
-	for _, w := range b.writes {
+	for i, w := range b.writes {
 		if len(w.ops) == 0 && w.base != baseDB {
 			// A plain set or clear does not depend on the value it
 			// replaces: one search does it, where reading the current
 			// record first took two.
-			if r, ok := s.replaceLocked(ver, w, &hint, deadLo, deadHi); ok {
+			pre, _ := b.pre.take(i, ver, &s.slabs)
+			if r, ok := s.replaceLocked(ver, w, pre, &hint, deadLo, deadHi); ok {
 				touched = append(touched, r)
 			}
 			continue
@@ -359,9 +360,10 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 
 // replaceLocked applies w, a plain set or clear (no atomic operations), at
 // ver, and returns the record it wrote, if any: a clear of an absent key
-// writes none. deadLo and deadHi are the span of s.dead's keys (nil if it
-// is empty). Callers hold s.mu.
-func (s *store) replaceLocked(ver uint64, w *write, hint *btree.PathHint, deadLo, deadHi []byte) (rec, bool) {
+// writes none. pre is a set's record written ahead (prebuilt.go), if not
+// zero. deadLo and deadHi are the span of s.dead's keys (nil if it is
+// empty). Callers hold s.mu.
+func (s *store) replaceLocked(ver uint64, w *write, pre rec, hint *btree.PathHint, deadLo, deadHi []byte) (rec, bool) {
 	if w.base == baseCleared {
 		prev, deleted := s.tree.DeleteHint(probe(&s.probeBuf, w.key), hint)
 		if !deleted {
@@ -371,7 +373,10 @@ func (s *store) replaceLocked(ver uint64, w *write, hint *btree.PathHint, deadLo
 		s.buryLocked(r, prev)
 		return r, true
 	}
-	r := s.slabs.put(ver, w.key, w.val, false)
+	r := pre
+	if r.p == nil {
+		r = s.slabs.put(ver, w.key, w.val, false)
+	}
 	if prev, replaced := s.fing.insert(s.tree, r, hint); replaced {
 		s.supersedeLocked(r, prev)
 	} else if deadLo != nil && bytes.Compare(w.key, deadLo) >= 0 && bytes.Compare(w.key, deadHi) <= 0 {

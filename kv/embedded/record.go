@@ -22,6 +22,9 @@ type batch struct {
 	// (metadata.go). The log does not record it: recovery counts as a
 	// bump (recover).
 	bump bool
+	// pre holds the records of the plain sets, written ahead
+	// (prebuilt.go); nil for a batch read from the log.
+	pre prebuilt
 }
 
 func (t *txn) batch() *batch {
@@ -32,6 +35,7 @@ func (t *txn) batch() *batch {
 			b.writes = append(b.writes, w)
 			return true
 		})
+		b.pre = t.s.prebuild(b)
 	}
 	return b
 }
