@@ -144,7 +144,7 @@ func run(b *testing.B, par int, op func(i int) error) {
 // 64-byte random payload) pushed by 100-row INSERTs into a table with a fit
 // index: 1,000,000 rows (10,000 with -short). Beside the heap a row
 // takes (B/row): the bytes of its records (records-B/row: keys, values and
-// a 10-byte header a key), the unused space of the slabs holding them
+// an 8-byte header a key), the unused space of the slabs holding them
 // (slack-B/row), the rest of the heap (tree-B/row: the B-tree's nodes, 8
 // bytes a key at full nodes), and the keys a row has (keys/row).
 func BenchmarkMemoryPerRow(b *testing.B) {

@@ -125,7 +125,7 @@ func sizes() []int {
 // B-tree entries), for a task of the random workload with a 7-byte value,
 // pushed one by one with Push: live heap after a GC, before and after
 // filling, divided by the tasks (B/task). Of those: the bytes of the
-// records (records-B/task: keys, values, a 10-byte header a key), the
+// records (records-B/task: keys, values, an 8-byte header a key), the
 // unused space of their slabs (slack-B/task), and the rest
 // (tree-B/task: the B-tree's nodes, 8 bytes a key at full nodes); and the
 // keys a task has (keys/task). The random workload's mem (128..65536)

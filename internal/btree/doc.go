@@ -1,8 +1,8 @@
 // Package btree is github.com/tidwall/btree v1.8.1's generic B-tree
 // (btreeg.go, and from map.go what it needs: iso.go), MIT-licensed (see
-// LICENSE), with one change: a full node first moves items into its left
-// sibling, if that has room, and splits only if not (shiftLeft, as a
-// B*-tree does).
+// LICENSE), with two changes. The first: a full node first moves items
+// into its left sibling, if that has room, and splits only if not
+// (shiftLeft, as a B*-tree does).
 //
 // Why: the engine's tree gets most of its keys appended in order at a few
 // tails (each priority's and each fit-index cell's tail of a queue,
@@ -11,8 +11,14 @@
 // its 8-byte slot (BenchmarkMemoryPerTask and
 // BenchmarkMemoryPerRow report it). Upstream has no option for it.
 //
+// A second change, an addition (next.go): SetHintNext sets an item that
+// goes right after the last one set with the hint, as a sorted batch's
+// keys mostly do, with two comparisons instead of a search; TrySetNext
+// does only that, with any path (the engine keeps the paths of recent
+// inserts); SetHintPast is SetHint leaving the hint after the item.
+//
 // To update: copy btreeg.go and the tests from upstream again, and carry
-// the change over (search for "fdbqueue's change"); upstream's tests of
-// BTreeG run here (btreeg_test.go, but TestContiguous*) beside the
-// change's own (split_test.go).
+// the changes over (search for "fdbqueue's change"; next.go is ours);
+// upstream's tests of BTreeG run here (btreeg_test.go, but
+// TestContiguous*) beside the changes' own (split_test.go, next_test.go).
 package btree

@@ -135,14 +135,17 @@ func popFirst(ctx context.Context, db kv.Database, r kv.Range) error {
 }
 
 // runClients calls op b.N times in all from clients goroutines.
-func runClients(b *testing.B, clients int, op func()) {
+func runClients(b *testing.B, clients int, op func()) { runOps(b.N, clients, op) }
+
+// runOps calls op n times in all from clients goroutines.
+func runOps(n, clients int, op func()) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= int64(n) {
 				op()
 			}
 		}()

@@ -14,7 +14,11 @@ func (t *txn) hasWrites() bool {
 // batch returns the transaction's mutations as a batch (record.go), its
 // writes sorted once here if no read needed them sorted before.
 func (t *txn) batch() *batch {
-	return &batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped}
+	b := &batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped}
+	if len(b.writes) > 0 {
+		b.pre = t.s.prebuild(b)
+	}
+	return b
 }
 
 // Commit implements kv.Transaction.

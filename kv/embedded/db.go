@@ -102,6 +102,11 @@ type store struct {
 	slabs    slabWriter
 	sweep    sweep
 	probeBuf []byte
+	// fing remembers where the last commits' keys went (fingers.go).
+	fing fingers
+	// arena gives committing clients space for their records, which
+	// they write before the lock (prebuilt.go).
+	arena recArena
 
 	// version is the last applied version, the newest a reader may read.
 	// It is written under mu and read under activeMu (by read-version
@@ -142,7 +147,7 @@ type store struct {
 }
 
 func newStore(name string, cfg Config) *store {
-	return &store{
+	s := &store{
 		faults:   newInjector(cfg.Faults),
 		cfg:      cfg.withDefaults(),
 		tree:     btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 64}),
@@ -153,6 +158,9 @@ func newStore(name string, cfg Config) *store {
 		tombMin:  tombMinKeys,
 		tombWait: tombWait,
 	}
+	// Set before any client runs: recArena allocates slabs too.
+	s.slabs.slabBytes = new(atomic.Int64)
+	return s
 }
 
 var registry = struct {

@@ -9,7 +9,7 @@
 // behind it, newest first. A version is a record (version word, lengths,
 // key, value) in a slab, a 32 KiB block of bytes the Go collector does not
 // scan, shared by the records of consecutive commits: a key costs its bytes,
-// about 10 bytes of record header and the tree's pointer, and no object of
+// about 8 bytes of record header and the tree's pointer, and no object of
 // its own (slab.go). A slab is freed once none of its records is in use; a
 // compaction moves the records still in use out of slabs that are mostly
 // garbage (compact.go). A transaction reads as of
@@ -100,6 +100,8 @@
 //	tombs.go       range clears of many keys as tombstones, collected in batches
 //	slab.go        records of versions in slabs, and the tree's handle on one
 //	compact.go     moving records in use out of slabs that are mostly garbage
+//	fingers.go     where the last commits' keys went, to insert next to them
+//	prebuilt.go    a commit's records written by the client, before the lock
 //	gc.go          read versions in use and pruning what none can read
 //	record.go      a commit's batch and its log record encoding
 //	watch.go       watches: compared at commit, fired by a change to the key

@@ -22,6 +22,9 @@ type batch struct {
 	// (metadata.go). The log does not record it: recovery counts as a
 	// bump (recover).
 	bump bool
+	// pre holds the records of the plain sets, written ahead
+	// (prebuilt.go); nil for a batch read from the log.
+	pre prebuilt
 }
 
 // Log record payload: uvarint version, uvarint #clears, each (bytes begin,

@@ -1,0 +1,118 @@
+package btree
+
+// SetHintNext is SetHint for items set in ascending order (fdbqueue's
+// change): a batch's keys, sorted, most of which land right after the one
+// set before them, at a queue's tail. It first follows the hint's path,
+// without comparing, to the leaf where the last item set with the hint
+// went, and if item falls strictly between the item there and the next
+// one (the next item of the leaf, or the separator above it), inserts it
+// there: two comparisons, where a search compares at every level (a hint
+// costs two a level, a miss a binary search). Otherwise it is SetHint.
+// Any hint is safe: the path is only followed, and the insert happens only
+// between the item's true neighbours.
+//
+// The hint left behind points after the item set, where the next item of
+// an ascending run goes.
+func (tr *BTreeG[T]) SetHintNext(item T, hint *PathHint) (prev T, replaced bool) {
+	if tr.locks {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+	}
+	if tr.setNext(item, hint) {
+		return tr.empty, false
+	}
+	return tr.setPast(item, hint)
+}
+
+// SetHintPast is SetHint, and leaves the hint pointing after the item, as
+// SetHintNext does: for the item SetHintNext would set, once TrySetNext
+// did not.
+func (tr *BTreeG[T]) SetHintPast(item T, hint *PathHint) (prev T, replaced bool) {
+	if tr.locks {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+	}
+	return tr.setPast(item, hint)
+}
+
+func (tr *BTreeG[T]) setPast(item T, hint *PathHint) (prev T, replaced bool) {
+	prev, replaced = tr.setHint(item, hint)
+	if !replaced {
+		// hintsearch left the leaf's index at the item (the place it
+		// was inserted): step past it.
+		n := tr.root
+		for d := 0; d < len(hint.path) && hint.used[d]; d++ {
+			i := int(hint.path[d])
+			if n.leaf() {
+				if i < len(n.items) {
+					hint.path[d]++
+				}
+				break
+			}
+			if i >= len(*n.children) {
+				break
+			}
+			n = (*n.children)[i]
+		}
+	}
+	return prev, replaced
+}
+
+// TrySetNext inserts item where hint's path leads, as SetHintNext does
+// without searching, if it falls strictly between its neighbours there and
+// the leaf has room, and reports whether it did: otherwise the tree and the
+// hint are unchanged. Any hint is safe.
+func (tr *BTreeG[T]) TrySetNext(item T, hint *PathHint) bool {
+	if tr.locks {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+	}
+	return tr.setNext(item, hint)
+}
+
+// setNext inserts item at the leaf position hint's path leads to, if the
+// item falls strictly between its neighbours there and the leaf has room,
+// and reports whether it did.
+func (tr *BTreeG[T]) setNext(item T, hint *PathHint) bool {
+	var path [len(PathHint{}.path)]*node[T]
+	n := tr.root
+	var upper *T // the successor of n's subtree: the separator above it
+	for d := 0; n != nil && d < len(path) && hint.used[d]; d++ {
+		if n.isoid != tr.isoid {
+			return false // shared with a copy: setHint copies it first
+		}
+		path[d] = n
+		i := int(hint.path[d])
+		if !n.leaf() {
+			if i >= len(*n.children) {
+				return false
+			}
+			if i < len(n.items) {
+				upper = &n.items[i]
+			}
+			n = (*n.children)[i]
+			continue
+		}
+		if i == 0 || i > len(n.items) || len(n.items) == tr.max ||
+			!tr.less(n.items[i-1], item) {
+			return false
+		}
+		if i < len(n.items) {
+			if !tr.less(item, n.items[i]) {
+				return false
+			}
+		} else if upper != nil && !tr.less(item, *upper) {
+			return false
+		}
+		n.items = append(n.items, tr.empty)
+		copy(n.items[i+1:], n.items[i:])
+		n.items[i] = item
+		for _, p := range path[:d+1] {
+			p.count++
+		}
+		tr.count++
+		hint.path[d] = uint8(i + 1)
+		return true
+	}
+	return false
+}

@@ -1,0 +1,164 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// TestFingersKeepTheTreeExact: commits of keys at many tails (a queue's
+// pattern, where fingers place most keys), mixed with overwrites,
+// deletions, range clears, deleted keys written again, an older reader
+// and compactions (which copy the tree: the fingers' paths then lead to
+// nodes the tree no longer owns), leave the database holding exactly what
+// a model of it holds, at the newest version and at the reader's.
+func TestFingersKeepTheTreeExact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := Open("", Config{})
+	db.s.sweep.slack = 64 << 10 // compact often
+	r := rand.New(rand.NewPCG(3, 3))
+	key := func(group, seq int) []byte { return tuple.Tuple{"t", group % 7, group, seq}.Pack() }
+	value := func(round int) string { return fmt.Sprintf("%0100d", round) }
+	model := map[string]string{}
+	tails := make([]int, 300)
+	var old kv.Transaction
+	var oldModel map[string]string
+	swept := false // a compaction ran
+	for round := range 400 {
+		writes := map[string]string{}
+		var clears []kv.Range
+		for range 1 + r.IntN(150) {
+			g := r.IntN(len(tails))
+			switch r.IntN(4) {
+			case 0: // overwrite a key
+				if tails[g] > 0 {
+					writes[string(key(g, r.IntN(tails[g])))] = value(round)
+				}
+			case 1: // delete one
+				if tails[g] > 0 {
+					writes[string(key(g, r.IntN(tails[g])))] = ""
+				}
+			default: // append at the tail
+				writes[string(key(g, tails[g]))] = value(round)
+				tails[g]++
+			}
+		}
+		if r.IntN(20) == 0 {
+			g := r.IntN(len(tails))
+			b, e := tuple.Tuple{"t", g % 7, g}.Range()
+			clears = append(clears, kv.Range{Begin: b, End: e})
+		}
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			for _, c := range clears {
+				tr.ClearRange(c)
+			}
+			for k, v := range writes {
+				if v == "" {
+					tr.Clear([]byte(k))
+				} else {
+					tr.Set([]byte(k), []byte(v))
+				}
+			}
+			return nil
+		}))
+		db.s.mu.RLock()
+		swept = swept || db.s.sweep.on
+		db.s.mu.RUnlock()
+		for _, c := range clears {
+			for k := range model {
+				if k >= string(c.Begin) && k < string(c.End) {
+					delete(model, k)
+				}
+			}
+		}
+		for k, v := range writes {
+			if v == "" {
+				delete(model, k)
+			} else {
+				model[k] = v
+			}
+		}
+		if round%100 == 50 {
+			if old != nil {
+				old.Cancel()
+			}
+			var err error
+			old, err = db.CreateTransaction(ctx)
+			require.NoError(t, err)
+			_, err = old.Get([]byte("t")) // takes its read version
+			require.NoError(t, err)
+			oldModel = maps.Clone(model)
+		}
+		if round%50 == 49 {
+			requireHolds(t, db, nil, model)
+			if old != nil {
+				requireHolds(t, db, old, oldModel)
+			}
+		}
+	}
+	old.Cancel()
+	require.NotZero(t, db.s.fing.hits, "no key was placed by a finger")
+	require.True(t, swept, "no compaction ran")
+}
+
+// requireHolds checks that tr (a new transaction if nil) reads exactly
+// want.
+func requireHolds(t *testing.T, db *DB, tr kv.Transaction, want map[string]string) {
+	t.Helper()
+	if tr == nil {
+		var err error
+		tr, err = db.CreateTransaction(context.Background())
+		require.NoError(t, err)
+		defer tr.Cancel()
+	}
+	kvs, err := kv.Collect(tr.GetRange(kv.Range{Begin: []byte{}, End: []byte{0xff}}, kv.RangeOptions{}))
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, e := range kvs {
+		got[string(e.Key)] = string(e.Value)
+	}
+	require.Equal(t, want, got)
+	keys := slices.Sorted(maps.Keys(want))
+	for _, k := range keys[:min(len(keys), 50)] {
+		v, err := tr.Get([]byte(k))
+		require.NoError(t, err)
+		require.Equal(t, want[k], string(v))
+	}
+}
+
+// TestFingersPlaceQueueKeys: once a few 100-row INSERTs have gone in, the
+// fingers place most of a 100-row INSERT's index entries, each at the
+// tail of another (cell, priority), where without them each took a search
+// of the tree.
+func TestFingersPlaceQueueKeys(t *testing.T) {
+	t.Parallel()
+	s := newStore("", Config{})
+	prefix := tuple.Tuple{"fdbqueue", "tasks"}.Pack()
+	install := func(first int64) {
+		s.nextVer++
+		s.mu.Lock()
+		s.installLocked(time.Time{}, s.nextVer, queueBatch(prefix, first))
+		s.mu.Unlock()
+	}
+	for i := range int64(300) {
+		install(100 * i)
+	}
+	hits := s.fing.hits
+	for i := range int64(100) {
+		install(100 * (300 + i))
+	}
+	// 200 of a batch's 400 keys go to other (cell, priority) tails.
+	perBatch := float64(s.fing.hits-hits) / 100
+	t.Logf("%.1f keys a batch placed by fingers", perBatch)
+	require.Greater(t, perBatch, 100.0)
+}
