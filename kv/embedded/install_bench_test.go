@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -77,14 +76,6 @@ func packed(prefix []byte, elems ...any) []byte {
 // cpuClock reads the process's CPU time (user and system), which other
 // processes' load on the machine does not inflate as it does wall time.
 type cpuClock struct{ start int64 }
-
-func cpuNow() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
 
 func startCPU() cpuClock { return cpuClock{cpuNow()} }
 
