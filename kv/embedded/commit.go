@@ -12,13 +12,10 @@ func (t *txn) hasWrites() bool {
 }
 
 // batch returns the transaction's mutations as a batch (record.go), its
-// writes sorted once here if no read needed them sorted before.
+// writes sorted once here if no read needed them sorted before. Its
+// records are not built yet (prebuild): the size limit is checked first.
 func (t *txn) batch() *batch {
-	b := &batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped}
-	if len(b.writes) > 0 {
-		b.pre = t.s.prebuild(b)
-	}
-	return b
+	return &batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped}
 }
 
 // Commit implements kv.Transaction.
@@ -48,6 +45,11 @@ func (t *txn) commit() error {
 	b := t.batch()
 	if t.size > kv.MaxTransactionSize {
 		return kv.Errorf(kv.CodeTransactionTooLarge, "transaction of %d bytes (limit %d)", t.size, kv.MaxTransactionSize)
+	}
+	// Its records written ahead only once it is known to fit: a refused
+	// transaction of any size copies nothing into slabs.
+	if len(b.writes) > 0 {
+		b.pre = t.s.prebuild(b)
 	}
 	s := t.s
 	reportUnknown := false

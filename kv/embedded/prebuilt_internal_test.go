@@ -72,3 +72,24 @@ func TestPrebuiltRecords(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, seen)
 }
+
+// TestTooLargeCommitBuildsNoRecords: a commit that fails with
+// transaction_too_large writes none of its records ahead: the limit is
+// checked before the batch's records are built, so a transaction of
+// hundreds of megabytes is not copied into slabs only to be refused.
+func TestTooLargeCommitBuildsNoRecords(t *testing.T) {
+	t.Parallel()
+	db := Open("", Config{})
+	defer db.Close()
+	tr, err := db.CreateTransaction(context.Background())
+	require.NoError(t, err)
+	defer tr.Cancel()
+	value := make([]byte, kv.MaxValueSize)
+	for i := range kv.MaxTransactionSize/kv.MaxValueSize + 1 {
+		tr.Set(fmt.Appendf(nil, "k/%03d", i), value)
+	}
+	before := db.s.slabs.slabBytes.Load()
+	err = tr.Commit()
+	require.Equal(t, kv.CodeTransactionTooLarge, kv.Code(err), "%v", err)
+	require.Equal(t, before, db.s.slabs.slabBytes.Load(), "slab bytes written for a refused commit")
+}
