@@ -46,11 +46,6 @@ func (t *txn) commit() error {
 	if t.size > kv.MaxTransactionSize {
 		return kv.Errorf(kv.CodeTransactionTooLarge, "transaction of %d bytes (limit %d)", t.size, kv.MaxTransactionSize)
 	}
-	// Its records written ahead only once it is known to fit: a refused
-	// transaction of any size copies nothing into slabs.
-	if len(b.writes) > 0 {
-		b.pre = t.s.prebuild(b)
-	}
 	s := t.s
 	reportUnknown := false
 	if s.faults != nil {
@@ -58,6 +53,11 @@ func (t *txn) commit() error {
 		if reportUnknown, err = s.faults.before(t.ctx); err != nil {
 			return err
 		}
+	}
+	// Its records written ahead only once it is known to fit: a refused
+	// transaction of any size copies nothing into slabs.
+	if len(b.writes) > 0 {
+		b.pre = s.prebuild(b)
 	}
 	// Everything that does not need the store's lock is done here, so
 	// that the lock is held only to check and install.
@@ -70,6 +70,7 @@ func (t *txn) commit() error {
 	}
 	s.settle(r)
 	if r.err != nil {
+		s.discard(b.pre)
 		return r.err
 	}
 	if r.wait != nil {

@@ -149,6 +149,12 @@ func (s *store) settleLocked(r *commitReq) error {
 			return kv.ErrNotCommitted
 		}
 	}
+	if s.nextVer >= verMask {
+		// A record's word numbers versions in 45 bits (slab.go): at
+		// 50,000 commits a second, 22 years of them. Refuse the commit
+		// rather than write a version that replay could not load.
+		return kv.Errorf(kv.CodeClientInvalidOperation, "the database has used all %d commit versions the embedded engine numbers; it can still be read (and copied to a new database), but takes no more commits", uint64(verMask))
+	}
 	s.nextVer++
 	ver := s.nextVer
 	r.writes.ver = ver

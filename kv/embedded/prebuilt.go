@@ -72,6 +72,25 @@ func (s *store) prebuild(b *batch) prebuilt {
 	return recs
 }
 
+// discard counts the records written ahead for a batch that was not
+// applied (a conflict, a failed log) as dead: nothing will reference them,
+// and compaction, which weighs dead bytes against live ones (compact.go),
+// must see the slab space they take, as it sees a popped row's.
+func (s *store) discard(p prebuilt) {
+	n := 0
+	for _, r := range p {
+		if r.p != nil {
+			n += r.size()
+		}
+	}
+	if n == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.slabs.dead += n
+	s.mu.Unlock()
+}
+
 func prebuildable(w *write) bool { return w.base == baseSet && len(w.ops) == 0 }
 
 // take returns the pre-built record of write i, stamped with version ver

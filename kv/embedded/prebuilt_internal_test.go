@@ -93,3 +93,63 @@ func TestTooLargeCommitBuildsNoRecords(t *testing.T) {
 	require.Equal(t, kv.CodeTransactionTooLarge, kv.Code(err), "%v", err)
 	require.Equal(t, before, db.s.slabs.slabBytes.Load(), "slab bytes written for a refused commit")
 }
+
+// A commit that fails its conflict check after its records were written
+// ahead leaves them as dead bytes, which compaction weighs.
+func TestConflictingCommitCountsItsRecordsDead(t *testing.T) {
+	t.Parallel()
+	db := Open("", Config{})
+	defer db.Close()
+	ctx := context.Background()
+	loser, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	defer loser.Cancel()
+	_, err = loser.Get([]byte("k"))
+	require.NoError(t, err)
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte("k"), []byte("winner"))
+		return nil
+	}))
+	value := make([]byte, 1000)
+	for i := range 10 {
+		loser.Set(fmt.Appendf(nil, "row/%02d", i), value)
+	}
+	db.s.mu.RLock()
+	dead := db.s.slabs.dead
+	db.s.mu.RUnlock()
+	err = loser.Commit()
+	require.Equal(t, kv.CodeNotCommitted, kv.Code(err), "%v", err)
+	db.s.mu.RLock()
+	grew := db.s.slabs.dead - dead
+	db.s.mu.RUnlock()
+	require.GreaterOrEqual(t, grew, 10*1000, "dead bytes after a conflicting commit of 10 records of 1,000-byte values")
+}
+
+// A database whose commit versions ran out refuses commits with an error
+// that says so, and stays readable; it never writes a version its records
+// cannot hold.
+func TestVersionsRunOut(t *testing.T) {
+	t.Parallel()
+	db := Open("", Config{})
+	defer db.Close()
+	ctx := context.Background()
+	db.s.mu.Lock()
+	db.s.nextVer = verMask - 1
+	db.s.version.Store(verMask - 1)
+	db.s.mu.Unlock()
+	set := func(v string) error {
+		return db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte("k"), []byte(v))
+			return nil
+		})
+	}
+	require.NoError(t, set("last"), "the last version is usable")
+	err := set("one too many")
+	require.Equal(t, kv.CodeClientInvalidOperation, kv.Code(err), "%v", err)
+	require.ErrorContains(t, err, "takes no more commits")
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		v, err := tr.Get([]byte("k"))
+		require.Equal(t, "last", string(v))
+		return err
+	}))
+}
