@@ -212,7 +212,7 @@ func (q *Queue) prioOf(it Item) int64 {
 // there. keep, if not nil, runs once the reads are in, before any write,
 // and says which items are pushed (see PushSome): only their directory
 // keys are written.
-func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func() ([]bool, error)) (dirSet, []bool, error) {
+func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func() ([]bool, error)) (*dirSet, []bool, error) {
 	ids := make([]int64, len(items))
 	for i, it := range items {
 		ids[i] = it.ID
@@ -299,7 +299,7 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 // copy of it: two allocations for the statement, where a string and a
 // copy of it for each directory were a quarter of a 100-row INSERT's
 // allocations.
-func (q *Queue) dirKeys(items []Item, now int64, keys *[][]byte) dirSet {
+func (q *Queue) dirKeys(items []Item, now int64, keys *[][]byte) *dirSet {
 	var buf []byte
 	var few [8]int
 	ends := few[:0] // where each key in buf ends
@@ -322,12 +322,12 @@ func (q *Queue) dirKeys(items []Item, now int64, keys *[][]byte) dirSet {
 			ends = append(ends, len(buf))
 		}
 	}
-	dirs := make(dirSet, len(ends))
+	dirs := newDirSet(len(ends))
 	all := string(buf)
 	begin := 0
 	for _, end := range ends {
-		if k := all[begin:end]; !dirs.has(k) {
-			dirs[k] = struct{}{}
+		if k := all[begin:end]; !dirs.has(buf[begin:end]) {
+			dirs.add(k)
 			*keys = append(*keys, buf[begin:end:end])
 		}
 		begin = end
@@ -387,7 +387,7 @@ func (q *Queue) duplicateID(k []byte) error {
 // pushAt adds it at seq (see nextSeq), without counting it: the caller
 // adds to the count, PushAll once for all its items. dirs, if not nil,
 // holds the directory keys this transaction already made sure of.
-func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error {
+func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs *dirSet) error {
 	if v, err := tr.Get(q.idKey(it.ID)); err != nil {
 		return err
 	} else if v != nil {
@@ -402,7 +402,7 @@ func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error
 // An item without a PushedAt gets the clock's time: every item pushed is
 // counted by the statistics (see stats.go). An invisible one is leased if
 // it.Held says so (Move keeps it), delayed otherwise.
-func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs dirSet, sc *scratch) error {
+func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs *dirSet, sc *scratch) error {
 	p := pos{id: it.ID, seq: seq}
 	if q.kind == Priority {
 		p.prio = it.Priority
@@ -604,8 +604,8 @@ func (sc *scratch) keep(b []byte) {
 // with pops reading the directory. A key already in dirs was made sure of
 // earlier in the transaction: the read conflict is in place, and the key is
 // there (the transaction reads its own writes), so nothing is read again.
-func ensureDir(tr kv.Transaction, key []byte, dirs dirSet) error {
-	if dirs.has(string(key)) {
+func ensureDir(tr kv.Transaction, key []byte, dirs *dirSet) error {
+	if dirs.has(key) {
 		return nil
 	}
 	key = bytes.Clone(key) // key may be a scratch buffer; reads may keep it
@@ -617,25 +617,76 @@ func ensureDir(tr kv.Transaction, key []byte, dirs dirSet) error {
 		tr.Set(key, nil)
 	}
 	if dirs != nil {
-		dirs[string(key)] = struct{}{}
+		dirs.add(string(key))
 	}
 	return nil
 }
 
-// dirSet holds the directory keys a transaction made sure of (ensureDir).
-type dirSet map[string]struct{}
+// dirSet holds the directory keys a transaction made sure of (ensureDir):
+// up to fewDirs in a slice, searched in order, more in a map. A
+// single-row push makes sure of one or two, for which a map was two
+// allocations and a hash a lookup.
+type dirSet struct {
+	few []string
+	m   map[string]struct{}
+	two [2]string // few's array, for a single-row push
+}
+
+// fewDirs is the most keys a dirSet holds in its slice.
+const fewDirs = 8
+
+// newDirSet returns a set for about n keys.
+func newDirSet(n int) *dirSet {
+	d := &dirSet{}
+	switch {
+	case n > fewDirs:
+		d.m = make(map[string]struct{}, n)
+	case n > len(d.two):
+		d.few = make([]string, 0, n)
+	default:
+		d.few = d.two[:0]
+	}
+	return d
+}
 
 // has reports whether the set (nil: empty) holds key.
-func (d dirSet) has(key string) bool {
-	_, ok := d[key]
-	return ok
+func (d *dirSet) has(key []byte) bool {
+	switch {
+	case d == nil:
+		return false
+	case d.m != nil:
+		_, ok := d.m[string(key)]
+		return ok
+	}
+	for _, k := range d.few {
+		if k == string(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// add adds key, which the set does not hold.
+func (d *dirSet) add(key string) {
+	if d.m == nil && len(d.few) < fewDirs {
+		d.few = append(d.few, key)
+		return
+	}
+	if d.m == nil {
+		d.m = make(map[string]struct{}, 2*fewDirs)
+		for _, k := range d.few {
+			d.m[k] = struct{}{}
+		}
+		d.few = nil
+	}
+	d.m[key] = struct{}{}
 }
 
 // indexAdd files a visible item under its cell and, when the cell spans
 // more than one shape, under its shape: an exact cell (see exactCell)
 // never straddles a limit, so its shape entry would never be read.
 // Its keys and values go through sc, if not nil.
-func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs dirSet, sc *scratch) error {
+func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs *dirSet, sc *scratch) error {
 	if len(res) == 0 {
 		return nil
 	}
