@@ -58,6 +58,9 @@ type Executor struct {
 	// those of them that scanned every row (see scanHidden): tests read
 	// them.
 	hiddenScans, hiddenFull atomic.Int64
+	// nowFn is now, as a func made once: a method value made per
+	// statement (stmtCtx.now) is an allocation.
+	nowFn func() time.Time
 }
 
 // now reads the executor's clock.
@@ -98,6 +101,7 @@ func New(db kv.Database, root []byte, opts ...Option) *Executor {
 		newToken: queues.NewID,
 		certain:  kv.CommitsCertain(db),
 	}
+	e.nowFn = e.now
 	for _, o := range opts {
 		o(e)
 	}

@@ -68,9 +68,11 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	// explicit transaction.
 	items := make([]queues.Item, 0, len(st.Rows))
 	// One row's scratch, reused: a row is packed before the next is read.
-	full := make([]any, len(t.Columns))
-	set := make([]bool, len(t.Columns))
-	tup := make(tuple.Tuple, len(t.Columns))
+	// full and tup share one array: one allocation, not two.
+	nc := len(t.Columns)
+	cells := make([]any, 2*nc)
+	full, tup := cells[:nc:nc], tuple.Tuple(cells[nc:])
+	set := make([]bool, nc)
 	resources := make([]int64, 0, len(st.Rows)*len(t.Resources))
 	uniq := s.newUniqueRows(len(st.Rows))
 	// The rows are packed one after the other into blocks of a few rows'

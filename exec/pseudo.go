@@ -37,6 +37,12 @@ const pseudoNames = "id, _visible_at, _lease, _attempts, _error"
 
 // pseudoColumn returns the index of the pseudo-column name.
 func pseudoColumn(name string) (int, bool) {
+	// Every pseudo-column but id starts with _: a declared column's name
+	// is told apart without ranging over the map, which took 2% of a
+	// single-row INSERT's time (4 lookups a statement).
+	if !strings.HasPrefix(name, "_") && !strings.EqualFold(name, "id") {
+		return 0, false
+	}
 	for i, c := range pseudoColumns {
 		if strings.EqualFold(c.Name, name) {
 			return i, true

@@ -119,5 +119,5 @@ func (e *Executor) stmt(tr kv.Transaction, table string, b *bound) (*stmtCtx, er
 	if err != nil {
 		return nil, systemTableError(err, table)
 	}
-	return &stmtCtx{tr: tr, t: t, b: b, now: e.now, e: e}, nil
+	return &stmtCtx{tr: tr, t: t, b: b, now: e.nowFn, e: e}, nil
 }

@@ -89,11 +89,13 @@ func (q *Queue) pushSome(tr kv.Transaction, token Token, items []Item, next bool
 	if next {
 		seqs = q.readSeqs(tr, items) // in flight during checkNew's wait
 	}
-	dirs, pushed, err := q.checkNew(tr, items, keep)
+	// One clock read for the statement: the directories checkNew makes
+	// sure of are those of the items pushChecked then finds visible.
+	sc := &scratch{now: q.opts.now()}
+	dirs, pushed, err := q.checkNew(tr, items, sc.now.UnixNano(), keep)
 	if err != nil {
 		return nil, false, err
 	}
-	sc := &scratch{}
 	n := 0 // items pushed
 	for i, it := range items {
 		if pushed != nil && !pushed[i] {
@@ -192,7 +194,7 @@ func (q *Queue) prioOf(it Item) int64 {
 
 // checkNew reads, in one kv.GetMany, the id keys of items, which must be
 // absent (ErrDuplicateID), and the directory keys of the cells and shapes
-// the visible ones go into, and writes those that are absent. It returns
+// the ones visible at now go into, and writes those that are absent. It returns
 // the directory keys it made sure of (see ensureDir). Two items with one
 // id are ErrDuplicateID too, as the second would find the first's key.
 // A run of minIDRun or more consecutive ids is read as one range instead
@@ -210,7 +212,7 @@ func (q *Queue) prioOf(it Item) int64 {
 // there. keep, if not nil, runs once the reads are in, before any write,
 // and says which items are pushed (see PushSome): only their directory
 // keys are written.
-func (q *Queue) checkNew(tr kv.Transaction, items []Item, keep func() ([]bool, error)) (dirSet, []bool, error) {
+func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func() ([]bool, error)) (*dirSet, []bool, error) {
 	ids := make([]int64, len(items))
 	for i, it := range items {
 		ids[i] = it.ID
@@ -242,7 +244,6 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, keep func() ([]bool, e
 		i = j
 	}
 	lone := len(keys)
-	now := q.opts.now().UnixNano()
 	dirs := q.dirKeys(items, now, &keys)
 	vals, err := kv.GetMany(snap, keys)
 	if err != nil {
@@ -298,9 +299,10 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, keep func() ([]bool, e
 // copy of it: two allocations for the statement, where a string and a
 // copy of it for each directory were a quarter of a 100-row INSERT's
 // allocations.
-func (q *Queue) dirKeys(items []Item, now int64, keys *[][]byte) dirSet {
+func (q *Queue) dirKeys(items []Item, now int64, keys *[][]byte) *dirSet {
 	var buf []byte
-	var ends []int // where each key in buf ends
+	var few [8]int
+	ends := few[:0] // where each key in buf ends
 	var cells [8]int64
 	for _, it := range items {
 		if len(it.Resources) == 0 || nanos(it.VisibleAt) > now {
@@ -308,7 +310,10 @@ func (q *Queue) dirKeys(items []Item, now int64, keys *[][]byte) dirSet {
 		}
 		if buf == nil {
 			n := len(q.sub[tagShapeDir]) + maxIntLen*len(it.Resources)
-			buf, ends = make([]byte, 0, 2*n*len(items)), make([]int, 0, 2*len(items))
+			buf = make([]byte, 0, 2*n*len(items))
+			if 2*len(items) > len(few) {
+				ends = make([]int, 0, 2*len(items))
+			}
 		}
 		buf = q.appendKey(buf, tagCellDir, appendCells(cells[:0], it.Resources)...)
 		ends = append(ends, len(buf))
@@ -317,12 +322,12 @@ func (q *Queue) dirKeys(items []Item, now int64, keys *[][]byte) dirSet {
 			ends = append(ends, len(buf))
 		}
 	}
-	dirs := make(dirSet, len(ends))
+	dirs := newDirSet(len(ends))
 	all := string(buf)
 	begin := 0
 	for _, end := range ends {
-		if k := all[begin:end]; !dirs.has(k) {
-			dirs[k] = struct{}{}
+		if k := all[begin:end]; !dirs.has(buf[begin:end]) {
+			dirs.add(k)
 			*keys = append(*keys, buf[begin:end:end])
 		}
 		begin = end
@@ -382,7 +387,7 @@ func (q *Queue) duplicateID(k []byte) error {
 // pushAt adds it at seq (see nextSeq), without counting it: the caller
 // adds to the count, PushAll once for all its items. dirs, if not nil,
 // holds the directory keys this transaction already made sure of.
-func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error {
+func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs *dirSet) error {
 	if v, err := tr.Get(q.idKey(it.ID)); err != nil {
 		return err
 	} else if v != nil {
@@ -397,12 +402,12 @@ func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs dirSet) error
 // An item without a PushedAt gets the clock's time: every item pushed is
 // counted by the statistics (see stats.go). An invisible one is leased if
 // it.Held says so (Move keeps it), delayed otherwise.
-func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs dirSet, sc *scratch) error {
+func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs *dirSet, sc *scratch) error {
 	p := pos{id: it.ID, seq: seq}
 	if q.kind == Priority {
 		p.prio = it.Priority
 	}
-	now := q.opts.now()
+	now := sc.clock(q)
 	if it.PushedAt.IsZero() {
 		it.PushedAt = stampTime(now)
 	}
@@ -438,6 +443,9 @@ type nextSeqs struct {
 	q     *Queue
 	tails []seqTail
 	at    map[int64]int // index in tails by priority, past a few priorities
+	// few is tails' first array: a push of one or two priorities (a
+	// single-row INSERT) allocates no slice of its own.
+	few [2]seqTail
 }
 
 // seqTail is one priority's reads, and then its next seq.
@@ -454,6 +462,7 @@ const fewPriorities = 8
 // readSeqs issues the reads of the seqs of items' priorities.
 func (q *Queue) readSeqs(tr kv.Transaction, items []Item) *nextSeqs {
 	s := &nextSeqs{q: q}
+	s.tails = s.few[:0]
 	snap := tr.Snapshot()
 	for _, it := range items {
 		prio := q.prioOf(it)
@@ -551,6 +560,17 @@ func (q *Queue) insert(tr kv.Transaction, p pos, it Item, sc *scratch) {
 type scratch struct {
 	b       []byte
 	tallies tallies
+	// now is the push's time, read once for all its items: a clock
+	// read a row was 1% of a 100-row INSERT's time.
+	now time.Time
+}
+
+// clock returns the push's time: sc's, or the clock's without a scratch.
+func (sc *scratch) clock(q *Queue) time.Time {
+	if sc == nil {
+		return q.opts.now()
+	}
+	return sc.now
 }
 
 // tally counts a new item in state s: gathered in sc, or at once without
@@ -584,8 +604,8 @@ func (sc *scratch) keep(b []byte) {
 // with pops reading the directory. A key already in dirs was made sure of
 // earlier in the transaction: the read conflict is in place, and the key is
 // there (the transaction reads its own writes), so nothing is read again.
-func ensureDir(tr kv.Transaction, key []byte, dirs dirSet) error {
-	if dirs.has(string(key)) {
+func ensureDir(tr kv.Transaction, key []byte, dirs *dirSet) error {
+	if dirs.has(key) {
 		return nil
 	}
 	key = bytes.Clone(key) // key may be a scratch buffer; reads may keep it
@@ -597,25 +617,76 @@ func ensureDir(tr kv.Transaction, key []byte, dirs dirSet) error {
 		tr.Set(key, nil)
 	}
 	if dirs != nil {
-		dirs[string(key)] = struct{}{}
+		dirs.add(string(key))
 	}
 	return nil
 }
 
-// dirSet holds the directory keys a transaction made sure of (ensureDir).
-type dirSet map[string]struct{}
+// dirSet holds the directory keys a transaction made sure of (ensureDir):
+// up to fewDirs in a slice, searched in order, more in a map. A
+// single-row push makes sure of one or two, for which a map was two
+// allocations and a hash a lookup.
+type dirSet struct {
+	few []string
+	m   map[string]struct{}
+	two [2]string // few's array, for a single-row push
+}
+
+// fewDirs is the most keys a dirSet holds in its slice.
+const fewDirs = 8
+
+// newDirSet returns a set for about n keys.
+func newDirSet(n int) *dirSet {
+	d := &dirSet{}
+	switch {
+	case n > fewDirs:
+		d.m = make(map[string]struct{}, n)
+	case n > len(d.two):
+		d.few = make([]string, 0, n)
+	default:
+		d.few = d.two[:0]
+	}
+	return d
+}
 
 // has reports whether the set (nil: empty) holds key.
-func (d dirSet) has(key string) bool {
-	_, ok := d[key]
-	return ok
+func (d *dirSet) has(key []byte) bool {
+	switch {
+	case d == nil:
+		return false
+	case d.m != nil:
+		_, ok := d.m[string(key)]
+		return ok
+	}
+	for _, k := range d.few {
+		if k == string(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// add adds key, which the set does not hold.
+func (d *dirSet) add(key string) {
+	if d.m == nil && len(d.few) < fewDirs {
+		d.few = append(d.few, key)
+		return
+	}
+	if d.m == nil {
+		d.m = make(map[string]struct{}, 2*fewDirs)
+		for _, k := range d.few {
+			d.m[k] = struct{}{}
+		}
+		d.few = nil
+	}
+	d.m[key] = struct{}{}
 }
 
 // indexAdd files a visible item under its cell and, when the cell spans
 // more than one shape, under its shape: an exact cell (see exactCell)
 // never straddles a limit, so its shape entry would never be read.
 // Its keys and values go through sc, if not nil.
-func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs dirSet, sc *scratch) error {
+func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs *dirSet, sc *scratch) error {
 	if len(res) == 0 {
 		return nil
 	}

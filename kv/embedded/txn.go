@@ -103,21 +103,28 @@ func (t *txn) ended() error {
 // check returns the error that stops any operation now, and acquires the read
 // version on the first read.
 func (t *txn) check() error {
+	_, err := t.checkNow()
+	return err
+}
+
+// checkNow is check, returning the clock reading it checked against: the
+// commit's, which it would otherwise read again.
+func (t *txn) checkNow() (time.Time, error) {
 	if err := t.ended(); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	now := t.s.cfg.Clock()
 	if d := t.s.cfg.TransactionTimeout; d > 0 && now.Sub(t.start) > d {
-		return kv.Errorf(kv.CodeTransactionTimedOut, "transaction ran longer than its %v timeout", d)
+		return now, kv.Errorf(kv.CodeTransactionTimedOut, "transaction ran longer than its %v timeout", d)
 	}
 	if !t.hasRV {
 		t.rv = t.s.acquireReadVersion(t, now)
 		t.grvTime = now
 		t.hasRV = true
 	} else if now.Sub(t.grvTime) > kv.MaxTransactionAge {
-		return kv.Errorf(kv.CodeTransactionTooOld, "read version is %v old", now.Sub(t.grvTime).Round(time.Millisecond))
+		return now, kv.Errorf(kv.CodeTransactionTooOld, "read version is %v old", now.Sub(t.grvTime).Round(time.Millisecond))
 	}
-	return nil
+	return now, nil
 }
 
 // checkNoRead is check for an operation that reads nothing (a read
