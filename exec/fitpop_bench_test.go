@@ -1,12 +1,9 @@
 package exec_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/exec"
+	"github.com/fdbqueue/fdbqueue/internal/cputime"
 	"github.com/fdbqueue/fdbqueue/kv/embedded"
 	"github.com/fdbqueue/fdbqueue/parser"
 )
@@ -96,43 +94,23 @@ func benchFitPopSQL(b *testing.B, mode string, consumers int) {
 	var wg sync.WaitGroup
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpuStart := time.Now(), processTicks()
+	start := time.Now()
+	cpuStart, cpuOK := cputime.Process()
 	for c := range consumers {
 		wg.Go(func() { consume(rand.New(rand.NewPCG(uint64(c), 3))) })
 	}
 	wg.Wait()
-	elapsed, cpu := time.Since(start), processTicks()-cpuStart
+	elapsed := time.Since(start)
+	cpuEnd, _ := cputime.Process()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "pops/s")
-	if cpuStart >= 0 {
+	if cpuOK {
 		// CPU time a pop, the process's, whatever else the machine runs:
 		// steadier than pops/s on a shared machine.
-		b.ReportMetric(float64(cpu)*1e4/float64(b.N), "cpu-µs/pop")
+		b.ReportMetric((cpuEnd-cpuStart).Seconds()*1e6/float64(b.N), "cpu-µs/pop")
 	}
 	b.ReportMetric(float64(empty.Load()), "empty")
 	if g := groups.Load(); g > 0 {
 		b.ReportMetric(float64(grouped.Load())/float64(g), "pops/group")
 	}
-}
-
-// processTicks returns the CPU time (user and system) the process has
-// used, in clock ticks of 10 ms (Linux's /proc/self/stat, at the usual
-// 100 ticks a second), or -1 where there is no /proc.
-func processTicks() int64 {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return -1
-	}
-	// The fields after the command's closing parenthesis: state is the
-	// first, utime and stime the 12th and 13th.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return -1
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return u + s
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fdbqueue/fdbqueue/internal/cputime"
 	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
@@ -66,11 +67,11 @@ func BenchmarkApplyBatch(b *testing.B) {
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
 	b.ResetTimer()
-	before := threadCPU()
+	before, _ := cputime.Thread()
 	for _, bt := range batches {
 		install(bt)
 	}
-	if after := threadCPU(); after > 0 {
+	if after, ok := cputime.Thread(); ok {
 		b.ReportMetric(float64(after-before)/float64(b.N), "thread-cpu-ns/op")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/fdbqueue/fdbqueue/internal/cputime"
 )
 
 const (
@@ -213,7 +215,7 @@ func (b *bencher) localWaiters(waiters int) (stop func() error, got <-chan arriv
 // cpuSince returns the process's CPU time since before (a processCPU
 // reading), in ms, or -1 where the platform does not report it.
 func cpuSince(before time.Duration, ok bool) float64 {
-	now, ok2 := processCPU()
+	now, ok2 := cputime.Process()
 	if !ok || !ok2 {
 		return -1
 	}
@@ -256,7 +258,7 @@ func (b *bencher) waitIdle(mode string) error {
 	mu.Lock()
 	pops0 := pops
 	mu.Unlock()
-	cpu0, ok := processCPU()
+	cpu0, ok := cputime.Process()
 	t0 := time.Now()
 	sleepCtx(b.ctx, b.o.idleDur)
 	cpu := cpuSince(cpu0, ok)
@@ -295,7 +297,7 @@ func (b *bencher) waitProdCons(mode string, rate int) error {
 	}
 	n := b.o.waitConsumers
 	tally := &pcTally{arrivals: make([][]arrival, n)}
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := cputime.Process()
 	start := time.Now()
 	stop, err := b.pcConsumers(mode, tally)
 	if err != nil {
