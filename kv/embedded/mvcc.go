@@ -219,6 +219,56 @@ func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse
 	return out, done
 }
 
+// first returns the first key-value visible at rv in [begin, end), or
+// the last reading in reverse: fetch with max 1, without its closures'
+// state or an out slice. scratch is the caller's buffer for the seek's
+// probe.
+func (s *store) first(rv uint64, begin, end []byte, reverse bool, scratch *[]byte) (kv.KeyValue, bool) {
+	var e kv.KeyValue
+	found := false
+	s.rlock()
+	if reverse {
+		s.tree.Descend(probe(scratch, end), func(r rec) bool {
+			key := r.key()
+			if bytes.Compare(key, begin) < 0 {
+				return false
+			}
+			if bytes.Compare(key, end) >= 0 {
+				return true
+			}
+			if v, ok := s.at(r, rv); ok {
+				e, found = kv.KeyValue{Key: key, Value: v}, true
+				return false
+			}
+			return true
+		})
+	} else {
+		s.tree.Ascend(probe(scratch, begin), func(r rec) bool {
+			key := r.key()
+			if bytes.Compare(key, end) >= 0 {
+				return false
+			}
+			if v, ok := s.at(r, rv); ok {
+				e, found = kv.KeyValue{Key: key, Value: v}, true
+				return false
+			}
+			return true
+		})
+	}
+	// A key deleted since rv that comes before it (fetch's merge, for one
+	// key): only a reader older than the last deletion has any.
+	if dead := s.deadSinceLocked(rv, begin, false, end, reverse); len(dead) > 0 {
+		if d := dead[0]; !found || reverse && bytes.Compare(d.Key, e.Key) > 0 || !reverse && bytes.Compare(d.Key, e.Key) < 0 {
+			e, found = d, true
+		}
+	}
+	s.mu.RUnlock()
+	if found {
+		e.Value = presence(e.Value, true)
+	}
+	return e, found
+}
+
 // installLocked applies b at version ver, makes it readable and collects
 // garbage. Callers hold s.mu, and install versions in order.
 func (s *store) installLocked(now time.Time, ver uint64, b *batch) {
