@@ -221,14 +221,20 @@ func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse
 
 // first returns the first key-value visible at rv in [begin, end), or
 // the last reading in reverse: fetch with max 1, without its closures'
-// state or an out slice. scratch is the caller's buffer for the seek's
-// probe.
+// state or an out slice, and from the path of the last seek for its
+// pivot (heads.go). scratch is the caller's buffer for the seek's probe.
 func (s *store) first(rv uint64, begin, end []byte, reverse bool, scratch *[]byte) (kv.KeyValue, bool) {
 	var e kv.KeyValue
 	found := false
+	pivot := begin
+	if reverse {
+		pivot = end
+	}
+	slot := s.heads.slot(pivot)
+	hint := slot.load()
 	s.rlock()
 	if reverse {
-		s.tree.Descend(probe(scratch, end), func(r rec) bool {
+		s.tree.DescendHint(probe(scratch, end), func(r rec) bool {
 			key := r.key()
 			if bytes.Compare(key, begin) < 0 {
 				return false
@@ -241,9 +247,9 @@ func (s *store) first(rv uint64, begin, end []byte, reverse bool, scratch *[]byt
 				return false
 			}
 			return true
-		})
+		}, &hint)
 	} else {
-		s.tree.Ascend(probe(scratch, begin), func(r rec) bool {
+		s.tree.AscendHint(probe(scratch, begin), func(r rec) bool {
 			key := r.key()
 			if bytes.Compare(key, end) >= 0 {
 				return false
@@ -253,7 +259,7 @@ func (s *store) first(rv uint64, begin, end []byte, reverse bool, scratch *[]byt
 				return false
 			}
 			return true
-		})
+		}, &hint)
 	}
 	// A key deleted since rv that comes before it (fetch's merge, for one
 	// key): only a reader older than the last deletion has any.
@@ -263,6 +269,7 @@ func (s *store) first(rv uint64, begin, end []byte, reverse bool, scratch *[]byt
 		}
 	}
 	s.mu.RUnlock()
+	slot.store(&hint)
 	if found {
 		e.Value = presence(e.Value, true)
 	}
