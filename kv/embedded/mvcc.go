@@ -232,34 +232,30 @@ func (s *store) first(rv uint64, begin, end []byte, reverse bool, scratch *[]byt
 	}
 	slot := s.heads.slot(pivot)
 	hint := slot.load()
-	s.rlock()
-	if reverse {
-		s.tree.DescendHint(probe(scratch, end), func(r rec) bool {
-			key := r.key()
+	// visit stops at the first key visible at rv, or past the range.
+	visit := func(r rec) bool {
+		key := r.key()
+		if reverse {
 			if bytes.Compare(key, begin) < 0 {
 				return false
 			}
 			if bytes.Compare(key, end) >= 0 {
 				return true
 			}
-			if v, ok := s.at(r, rv); ok {
-				e, found = kv.KeyValue{Key: key, Value: v}, true
-				return false
-			}
-			return true
-		}, &hint)
+		} else if bytes.Compare(key, end) >= 0 {
+			return false
+		}
+		if v, ok := s.at(r, rv); ok {
+			e, found = kv.KeyValue{Key: key, Value: v}, true
+			return false
+		}
+		return true
+	}
+	s.rlock()
+	if reverse {
+		s.tree.DescendHint(probe(scratch, pivot), visit, &hint)
 	} else {
-		s.tree.AscendHint(probe(scratch, begin), func(r rec) bool {
-			key := r.key()
-			if bytes.Compare(key, end) >= 0 {
-				return false
-			}
-			if v, ok := s.at(r, rv); ok {
-				e, found = kv.KeyValue{Key: key, Value: v}, true
-				return false
-			}
-			return true
-		}, &hint)
+		s.tree.AscendHint(probe(scratch, pivot), visit, &hint)
 	}
 	// A key deleted since rv that comes before it (fetch's merge, for one
 	// key): only a reader older than the last deletion has any.
