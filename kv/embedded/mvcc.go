@@ -154,6 +154,16 @@ func (s *store) deadSinceLocked(rv uint64, begin []byte, beginEx bool, end []byt
 	return out
 }
 
+// outside tells a walk of [begin, end) where key, the item it came to,
+// lies: past the range (stop), or not in it yet (skip: a reverse walk,
+// which starts at end itself).
+func outside(key, begin, end []byte, reverse bool) (stop, skip bool) {
+	if reverse {
+		return bytes.Compare(key, begin) < 0, bytes.Compare(key, end) >= 0
+	}
+	return bytes.Compare(key, end) >= 0, false
+}
+
 // fetch appends to out up to max key-values visible at rv in [begin, end),
 // forward or reverse. done reports that the range holds no more.
 // If beginEx, begin itself is excluded. scratch is the caller's buffer for
@@ -184,15 +194,8 @@ func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse
 			}
 			return true
 		}
-		if reverse {
-			if bytes.Compare(key, begin) < 0 {
-				return false
-			}
-			if bytes.Compare(key, end) >= 0 {
-				return true
-			}
-		} else if bytes.Compare(key, end) >= 0 {
-			return false
+		if stop, skip := outside(key, begin, end, reverse); stop || skip {
+			return !stop
 		}
 		for len(dead) > 0 && before(dead[0].Key, key) {
 			if !add(dead[0].Key, dead[0].Value) {
@@ -235,15 +238,8 @@ func (s *store) first(rv uint64, begin, end []byte, reverse bool, scratch *[]byt
 	// visit stops at the first key visible at rv, or past the range.
 	visit := func(r rec) bool {
 		key := r.key()
-		if reverse {
-			if bytes.Compare(key, begin) < 0 {
-				return false
-			}
-			if bytes.Compare(key, end) >= 0 {
-				return true
-			}
-		} else if bytes.Compare(key, end) >= 0 {
-			return false
+		if stop, skip := outside(key, begin, end, reverse); stop || skip {
+			return !stop
 		}
 		if v, ok := s.at(r, rv); ok {
 			e, found = kv.KeyValue{Key: key, Value: v}, true
