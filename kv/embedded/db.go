@@ -76,6 +76,8 @@ type store struct {
 	// (or one batch of a range read); commits hold it exclusively.
 	mu   sync.RWMutex
 	tree *btree.BTreeG[rec] // each live key's newest version
+	// heads holds the paths of the last one-row reads (heads.go).
+	heads *headHints
 	// dead holds the keys whose newest version is a deletion, until no
 	// reader can see past it (mvcc.go): the tree holds live keys only, so
 	// reads at the newest versions never step over deletions.
@@ -152,6 +154,7 @@ func newStore(name string, cfg Config) *store {
 		cfg:      cfg.withDefaults(),
 		tree:     btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 64}),
 		dead:     btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 16}),
+		heads:    newHeadHints(),
 		watches:  make(map[string][]*watch),
 		name:     name,
 		sweep:    sweep{slack: compactSlack},

@@ -88,7 +88,9 @@
 //	txn.go         transactions: reads with read-your-writes, writes, retries (OnError)
 //	writes.go      a transaction's buffered writes and atomic operations: appended,
 //	               sorted once when a read or the commit needs them
-//	iter.go        range reads merging the tree with a transaction's writes
+//	iter.go        range reads merging the tree with a transaction's writes;
+//	               one-row reads (kv.First) without an iterator
+//	heads.go       where the last seek for a one-row read's range went
 //	clears.go      a transaction's range clears, as the union of the ranges
 //	async.go       futures, answered when issued by the synchronous read's path
 //	commit.go      Commit: limits, preparing the batch outside the lock

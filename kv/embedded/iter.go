@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -285,4 +286,77 @@ func (it *rangeIter) finish(exhausted bool) {
 	// An empty span (nothing read) stays: other open iterators hold
 	// indexes into t.reads. mergeSpans drops it at commit.
 	it.conflict = -1
+}
+
+// firstRow is kv.First, GetRange with Limit 1: without an iterator when
+// the transaction wrote nothing in r (a pop's search reads its dozens of
+// cell heads before it writes anything), then one seek in the store that
+// allocates nothing (store.first), and a read conflict whose bounds are
+// carved out of the transaction's byte blocks (room), not an object a
+// read.
+func (t *txn) firstRow(r kv.Range, reverse, snapshot bool) (kv.KeyValue, bool, error) {
+	if t.wroteIn(r) {
+		it := newRangeIter(t, r, kv.RangeOptions{Limit: 1, Reverse: reverse}, snapshot)
+		if it.Next() {
+			// As the next Next would: the span's bytes count, and the
+			// batch goes to the next iterator.
+			it.finish(false)
+			return it.KeyValue(), true, nil
+		}
+		return kv.KeyValue{}, false, it.Err()
+	}
+	if err := t.check(); err != nil {
+		return kv.KeyValue{}, false, err
+	}
+	if err := checkRange(r); err != nil {
+		return kv.KeyValue{}, false, err
+	}
+	e, found := t.s.first(t.rv, r.Begin, r.End, reverse, &t.eprobe)
+	if !snapshot {
+		// As the iterator records it: what the read covered, up to the
+		// key it returned, or the whole range when it found nothing.
+		var sp span
+		switch {
+		case found && reverse:
+			// The key is a record's, never written to.
+			sp = span{begin: e.Key, end: t.roomCopy(r.End)}
+		case found:
+			sp = t.roomSpan(r.Begin, e.Key, true)
+		default:
+			sp = t.roomSpan(r.Begin, r.End, false)
+		}
+		if !bytes.Equal(sp.begin, sp.end) {
+			if len(t.reads) == cap(t.reads) {
+				// A search's reads: grown past the few of a push at
+				// once.
+				t.reads = slices.Grow(t.reads, max(2*len(t.reads), 64))
+			}
+			t.addRead(sp)
+		}
+	}
+	return e, found, nil
+}
+
+// roomCopy returns a copy of b in the transaction's byte blocks.
+func (t *txn) roomCopy(b []byte) []byte {
+	c := t.room(len(b))
+	copy(c, b)
+	return c
+}
+
+// roomSpan returns the span [begin, end), with a zero byte after end when
+// after (the key after end), its bounds copied into the transaction's
+// byte blocks, the end's capacity its length.
+func (t *txn) roomSpan(begin, end []byte, after bool) span {
+	n, m := len(begin), len(end)
+	if after {
+		m++
+	}
+	b := t.room(n + m)
+	copy(b, begin)
+	copy(b[n:], end)
+	if after {
+		b[n+m-1] = 0
+	}
+	return span{begin: b[:n:n], end: b[n:]}
 }

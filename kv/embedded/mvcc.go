@@ -154,6 +154,16 @@ func (s *store) deadSinceLocked(rv uint64, begin []byte, beginEx bool, end []byt
 	return out
 }
 
+// outside tells a walk of [begin, end) where key, the item it came to,
+// lies: past the range (stop), or not in it yet (skip: a reverse walk,
+// which starts at end itself).
+func outside(key, begin, end []byte, reverse bool) (stop, skip bool) {
+	if reverse {
+		return bytes.Compare(key, begin) < 0, bytes.Compare(key, end) >= 0
+	}
+	return bytes.Compare(key, end) >= 0, false
+}
+
 // fetch appends to out up to max key-values visible at rv in [begin, end),
 // forward or reverse. done reports that the range holds no more.
 // If beginEx, begin itself is excluded. scratch is the caller's buffer for
@@ -184,15 +194,8 @@ func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse
 			}
 			return true
 		}
-		if reverse {
-			if bytes.Compare(key, begin) < 0 {
-				return false
-			}
-			if bytes.Compare(key, end) >= 0 {
-				return true
-			}
-		} else if bytes.Compare(key, end) >= 0 {
-			return false
+		if stop, skip := outside(key, begin, end, reverse); stop || skip {
+			return !stop
 		}
 		for len(dead) > 0 && before(dead[0].Key, key) {
 			if !add(dead[0].Key, dead[0].Value) {
@@ -217,6 +220,52 @@ func (s *store) fetch(rv uint64, begin []byte, beginEx bool, end []byte, reverse
 	}
 	s.mu.RUnlock()
 	return out, done
+}
+
+// first returns the first key-value visible at rv in [begin, end), or
+// the last reading in reverse: fetch with max 1, without its closures'
+// state or an out slice, and from the path of the last seek for its
+// pivot (heads.go). scratch is the caller's buffer for the seek's probe.
+func (s *store) first(rv uint64, begin, end []byte, reverse bool, scratch *[]byte) (kv.KeyValue, bool) {
+	var e kv.KeyValue
+	found := false
+	pivot := begin
+	if reverse {
+		pivot = end
+	}
+	slot := s.heads.slot(pivot)
+	hint := slot.load()
+	// visit stops at the first key visible at rv, or past the range.
+	visit := func(r rec) bool {
+		key := r.key()
+		if stop, skip := outside(key, begin, end, reverse); stop || skip {
+			return !stop
+		}
+		if v, ok := s.at(r, rv); ok {
+			e, found = kv.KeyValue{Key: key, Value: v}, true
+			return false
+		}
+		return true
+	}
+	s.rlock()
+	if reverse {
+		s.tree.DescendHint(probe(scratch, pivot), visit, &hint)
+	} else {
+		s.tree.AscendHint(probe(scratch, pivot), visit, &hint)
+	}
+	// A key deleted since rv that comes before it (fetch's merge, for one
+	// key): only a reader older than the last deletion has any.
+	if dead := s.deadSinceLocked(rv, begin, false, end, reverse); len(dead) > 0 {
+		if d := dead[0]; !found || reverse && bytes.Compare(d.Key, e.Key) > 0 || !reverse && bytes.Compare(d.Key, e.Key) < 0 {
+			e, found = d, true
+		}
+	}
+	s.mu.RUnlock()
+	slot.store(&hint)
+	if found {
+		e.Value = presence(e.Value, true)
+	}
+	return e, found
 }
 
 // installLocked applies b at version ver, makes it readable and collects

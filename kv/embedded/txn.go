@@ -75,9 +75,8 @@ type txn struct {
 	oblock []atomicOp
 
 	// Probes for tree lookups, kept here so that lookups do not allocate.
-	wprobe   write
-	eprobe   []byte // a record of the key looked up
-	firstBuf []kv.KeyValue
+	wprobe write
+	eprobe []byte // a record of the key looked up
 	// spareBatch is the batch of the last finished range iterator, for
 	// the next one.
 	spareBatch []kv.KeyValue
@@ -306,44 +305,7 @@ func (t *txn) First(r kv.Range, reverse bool) (kv.KeyValue, bool, error) {
 }
 
 func (t *txn) first(r kv.Range, reverse, snapshot bool) (kv.KeyValue, bool, error) {
-	if t.wroteIn(r) {
-		it := newRangeIter(t, r, kv.RangeOptions{Limit: 1, Reverse: reverse}, snapshot)
-		if it.Next() {
-			return it.KeyValue(), true, nil
-		}
-		return kv.KeyValue{}, false, it.Err()
-	}
-	if err := t.check(); err != nil {
-		return kv.KeyValue{}, false, err
-	}
-	if err := checkRange(r); err != nil {
-		return kv.KeyValue{}, false, err
-	}
-	got, _ := t.s.fetch(t.rv, r.Begin, false, r.End, reverse, 1, t.firstBuf[:0], &t.eprobe)
-	t.firstBuf = got[:0]
-	found := len(got) == 1
-	var e kv.KeyValue
-	if found {
-		e = got[0]
-	}
-	if !snapshot {
-		// As the iterator records it: what the read covered, up to the
-		// key it returned, or the whole range when it found nothing.
-		// Both bounds in one allocation: a fit pop makes dozens.
-		var sp span
-		switch {
-		case found && reverse:
-			sp = span{begin: e.Key, end: slices.Clone(r.End)}
-		case found:
-			sp = twoKeys(r.Begin, e.Key, 0)
-		default:
-			sp = twoKeys(r.Begin, r.End)
-		}
-		if !bytes.Equal(sp.begin, sp.end) {
-			t.addRead(sp)
-		}
-	}
-	return e, found, nil
+	return t.firstRow(r, reverse, snapshot) // iter.go
 }
 
 // wroteIn reports whether the transaction wrote or cleared anything in r,
