@@ -26,5 +26,4 @@
 //	check.go     the self-checks, and the faults that show each can fail
 //	report.go    the results: JSON lines, or a table that grows a row a run
 //	progress.go  the progress line of long fills on a terminal
-//	cpu_*.go     the process's CPU time, where the system tells it
 package bench
