@@ -39,6 +39,8 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
+	"strings"
 )
 
 // Type codes from FoundationDB's design/tuple.md.
@@ -202,36 +204,46 @@ func appendElement(dst []byte, e any, nested bool) ([]byte, error) {
 }
 
 func appendEscaped(dst, b []byte) []byte {
-	for {
-		i := bytes.IndexByte(b, 0x00)
-		if i < 0 {
-			break
-		}
-		dst = append(append(dst, b[:i]...), 0x00, 0xff)
-		b = b[i+1:]
+	i := bytes.IndexByte(b, 0x00)
+	if i < 0 {
+		return append(append(dst, b...), 0x00)
 	}
-	return append(append(dst, b...), 0x00)
+	// Room for all of it at once: a zero byte takes two.
+	dst = slices.Grow(dst, len(b)+bytes.Count(b[i:], zeroByte)+1)
+	for {
+		dst = append(dst, b[:i]...)
+		b = b[i:]
+		// A run of zeros a byte at a time, not a search each: binary
+		// values (little-endian integers, padding) have long ones.
+		for len(b) > 0 && b[0] == 0x00 {
+			dst = append(dst, 0x00, 0xff)
+			b = b[1:]
+		}
+		if i = bytes.IndexByte(b, 0x00); i < 0 {
+			return append(append(dst, b...), 0x00)
+		}
+	}
 }
+
+var zeroByte = []byte{0x00}
 
 func appendEscapedString(dst []byte, s string) []byte {
+	i := strings.IndexByte(s, 0x00)
+	if i < 0 {
+		return append(append(dst, s...), 0x00)
+	}
+	dst = slices.Grow(dst, len(s)+strings.Count(s[i:], "\x00")+1)
 	for {
-		i := indexByteString(s, 0x00)
-		if i < 0 {
-			break
+		dst = append(dst, s[:i]...)
+		s = s[i:]
+		for len(s) > 0 && s[0] == 0x00 {
+			dst = append(dst, 0x00, 0xff)
+			s = s[1:]
 		}
-		dst = append(append(dst, s[:i]...), 0x00, 0xff)
-		s = s[i+1:]
-	}
-	return append(append(dst, s...), 0x00)
-}
-
-func indexByteString(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
+		if i = strings.IndexByte(s, 0x00); i < 0 {
+			return append(append(dst, s...), 0x00)
 		}
 	}
-	return -1
 }
 
 // AppendBytes appends the tuple encoding of the byte string v to dst: what

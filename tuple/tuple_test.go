@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -415,5 +416,55 @@ func TestAppendBytes(t *testing.T) {
 		require.Equal(t, append([]byte("pre"), want...), AppendBytes([]byte("pre"), v), "%x", v)
 		buf := make([]byte, 0, 3*len(v)+2)
 		require.Zero(t, testing.AllocsPerRun(10, func() { AppendBytes(buf, v) }), "%x", v)
+	}
+}
+
+// TestEscapeMatchesByteLoop: byte strings and strings of every zero
+// density, packed, escape each zero byte as 0x00 0xff and end with 0x00,
+// as a byte-at-a-time loop does.
+func TestEscapeMatchesByteLoop(t *testing.T) {
+	t.Parallel()
+	escape := func(code byte, b []byte) []byte {
+		out := []byte{code}
+		for _, c := range b {
+			if c == 0 {
+				out = append(out, 0, 0xff)
+			} else {
+				out = append(out, c)
+			}
+		}
+		return append(out, 0)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := range 300 {
+		b := make([]byte, n%70+n/10)
+		for i := range b {
+			if r.IntN(10) >= n%11 {
+				b[i] = byte(1 + r.IntN(255))
+			}
+		}
+		require.Equal(t, escape(codeBytes, b), AppendBytes(nil, b), "%x", b)
+		require.Equal(t, escape(codeBytes, b), Tuple{b}.Pack(), "%x", b)
+		require.Equal(t, escape(codeString, b), Tuple{string(b)}.Pack(), "%x", b)
+	}
+}
+
+// BenchmarkAppendBytes: a 64-byte value with no zero byte, with zeros
+// here and there, and all zeros.
+func BenchmarkAppendBytes(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		v    []byte
+	}{
+		{"none", bytes.Repeat([]byte{7}, 64)},
+		{"some", append(bytes.Repeat([]byte{7}, 60), 0, 0, 0, 0)},
+		{"zeros", make([]byte, 64)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			buf := make([]byte, 0, 256)
+			for b.Loop() {
+				buf = AppendBytes(buf[:0], c.v)
+			}
+		})
 	}
 }
