@@ -40,7 +40,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
-	"strings"
+	"unsafe"
 )
 
 // Type codes from FoundationDB's design/tuple.md.
@@ -227,23 +227,9 @@ func appendEscaped(dst, b []byte) []byte {
 
 var zeroByte = []byte{0x00}
 
+// appendEscapedString is appendEscaped of s's bytes, which it only reads.
 func appendEscapedString(dst []byte, s string) []byte {
-	i := strings.IndexByte(s, 0x00)
-	if i < 0 {
-		return append(append(dst, s...), 0x00)
-	}
-	dst = slices.Grow(dst, len(s)+strings.Count(s[i:], "\x00")+1)
-	for {
-		dst = append(dst, s[:i]...)
-		s = s[i:]
-		for len(s) > 0 && s[0] == 0x00 {
-			dst = append(dst, 0x00, 0xff)
-			s = s[1:]
-		}
-		if i = strings.IndexByte(s, 0x00); i < 0 {
-			return append(append(dst, s...), 0x00)
-		}
-	}
+	return appendEscaped(dst, unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // AppendBytes appends the tuple encoding of the byte string v to dst: what
