@@ -26,6 +26,17 @@ func (e *Executor) Deterministic(at time.Time) {
 	e.setOptions(opts)
 }
 
+// IDsFrom makes e number the rows it inserts start, start+1, ...: one
+// block of consecutive ids of its own, as a process's NewID hands out,
+// without the ids other executors of the test process draw meanwhile
+// breaking its runs (which changes how many reads an INSERT's duplicate
+// check sends).
+func (e *Executor) IDsFrom(start int64) {
+	var ids atomic.Int64
+	ids.Store(start - 1)
+	e.newID = func() int64 { return ids.Add(1) }
+}
+
 // Second returns another executor on e's database and root, as another
 // client would have: a catalog cache of its own. It is deterministic as e
 // (which Deterministic must have made so), numbering its rows from
