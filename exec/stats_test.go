@@ -59,6 +59,7 @@ func TestQueuesMigration(t *testing.T) {
 	t.Parallel()
 	e := newExec(t, tuple.Tuple{"fdbqueue"}.Pack())
 	mustRun(t, e, "CREATE TABLE jobs (priority INT NOT NULL, v TEXT)")
+	start := time.Now()
 	for i := range 2500 { // more than a migration's batch
 		mustRun(t, e, "INSERT INTO jobs VALUES (?, 'v')", int64(i%5))
 	}
@@ -79,6 +80,15 @@ func TestQueuesMigration(t *testing.T) {
 
 	// In autocommit: migrated, in batches, then exact.
 	res = mustRun(t, e, "SELECT name, rows, visible, delayed, leased, oldest_visible_age_s, pushed, popped, leased_total FROM fdbqueue_queues")
+	// The oldest visible row was pushed since start: its age in whole
+	// seconds is at most the time the test has run (the inserts take
+	// over a second on a loaded machine).
+	require.Len(t, res.Rows, 1)
+	age := res.Rows[0][5]
+	require.IsType(t, int64(0), age)
+	require.GreaterOrEqual(t, age.(int64), int64(0))
+	require.LessOrEqual(t, age.(int64), int64(time.Since(start).Seconds()))
+	res.Rows[0][5] = int64(0)
 	require.Equal(t, [][]any{{"jobs", int64(2499), int64(2495), int64(1), int64(3), int64(0), int64(2501), int64(2), int64(3)}}, res.Rows)
 	since := mustRun(t, e, "SELECT stats_since FROM fdbqueue_queues").Rows[0][0]
 	require.IsType(t, time.Time{}, since)
