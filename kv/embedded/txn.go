@@ -498,8 +498,7 @@ func (t *txn) atomic(key []byte, kind opKind, param []byte) {
 	if len(param) > kv.MaxValueSize && t.err == nil {
 		t.err = kv.Errorf(kv.CodeValueTooLarge, "value of %d bytes (limit %d)", len(param), kv.MaxValueSize)
 	}
-	if n := len(w.ops); kind == opAdd && n > 0 && w.ops[n-1].kind == opAdd && len(w.ops[n-1].param) == len(param) {
-		addInto(w.ops[n-1].param, param) // see addOp
+	if foldAdd(w, kind, param) {
 		return
 	}
 	op := atomicOp{kind: kind, param: t.room(len(param))}

@@ -198,17 +198,27 @@ func (t *txn) fold(dst, w *write) {
 	}
 }
 
-// addOp appends op to w's operations. Two ADDs of one length in a row are
-// one: (v+a)+b = v+(a+b), both truncated to that length. The counters a
-// pop or a push adds to (a queue's count, its statistics) take one
-// operation per transaction, not one per row.
+// addOp appends op to w's operations, or folds it into the last one
+// (foldAdd), which the size then counts no more.
 func (t *txn) addOp(w *write, op atomicOp) {
-	if n := len(w.ops); op.kind == opAdd && n > 0 && w.ops[n-1].kind == opAdd && len(w.ops[n-1].param) == len(op.param) {
-		addInto(w.ops[n-1].param, op.param)
+	if foldAdd(w, op.kind, op.param) {
 		t.size -= len(op.param)
 		return
 	}
 	w.ops = append(w.ops, op)
+}
+
+// foldAdd adds param into w's last operation, and reports that it did,
+// when both are ADDs of one length: (v+a)+b = v+(a+b), both truncated to
+// that length. The counters a pop or a push adds to (a queue's count, its
+// statistics) take one operation per transaction, not one per row.
+func foldAdd(w *write, kind opKind, param []byte) bool {
+	n := len(w.ops)
+	if kind != opAdd || n == 0 || w.ops[n-1].kind != opAdd || len(w.ops[n-1].param) != len(param) {
+		return false
+	}
+	addInto(w.ops[n-1].param, param)
+	return true
 }
 
 // startFrom sets the base of w, a write that no earlier write of the
