@@ -72,6 +72,12 @@ type Claims struct {
 	gone []*claim
 	// inFlight is len(live), read without the lock.
 	inFlight atomic.Int64
+	// carry is what the last attempt of several pops that committed alone
+	// read, for the next attempt that reads at its commit (firsts.go).
+	carry *carried
+	// adopted and refused count the attempts that took over what the
+	// attempt before them carried, and those that found it stale (tests).
+	adopted, refused atomic.Int64
 }
 
 // claim is a row's claim: by the attempt holding it, or, once its pop
@@ -117,6 +123,9 @@ type Attempt struct {
 	// dir is the cell directory it read whole for its skip-scans, if it
 	// did (firsts.go).
 	dir *dirRead
+	// adopted: a Several attempt looked for the reads of the attempt
+	// before it (adopt), at its first pick.
+	adopted bool
 }
 
 // Begin starts an attempt of tr: its pops claim rows in c.
@@ -157,6 +166,9 @@ func (a *Attempt) Release(committed bool) {
 		}
 	}
 	a.mine, a.remove = nil, nil
+	if committed {
+		a.carryLocked()
+	}
 	a.forgetFirsts()
 	oldest := c.seq + 1
 	for s := range c.live {
@@ -287,6 +299,9 @@ func (q *Queue) newPick(tr kv.ReadTransaction, mode pickMode) *pick {
 	if a, ok := tr.(*Attempt); ok && mode != peeking {
 		pk.a, pk.rm = a, mode == removing
 		a.picks++
+		if a.several && !a.adopted {
+			a.adopt()
+		}
 		// Alone, a pick reads serializably, which costs less than
 		// recording its reads, and claims what it takes all the same.
 		if a.claims.inFlight.Load() > 1 {

@@ -104,3 +104,17 @@ func (t *txn) injectedUnknown(report bool) error {
 	t.state = kv.TxnActive
 	return kv.Errorf(kv.CodeCommitUnknownResult, "injected: applied")
 }
+
+// CommittedAlone reports, once the transaction committed writes, the
+// version of its commit, and whether it was the only commit since the
+// transaction's read version: commits take consecutive versions, so the
+// database at that version is what the transaction read with its own
+// writes applied. queues' attempts of several pops hand what they read on
+// to the next attempt on that condition (queues/firsts.go).
+func (t *txn) CommittedAlone() (int64, bool) {
+	if t.state != kv.TxnCommitted || t.creq.writes.ver == 0 {
+		return 0, false
+	}
+	v := t.creq.writes.ver
+	return int64(v), v == t.rv+1
+}
