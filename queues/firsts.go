@@ -53,6 +53,9 @@ type firstRead struct {
 	// conflicts: the transaction has the read's conflict range (it was
 	// read, or answered, serializably).
 	conflicts bool
+	// cov is the read's conflict range, once an answer from memory added
+	// it: kept for the attempts it is carried to (carried).
+	cov kv.Range
 }
 
 // first reads the first key-value of r through rd (the Attempt's
@@ -274,7 +277,10 @@ func (a *Attempt) recall(r kv.Range, reverse, serializable bool) (e kv.KeyValue,
 	}
 	f := &a.firsts[i]
 	if serializable && !f.conflicts {
-		if err := a.Transaction.AddReadConflictRange(covered(r, reverse, f.e, f.ok)); err != nil {
+		if f.cov.End == nil {
+			f.cov = covered(f.r, reverse, f.e, f.ok) // f.r: never written
+		}
+		if err := a.Transaction.AddReadConflictRange(f.cov); err != nil {
 			return kv.KeyValue{}, false, false, err
 		}
 		f.conflicts = true

@@ -545,7 +545,9 @@ func (t *txn) AddReadConflictRange(r kv.Range) error {
 	if bytes.Equal(r.Begin, r.End) {
 		return nil
 	}
-	t.addRead(span{begin: slices.Clone(r.Begin), end: slices.Clone(r.End)})
+	// Copied into the transaction's byte blocks, as a read's range is
+	// (roomSpan): a fit pop adds dozens, each two objects otherwise.
+	t.addRead(t.roomSpan(r.Begin, r.End, false))
 	return nil
 }
 
