@@ -62,19 +62,7 @@ func benchFitPopConsumers(b *testing.B, tasks, sediment int, sedimented, claimed
 				b.Fatal(err)
 			}
 		}
-		for i := 0; i < tasks; i += 1000 {
-			if err := db.Transact(bg, func(tr kv.Transaction) error {
-				for j := i; j < i+1000; j++ {
-					it := queues.Item{ID: int64(j + 1), Priority: r.Int64N(10), Resources: []int64{1 + r.Int64N(8), 1 + r.Int64N(32)}, Value: payload}
-					if err := q.Push(tr, it); err != nil {
-						return err
-					}
-				}
-				return nil
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		pushFitTasks(b, db, q, r, tasks, payload)
 		var left, attempts atomic.Int64
 		var mu sync.Mutex
 		committedBy := map[int64]int{} // item id -> consumer
@@ -139,4 +127,22 @@ func benchFitPopConsumers(b *testing.B, tasks, sediment int, sedimented, claimed
 		}
 		b.ReportMetric(float64(same)/float64(b.N), "sameitem/pop")
 	})
+}
+
+// pushFitTasks pushes tasks tasks to q (priority 0..9, cpu 1..8, mem
+// 1..32, drawn from r, with payload), ids 1 to tasks, 1,000 a transaction.
+func pushFitTasks(b *testing.B, db kv.Database, q *queues.Queue, r *rand.Rand, tasks int, payload []byte) {
+	for i := 0; i < tasks; i += 1000 {
+		if err := db.Transact(bg, func(tr kv.Transaction) error {
+			for j := i; j < min(i+1000, tasks); j++ {
+				it := queues.Item{ID: int64(j + 1), Priority: r.Int64N(10), Resources: []int64{1 + r.Int64N(8), 1 + r.Int64N(32)}, Value: payload}
+				if err := q.Push(tr, it); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -35,19 +35,7 @@ func BenchmarkFitPopGroups(b *testing.B) {
 			q := queues.New(tuple.Tuple{"groups"}.Pack(), queues.Priority, "cpu", "mem")
 			r := rand.New(rand.NewPCG(7, 11))
 			payload := make([]byte, 64)
-			for i := 0; i < tasks; i += 1000 {
-				if err := db.Transact(bg, func(tr kv.Transaction) error {
-					for j := i; j < i+1000; j++ {
-						it := queues.Item{ID: int64(j + 1), Priority: r.Int64N(10), Resources: []int64{1 + r.Int64N(8), 1 + r.Int64N(32)}, Value: payload}
-						if err := q.Push(tr, it); err != nil {
-							return err
-						}
-					}
-					return nil
-				}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			pushFitTasks(b, db, q, r, tasks, payload)
 			claims := queues.NewClaims()
 			b.ReportAllocs()
 			b.ResetTimer()
