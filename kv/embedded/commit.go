@@ -59,7 +59,7 @@ func (t *txn) commit() error {
 	// Its records written ahead only once it is known to fit: a refused
 	// transaction of any size copies nothing into slabs.
 	if len(b.writes) > 0 {
-		b.pre = s.prebuild(b)
+		b.pre = s.prebuild(b, t.buffers())
 	}
 	// Everything that does not need the store's lock is done here, so
 	// that the lock is held only to check and install.
@@ -90,6 +90,11 @@ func (t *txn) commit() error {
 	t.finish(kv.TxnCommitted)
 	if len(b.clears) > 0 {
 		s.awaitTombs(s.version.Load())
+	}
+	if !reportUnknown {
+		// Applied (and, on file, written): the buffers are no one's.
+		// A commit reported unknown stays as it was, for OnError.
+		t.release()
 	}
 	return t.injectedUnknown(reportUnknown)
 }
