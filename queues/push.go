@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/tuple"
@@ -228,7 +229,7 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 	// directory keys below, in one GetMany.
 	snap := tr.Snapshot()
 	var runs []idRun
-	keys := make([][]byte, 0, 3*len(items))
+	var lones [][]byte
 	for i := 0; i < len(ids); {
 		j := i + 1
 		for j < len(ids) && ids[j] == ids[j-1]+1 {
@@ -236,15 +237,17 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 		}
 		if j-i < minIDRun {
 			for _, id := range ids[i:j] {
-				keys = append(keys, q.idKey(id))
+				lones = append(lones, q.idKey(id))
 			}
 		} else {
 			runs = append(runs, q.readIDRun(snap, ids[i], ids[j-1]))
 		}
 		i = j
 	}
-	lone := len(keys)
-	dirs := q.dirKeys(items, now, &keys)
+	lone := len(lones)
+	dirs := q.dirKeys(items, now)
+	keys := append(make([][]byte, 0, lone+len(dirs.keys)), lones...)
+	keys = append(keys, dirs.keys...)
 	vals, err := kv.GetMany(snap, keys)
 	if err != nil {
 		return nil, nil, err
@@ -293,47 +296,38 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 	return dirs, pushed, nil
 }
 
-// dirKeys returns the directory keys of the cells and shapes of items
-// visible at now, and appends each once to keys. The keys are built one
-// after the other in one buffer, and the set's strings are cut from one
-// copy of it: two allocations for the statement, where a string and a
-// copy of it for each directory were a quarter of a 100-row INSERT's
-// allocations.
-func (q *Queue) dirKeys(items []Item, now int64, keys *[][]byte) *dirSet {
-	var buf []byte
-	var few [8]int
-	ends := few[:0] // where each key in buf ends
+// dirKeys returns the set of the directory keys of the cells and shapes
+// of items visible at now, each key once in its keys, in the order the
+// items first name them. Each key is built in a buffer on the stack and
+// copied only when new, into the set's arena, which its string shares: a
+// 100-row INSERT of a few dozen cells and shapes copies those, where
+// building every item's keys, a copy of them all and a map sized for them
+// all was 250 bytes a row.
+func (q *Queue) dirKeys(items []Item, now int64) *dirSet {
+	dirs := newDirSet(min(2*len(items), maxDirsHint))
+	var buf [128]byte
 	var cells [8]int64
 	for _, it := range items {
 		if len(it.Resources) == 0 || nanos(it.VisibleAt) > now {
 			continue
 		}
-		if buf == nil {
-			n := len(q.sub[tagShapeDir]) + maxIntLen*len(it.Resources)
-			buf = make([]byte, 0, 2*n*len(items))
-			if 2*len(items) > len(few) {
-				ends = make([]int, 0, 2*len(items))
+		k := q.appendKey(buf[:0], tagCellDir, appendCells(cells[:0], it.Resources)...)
+		if !dirs.has(k) {
+			dirs.keep(k, len(items))
+		}
+		if !exactCell(it.Resources) {
+			k = q.appendKey(buf[:0], tagShapeDir, it.Resources...)
+			if !dirs.has(k) {
+				dirs.keep(k, len(items))
 			}
 		}
-		buf = q.appendKey(buf, tagCellDir, appendCells(cells[:0], it.Resources)...)
-		ends = append(ends, len(buf))
-		if !exactCell(it.Resources) {
-			buf = q.appendKey(buf, tagShapeDir, it.Resources...)
-			ends = append(ends, len(buf))
-		}
-	}
-	dirs := newDirSet(len(ends))
-	all := string(buf)
-	begin := 0
-	for _, end := range ends {
-		if k := all[begin:end]; !dirs.has(buf[begin:end]) {
-			dirs.add(k)
-			*keys = append(*keys, buf[begin:end:end])
-		}
-		begin = end
 	}
 	return dirs
 }
+
+// maxDirsHint bounds the size dirKeys makes a set's map for: a push's
+// items fill a few dozen cells and shapes, however many they are.
+const maxDirsHint = 64
 
 // minIDRun is the fewest consecutive ids checkNew reads as a range.
 const minIDRun = 4
@@ -625,11 +619,17 @@ func ensureDir(tr kv.Transaction, key []byte, dirs *dirSet) error {
 // dirSet holds the directory keys a transaction made sure of (ensureDir):
 // up to fewDirs in a slice, searched in order, more in a map. A
 // single-row push makes sure of one or two, for which a map was two
-// allocations and a hash a lookup.
+// allocations and a hash a lookup. keys holds those dirKeys found, in
+// the order found, in arena.
 type dirSet struct {
-	few []string
-	m   map[string]struct{}
-	two [2]string // few's array, for a single-row push
+	few  []string
+	m    map[string]struct{}
+	two  [2]string // few's array, for a single-row push
+	keys [][]byte
+	// arena holds the bytes of keys, which the set's strings share:
+	// bytes appended are never written again (a full arena is left to
+	// the keys cut from it, and a new one begun).
+	arena []byte
 }
 
 // fewDirs is the most keys a dirSet holds in its slice.
@@ -647,6 +647,22 @@ func newDirSet(n int) *dirSet {
 		d.few = d.two[:0]
 	}
 	return d
+}
+
+// keep adds a copy of k, which the set does not hold, to the set and to
+// its keys; items sizes a new arena.
+func (d *dirSet) keep(k []byte, items int) {
+	if cap(d.arena)-len(d.arena) < len(k) {
+		d.arena = make([]byte, 0, max(len(k)*min(2*items, 16), 2*cap(d.arena)))
+	}
+	start := len(d.arena)
+	d.arena = append(d.arena, k...)
+	c := d.arena[start:len(d.arena):len(d.arena)]
+	if d.keys == nil {
+		d.keys = make([][]byte, 0, min(2*items, maxDirsHint))
+	}
+	d.keys = append(d.keys, c)
+	d.add(unsafe.String(unsafe.SliceData(c), len(c)))
 }
 
 // has reports whether the set (nil: empty) holds key.
