@@ -14,8 +14,12 @@ func (t *txn) hasWrites() bool {
 // batch returns the transaction's mutations as a batch (record.go), its
 // writes sorted once here if no read needed them sorted before. Its
 // records are not built yet (prebuild): the size limit is checked first.
+// The batch is the buffers' (txnBufs), no one's once the transaction
+// ends.
 func (t *txn) batch() *batch {
-	return &batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped}
+	b := &t.buffers().batch
+	*b = batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped}
+	return b
 }
 
 // Commit implements kv.Transaction.

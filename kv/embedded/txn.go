@@ -246,8 +246,10 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 	}
 	vals := make([][]byte, len(keys))
 	oks := make([]bool, len(keys))
-	writes := make([]*write, len(keys))
-	var fromStore []int // the indexes of the keys the store answers
+	// writes holds the writes to the keys, nil until one has one (a
+	// push reads before it writes).
+	var writes []*write
+	fromStore := make([]int, 0, len(keys)) // the indexes of the keys the store answers
 	for i, key := range keys {
 		if err := checkReadKey(key); err != nil {
 			return nil, err
@@ -263,7 +265,12 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 		case w == nil && t.inClears(key):
 			continue
 		}
-		writes[i] = w
+		if w != nil {
+			if writes == nil {
+				writes = make([]*write, len(keys))
+			}
+			writes[i] = w
+		}
 		fromStore = append(fromStore, i)
 	}
 	slices.SortFunc(fromStore, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
@@ -272,8 +279,8 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 		if !snapshot {
 			t.addReadKey(keys[i])
 		}
-		if w := writes[i]; w != nil {
-			vals[i], oks[i] = w.resolve(vals[i], oks[i])
+		if writes != nil && writes[i] != nil {
+			vals[i], oks[i] = writes[i].resolve(vals[i], oks[i])
 		}
 	}
 	for i := range vals {
@@ -516,7 +523,7 @@ func (t *txn) atomic(key []byte, kind opKind, param []byte) {
 		// Most writes with operations have one (a counter's ADD): it
 		// is carved out of a block, as the writes are.
 		if len(t.oblock) == 0 {
-			t.oblock = make([]atomicOp, opBlock)
+			t.oblock = t.buffers().opBlock()
 		}
 		w.ops, t.oblock = t.oblock[:1:1], t.oblock[1:]
 		w.ops[0] = op

@@ -304,6 +304,9 @@ type txnBufs struct {
 	lists   [2][]*write // free slices of writes, for pending and sortPending
 	sortBuf []sortEntry
 	pre     prebuilt
+	oblocks [][]atomicOp // atomic operations' blocks, [:oused] handed out
+	oused   int
+	batch   batch // the commit's
 }
 
 var bufPool = sync.Pool{New: func() any { return new(txnBufs) }}
@@ -362,6 +365,21 @@ func (b *txnBufs) byteBlock(size, n int) []byte {
 	return blk
 }
 
+// opBlock returns a block of atomic operations, all zero: the next
+// pooled one, or a new one.
+func (b *txnBufs) opBlock() []atomicOp {
+	if b.oused < len(b.oblocks) {
+		b.oused++
+		return b.oblocks[b.oused-1]
+	}
+	blk := make([]atomicOp, opBlock)
+	if len(b.oblocks) < pooledBlocks {
+		b.oblocks = append(b.oblocks, blk)
+		b.oused++
+	}
+	return blk
+}
+
 // list returns an empty slice of writes with room for n: a free one, or a
 // new one. It is the caller's until putList.
 func (b *txnBufs) list(n int) []*write {
@@ -409,8 +427,16 @@ func (t *txn) release() {
 	b.putList(t.pending) // no one else's: a list's, or sortPending's
 	clear(b.pre)
 	b.pre = b.pre[:0]
+	for _, blk := range b.oblocks[:b.oused] {
+		clear(blk)
+	}
+	b.oused = 0
+	b.batch = batch{}
 	t.bufs, t.pending, t.writes, t.recent = nil, nil, nil, [recentAtomics]*write{}
 	t.wblock, t.bblock, t.oblock = nil, nil, nil
-	t.reads, t.creq = nil, commitReq{}
+	// t.reads stays: an iterator left open past the end writes its
+	// span there (its keys' bytes may be reused, but no commit reads
+	// them any more).
+	t.creq = commitReq{}
 	bufPool.Put(b)
 }
