@@ -32,7 +32,9 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		return nil, err
 	}
 	t := s.t
-	targets := make([]int, 0, len(t.Columns))
+	bufs := insertPool.Get().(*insertBufs)
+	defer bufs.put()
+	targets := bufs.targetsFor(len(t.Columns))
 	visAt := -1 // the position of _visible_at among the values, if given
 	// byID holds, when the statement gives ids, each id's row (1-based),
 	// to name the row whose id is given twice or is in the table.
@@ -42,7 +44,6 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 			targets = append(targets, i)
 		}
 	} else {
-		given := map[int]bool{}
 		for _, name := range st.Columns {
 			i, err := t.column(name)
 			if err != nil {
@@ -51,10 +52,9 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 			if i == colLease {
 				return nil, readOnlyColumn(t.columnDef(i).Name)
 			}
-			if given[i] {
+			if slices.Contains(targets, i) { // a few columns: no map
 				return nil, fmt.Errorf("%w: column %s is given twice", ErrValue, name)
 			}
-			given[i] = true
 			switch i {
 			case colVisibleAt:
 				visAt = len(targets)
@@ -67,15 +67,11 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	// Every row is converted and checked before any is written, so that a
 	// bad row leaves nothing of the statement behind, also inside an
 	// explicit transaction.
-	bufs := insertPool.Get().(*insertBufs)
-	defer bufs.put()
 	items := bufs.itemsFor(len(st.Rows))
 	// One row's scratch, reused: a row is packed before the next is read.
-	// full and tup share one array: one allocation, not two.
 	nc := len(t.Columns)
-	cells := make([]any, 2*nc)
+	cells, set := bufs.rowFor(nc)
 	full, tup := cells[:nc:nc], tuple.Tuple(cells[nc:])
-	set := make([]bool, nc)
 	resources := bufs.resourcesFor(len(st.Rows) * len(t.Resources))
 	uniq := s.newUniqueRows(len(st.Rows))
 	// The rows are packed one after the other into blocks of a few rows'
@@ -197,6 +193,9 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 // writes copy what they keep, and nothing else holds them. Made afresh,
 // they were 200 of the 1,200 bytes a row of a 100-row INSERT allocated.
 type insertBufs struct {
+	targets   []int
+	cells     []any // a row's values and their tuple, as many of each
+	set       []bool
 	items     []queues.Item
 	resources []int64
 	rows      []byte // the first block of packed rows
@@ -212,6 +211,23 @@ const (
 	pooledRows   = 1024
 	pooledInsert = 64 << 10
 )
+
+func (b *insertBufs) targetsFor(n int) []int {
+	if cap(b.targets) < n {
+		b.targets = make([]int, 0, n)
+	}
+	return b.targets[:0]
+}
+
+// rowFor returns a row's scratch for a table of n columns: cells for its
+// values and their tuple encoding, all nil, and set, all false.
+func (b *insertBufs) rowFor(n int) ([]any, []bool) {
+	if cap(b.cells) < 2*n {
+		b.cells, b.set = make([]any, 2*n), make([]bool, n)
+	}
+	b.cells, b.set = b.cells[:2*n], b.set[:n]
+	return b.cells, b.set
+}
 
 func (b *insertBufs) itemsFor(n int) []queues.Item {
 	if cap(b.items) < n {
@@ -246,8 +262,9 @@ func (b *insertBufs) block(size, room int) []byte {
 // resources), or lets go of it if it grew large.
 func (b *insertBufs) put() {
 	clear(b.items[:b.n])
+	clear(b.cells)
 	b.taken = false
-	if cap(b.items) > pooledRows || cap(b.resources) > 8*pooledRows || cap(b.rows) > pooledInsert {
+	if cap(b.items) > pooledRows || cap(b.resources) > 8*pooledRows || cap(b.rows) > pooledInsert || cap(b.cells) > pooledRows {
 		return
 	}
 	insertPool.Put(b)
