@@ -21,52 +21,60 @@ import (
 // writer used), on memory: and file:.
 func TestReusedBuffersKeepConflicts(t *testing.T) {
 	t.Parallel()
+	onMemoryAndFile(t, embedded.Config{RetryLimit: -1}, func(t *testing.T, db *embedded.DB) {
+		ctx := context.Background()
+		for round := range 20 {
+			key := fmt.Appendf(nil, "k/%03d", round)
+			reader, err := db.CreateTransaction(ctx)
+			require.NoError(t, err)
+			_, err = reader.Get(key) // its read version is before the write
+			require.NoError(t, err)
+
+			// The write to key, among others (a plain set is built
+			// ahead, an ADD is not), then transactions writing
+			// other keys of the same lengths.
+			require.NoError(t, kv.Transact(ctx, db, func(tr kv.Transaction) error {
+				for i := range 50 {
+					tr.Set(fmt.Appendf(nil, "a/%03d/%03d", round, i), []byte("v"))
+				}
+				if round%2 == 0 {
+					tr.Set(key, []byte("v"))
+				} else {
+					tr.Add(key, 1)
+				}
+				return nil
+			}))
+			for other := range 10 {
+				require.NoError(t, kv.Transact(ctx, db, func(tr kv.Transaction) error {
+					for i := range 51 {
+						tr.Set(fmt.Appendf(nil, "z/%03d/%03d", other, i), []byte("w"))
+					}
+					tr.Add(fmt.Appendf(nil, "z/%03d", other), 1)
+					return nil
+				}))
+			}
+
+			reader.Set([]byte("r"), []byte("x"))
+			err = reader.Commit()
+			require.Error(t, err, "round %d: the read of %s conflicts with the write committed after it", round, key)
+			require.True(t, kv.IsRetryable(err), "round %d: %v", round, err)
+			reader.Cancel()
+		}
+	})
+}
+
+// onMemoryAndFile runs test, in parallel, on a memory: database and on a
+// file: one in a temporary directory, opened with cfg.
+func onMemoryAndFile(t *testing.T, cfg embedded.Config, test func(t *testing.T, db *embedded.DB)) {
 	for _, name := range []string{"", "file:"} {
 		t.Run(fmt.Sprintf("%q", name), func(t *testing.T) {
 			t.Parallel()
 			if name != "" {
 				name = "file:" + filepath.Join(t.TempDir(), "db")
 			}
-			db := embedded.Open(name, embedded.Config{RetryLimit: -1})
+			db := embedded.Open(name, cfg)
 			defer db.Close()
-			ctx := context.Background()
-			for round := range 20 {
-				key := fmt.Appendf(nil, "k/%03d", round)
-				reader, err := db.CreateTransaction(ctx)
-				require.NoError(t, err)
-				_, err = reader.Get(key) // its read version is before the write
-				require.NoError(t, err)
-
-				// The write to key, among others (a plain set is built
-				// ahead, an ADD is not), then transactions writing
-				// other keys of the same lengths.
-				require.NoError(t, kv.Transact(ctx, db, func(tr kv.Transaction) error {
-					for i := range 50 {
-						tr.Set(fmt.Appendf(nil, "a/%03d/%03d", round, i), []byte("v"))
-					}
-					if round%2 == 0 {
-						tr.Set(key, []byte("v"))
-					} else {
-						tr.Add(key, 1)
-					}
-					return nil
-				}))
-				for other := range 10 {
-					require.NoError(t, kv.Transact(ctx, db, func(tr kv.Transaction) error {
-						for i := range 51 {
-							tr.Set(fmt.Appendf(nil, "z/%03d/%03d", other, i), []byte("w"))
-						}
-						tr.Add(fmt.Appendf(nil, "z/%03d", other), 1)
-						return nil
-					}))
-				}
-
-				reader.Set([]byte("r"), []byte("x"))
-				err = reader.Commit()
-				require.Error(t, err, "round %d: the read of %s conflicts with the write committed after it", round, key)
-				require.True(t, kv.IsRetryable(err), "round %d: %v", round, err)
-				reader.Cancel()
-			}
+			test(t, db)
 		})
 	}
 }
