@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/tuple"
@@ -85,14 +86,16 @@ func (q *Queue) pushSome(tr kv.Transaction, token Token, items []Item, next bool
 		pushed, err := pushedOf(parts, len(items))
 		return pushed, false, err
 	}
+	sc := &scratch{}
+	sc.b = sc.first[:0]
 	var seqs *nextSeqs
 	if next {
-		seqs = q.readSeqs(tr, items) // in flight during checkNew's wait
+		seqs = q.readSeqs(tr, items, &sc.seqs) // in flight during checkNew's wait
 	}
 	// One clock read for the statement: the directories checkNew makes
 	// sure of are those of the items pushChecked then finds visible.
-	sc := &scratch{now: q.opts.now()}
-	dirs, pushed, err := q.checkNew(tr, items, sc.now.UnixNano(), keep)
+	sc.now = q.opts.now()
+	dirs, pushed, err := q.checkNew(tr, items, sc.now.UnixNano(), keep, &sc.dirs)
 	if err != nil {
 		return nil, false, err
 	}
@@ -212,10 +215,14 @@ func (q *Queue) prioOf(it Item) int64 {
 // there. keep, if not nil, runs once the reads are in, before any write,
 // and says which items are pushed (see PushSome): only their directory
 // keys are written.
-func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func() ([]bool, error)) (*dirSet, []bool, error) {
-	ids := make([]int64, len(items))
-	for i, it := range items {
-		ids[i] = it.ID
+func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func() ([]bool, error), dirs *dirSet) (*dirSet, []bool, error) {
+	var few [4]int64
+	ids := few[:0]
+	if len(items) > len(few) {
+		ids = make([]int64, 0, len(items))
+	}
+	for _, it := range items {
+		ids = append(ids, it.ID)
 	}
 	slices.Sort(ids)
 	for i := 1; i < len(ids); i++ {
@@ -228,7 +235,7 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 	// directory keys below, in one GetMany.
 	snap := tr.Snapshot()
 	var runs []idRun
-	keys := make([][]byte, 0, 3*len(items))
+	var lones [][]byte
 	for i := 0; i < len(ids); {
 		j := i + 1
 		for j < len(ids) && ids[j] == ids[j-1]+1 {
@@ -236,15 +243,17 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 		}
 		if j-i < minIDRun {
 			for _, id := range ids[i:j] {
-				keys = append(keys, q.idKey(id))
+				lones = append(lones, q.idKey(id))
 			}
 		} else {
 			runs = append(runs, q.readIDRun(snap, ids[i], ids[j-1]))
 		}
 		i = j
 	}
-	lone := len(keys)
-	dirs := q.dirKeys(items, now, &keys)
+	lone := len(lones)
+	q.dirKeys(items, now, dirs)
+	keys := append(make([][]byte, 0, lone+len(dirs.keys)), lones...)
+	keys = append(keys, dirs.keys...)
 	vals, err := kv.GetMany(snap, keys)
 	if err != nil {
 		return nil, nil, err
@@ -293,47 +302,38 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 	return dirs, pushed, nil
 }
 
-// dirKeys returns the directory keys of the cells and shapes of items
-// visible at now, and appends each once to keys. The keys are built one
-// after the other in one buffer, and the set's strings are cut from one
-// copy of it: two allocations for the statement, where a string and a
-// copy of it for each directory were a quarter of a 100-row INSERT's
-// allocations.
-func (q *Queue) dirKeys(items []Item, now int64, keys *[][]byte) *dirSet {
-	var buf []byte
-	var few [8]int
-	ends := few[:0] // where each key in buf ends
+// dirKeys fills dirs, a zero set, with the directory keys of the cells
+// and shapes of items visible at now, each key once in its keys, in the order the
+// items first name them. Each key is built in a buffer on the stack and
+// copied only when new, into the set's arena, which its string shares: a
+// 100-row INSERT of a few dozen cells and shapes copies those, where
+// building every item's keys, a copy of them all and a map sized for them
+// all was 250 bytes a row.
+func (q *Queue) dirKeys(items []Item, now int64, dirs *dirSet) {
+	dirs.init(min(2*len(items), maxDirsHint))
+	var buf [128]byte
 	var cells [8]int64
 	for _, it := range items {
 		if len(it.Resources) == 0 || nanos(it.VisibleAt) > now {
 			continue
 		}
-		if buf == nil {
-			n := len(q.sub[tagShapeDir]) + maxIntLen*len(it.Resources)
-			buf = make([]byte, 0, 2*n*len(items))
-			if 2*len(items) > len(few) {
-				ends = make([]int, 0, 2*len(items))
+		k := q.appendKey(buf[:0], tagCellDir, appendCells(cells[:0], it.Resources)...)
+		if !dirs.has(k) {
+			dirs.keep(k, len(items))
+		}
+		if !exactCell(it.Resources) {
+			k = q.appendKey(buf[:0], tagShapeDir, it.Resources...)
+			if !dirs.has(k) {
+				dirs.keep(k, len(items))
 			}
 		}
-		buf = q.appendKey(buf, tagCellDir, appendCells(cells[:0], it.Resources)...)
-		ends = append(ends, len(buf))
-		if !exactCell(it.Resources) {
-			buf = q.appendKey(buf, tagShapeDir, it.Resources...)
-			ends = append(ends, len(buf))
-		}
 	}
-	dirs := newDirSet(len(ends))
-	all := string(buf)
-	begin := 0
-	for _, end := range ends {
-		if k := all[begin:end]; !dirs.has(buf[begin:end]) {
-			dirs.add(k)
-			*keys = append(*keys, buf[begin:end:end])
-		}
-		begin = end
-	}
-	return dirs
 }
+
+// maxDirsHint bounds the size dirKeys makes a set's map for: a push's
+// items fill at most a few hundred cells and shapes (fdbqueue bench's
+// 100-row INSERTs: about a hundred), however many they are.
+const maxDirsHint = 256
 
 // minIDRun is the fewest consecutive ids checkNew reads as a range.
 const minIDRun = 4
@@ -430,7 +430,7 @@ func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs *dirSet,
 // comes back before later pushes), read with snapshot reads, so pushes never
 // conflict with each other over it.
 func (q *Queue) nextSeq(tr kv.Transaction, prio int64) (int64, error) {
-	return q.readSeqs(tr, []Item{{Priority: prio}}).next(prio)
+	return q.readSeqs(tr, []Item{{Priority: prio}}, nil).next(prio)
 }
 
 // nextSeqs are the seqs a push of several items takes (nextSeq), each
@@ -456,12 +456,17 @@ type seqTail struct {
 }
 
 // fewPriorities is how many priorities nextSeqs looks up by a scan of its
-// tails, not a map.
-const fewPriorities = 8
+// tails, not a map: a scan of 16 is faster than a map's lookup, which
+// was 1% of a 100-row INSERT's time with 10 priorities.
+const fewPriorities = 16
 
-// readSeqs issues the reads of the seqs of items' priorities.
-func (q *Queue) readSeqs(tr kv.Transaction, items []Item) *nextSeqs {
-	s := &nextSeqs{q: q}
+// readSeqs issues the reads of the seqs of items' priorities, into s, a
+// zero nextSeqs, or a new one if s is nil, and returns it.
+func (q *Queue) readSeqs(tr kv.Transaction, items []Item, s *nextSeqs) *nextSeqs {
+	if s == nil {
+		s = &nextSeqs{}
+	}
+	s.q = q
 	s.tails = s.few[:0]
 	snap := tr.Snapshot()
 	for _, it := range items {
@@ -469,7 +474,8 @@ func (q *Queue) readSeqs(tr kv.Transaction, items []Item) *nextSeqs {
 		if s.find(prio) >= 0 {
 			continue
 		}
-		s.tails = append(s.tails, seqTail{prio: prio, items: q.readTail(snap, tagItems, prio), hidden: q.readTail(snap, tagHidden, prio)})
+		visible, hidden := q.readTails(snap, prio)
+		s.tails = append(s.tails, seqTail{prio: prio, items: visible, hidden: hidden})
 		switch n := len(s.tails); {
 		case s.at != nil:
 			s.at[prio] = n - 1
@@ -483,14 +489,34 @@ func (q *Queue) readSeqs(tr kv.Transaction, items []Item) *nextSeqs {
 	return s
 }
 
-// readTail issues the read of the last item of priority prio under tag
-// (tagItems or tagHidden).
-func (q *Queue) readTail(snap kv.ReadTransaction, tag int, prio int64) kv.FutureRange {
-	tail := q.prefixRange(tag)
+// readTails issues the reads of the last item of priority prio under
+// tagItems and under tagHidden, their ranges' bounds in one allocation.
+func (q *Queue) readTails(snap kv.ReadTransaction, prio int64) (items, hidden kv.FutureRange) {
+	var vs []int64
 	if q.kind == Priority {
-		tail = q.prefixRange(tag, prio)
+		vs = []int64{prio}
 	}
-	return kv.GetRangeAsync(snap, tail, kv.RangeOptions{Limit: 1, Reverse: true})
+	buf := make([]byte, 0, 2*(len(q.sub[tagItems])+len(q.sub[tagHidden])+2*maxIntLen*len(vs)))
+	var r [2]kv.Range
+	for i, tag := range [2]int{tagItems, tagHidden} {
+		start := len(buf)
+		buf = q.appendKey(buf, tag, vs...)
+		n := len(buf)
+		buf = append(buf, buf[start:n]...) // within the capacity
+		r[i] = kv.Range{Begin: buf[start:n:n], End: strincInPlace(buf[n:len(buf):len(buf)])}
+	}
+	opts := kv.RangeOptions{Limit: 1, Reverse: true}
+	return kv.GetRangeAsync(snap, r[0], opts), kv.GetRangeAsync(snap, r[1], opts)
+}
+
+// strincInPlace is kv.Strinc of a packed key, in place: a tuple's first
+// byte is a type code, never 0xff, so some byte is left to increment.
+func strincInPlace(b []byte) []byte {
+	for b[len(b)-1] == 0xff {
+		b = b[:len(b)-1]
+	}
+	b[len(b)-1]++
+	return b
 }
 
 // find returns the index of prio's tail, or -1.
@@ -558,11 +584,19 @@ func (q *Queue) insert(tr kv.Transaction, p pos, it Item, sc *scratch) {
 // INSERT allocated 3,445 bytes a row, 600 of them keys and values built
 // only to be copied. It gathers the push's statistics counts too.
 type scratch struct {
-	b       []byte
+	b []byte
+	// first is b's first array: a row's keys and value fit, and a
+	// single-row INSERT allocates none (it grew twice: 2 of its 55
+	// allocations).
+	first   [512]byte
 	tallies tallies
 	// now is the push's time, read once for all its items: a clock
 	// read a row was 1% of a 100-row INSERT's time.
 	now time.Time
+	// seqs and dirs are the push's next seqs and directory keys, here
+	// rather than objects of their own.
+	seqs nextSeqs
+	dirs dirSet
 }
 
 // clock returns the push's time: sc's, or the clock's without a scratch.
@@ -625,11 +659,21 @@ func ensureDir(tr kv.Transaction, key []byte, dirs *dirSet) error {
 // dirSet holds the directory keys a transaction made sure of (ensureDir):
 // up to fewDirs in a slice, searched in order, more in a map. A
 // single-row push makes sure of one or two, for which a map was two
-// allocations and a hash a lookup.
+// allocations and a hash a lookup. keys holds those dirKeys found, in
+// the order found, in arena.
 type dirSet struct {
-	few []string
-	m   map[string]struct{}
-	two [2]string // few's array, for a single-row push
+	few  []string
+	m    map[string]struct{}
+	two  [2]string // few's array, for a single-row push
+	keys [][]byte
+	// arena holds the bytes of keys, which the set's strings share:
+	// bytes appended are never written again (a full arena is left to
+	// the keys cut from it, and a new one begun). twoKeys and bytes are
+	// the first arrays of keys and arena: a single-row push's one or two
+	// directories take no allocation of their own.
+	arena   []byte
+	twoKeys [2][]byte
+	bytes   [96]byte
 }
 
 // fewDirs is the most keys a dirSet holds in its slice.
@@ -638,6 +682,12 @@ const fewDirs = 8
 // newDirSet returns a set for about n keys.
 func newDirSet(n int) *dirSet {
 	d := &dirSet{}
+	d.init(n)
+	return d
+}
+
+// init prepares d, a zero set, for about n keys.
+func (d *dirSet) init(n int) {
 	switch {
 	case n > fewDirs:
 		d.m = make(map[string]struct{}, n)
@@ -646,7 +696,29 @@ func newDirSet(n int) *dirSet {
 	default:
 		d.few = d.two[:0]
 	}
-	return d
+}
+
+// keep adds a copy of k, which the set does not hold, to the set and to
+// its keys; items sizes a new arena.
+func (d *dirSet) keep(k []byte, items int) {
+	switch {
+	case d.arena == nil && len(k) <= len(d.bytes) && items <= 1:
+		d.arena = d.bytes[:0]
+	case cap(d.arena)-len(d.arena) < len(k):
+		d.arena = make([]byte, 0, max(len(k)*min(2*items, 16), 2*cap(d.arena)))
+	}
+	start := len(d.arena)
+	d.arena = append(d.arena, k...)
+	c := d.arena[start:len(d.arena):len(d.arena)]
+	if d.keys == nil {
+		if items <= 1 {
+			d.keys = d.twoKeys[:0]
+		} else {
+			d.keys = make([][]byte, 0, min(2*items, maxDirsHint))
+		}
+	}
+	d.keys = append(d.keys, c)
+	d.add(unsafe.String(unsafe.SliceData(c), len(c)))
 }
 
 // has reports whether the set (nil: empty) holds key.

@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"slices"
 	"unsafe"
 )
@@ -253,31 +254,27 @@ func AppendInt(dst []byte, v int64) []byte {
 		mag = uint64(-v)
 	}
 	n := byteLen(mag)
-	dst = append(dst, byte(codeIntZero-n))
-	x := ^mag
-	for i := n - 1; i >= 0; i-- {
-		dst = append(dst, byte(x>>(8*uint(i))))
-	}
-	return dst
+	return appendCoded(dst, byte(codeIntZero-n), ^mag, n)
 }
 
 func appendUint(dst []byte, v uint64) []byte {
 	n := byteLen(v)
-	dst = append(dst, byte(codeIntZero+n))
-	for i := n - 1; i >= 0; i-- {
-		dst = append(dst, byte(v>>(8*uint(i))))
-	}
-	return dst
+	return appendCoded(dst, byte(codeIntZero+n), v, n)
+}
+
+// appendCoded appends code and the low n bytes of v, big-endian, in one
+// append: a byte at a time, each append checking the capacity, was 5% of
+// a 100-row INSERT's time (a row's keys and value hold about 20 integers).
+func appendCoded(dst []byte, code byte, v uint64, n int) []byte {
+	var b [9]byte
+	b[0] = code
+	binary.BigEndian.PutUint64(b[1:], v<<(64-8*uint(n))) // n = 0: a shift by 64 is 0
+	return append(dst, b[:1+n]...)
 }
 
 // byteLen is the number of bytes needed to hold v (0 for 0).
 func byteLen(v uint64) int {
-	n := 0
-	for v != 0 {
-		n++
-		v >>= 8
-	}
-	return n
+	return (bits.Len64(v) + 7) >> 3
 }
 
 func appendBigInt(dst []byte, v *big.Int) ([]byte, error) {

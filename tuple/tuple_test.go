@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -446,6 +447,45 @@ func TestEscapeMatchesByteLoop(t *testing.T) {
 		require.Equal(t, escape(codeBytes, b), AppendBytes(nil, b), "%x", b)
 		require.Equal(t, escape(codeBytes, b), Tuple{b}.Pack(), "%x", b)
 		require.Equal(t, escape(codeString, b), Tuple{string(b)}.Pack(), "%x", b)
+	}
+}
+
+// AppendInt writes what the byte-at-a-time loop it replaced wrote: the
+// type code of the length, then the magnitude (one's complement for a
+// negative number) in the fewest bytes, big-endian, around every length's
+// bounds, after what dst holds.
+func TestAppendIntMatchesByteLoop(t *testing.T) {
+	t.Parallel()
+	loop := func(dst []byte, v int64) []byte {
+		mag := uint64(v)
+		if v < 0 {
+			mag = uint64(-(v + 1)) + 1
+		}
+		n := 0
+		for m := mag; m != 0; m >>= 8 {
+			n++
+		}
+		x, code := mag, byte(codeIntZero+n)
+		if v < 0 {
+			x, code = ^mag, byte(codeIntZero-n)
+		}
+		dst = append(dst, code)
+		for i := n - 1; i >= 0; i-- {
+			dst = append(dst, byte(x>>(8*uint(i))))
+		}
+		return dst
+	}
+	vals := []int64{0, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for shift := uint(0); shift < 64; shift += 4 {
+		for _, d := range []int64{-1, 0, 1} {
+			v := int64(1)<<shift + d
+			vals = append(vals, v, -v)
+		}
+	}
+	prefix := []byte("p\x00")
+	for _, v := range vals {
+		require.Equal(t, loop(slices.Clone(prefix), v), AppendInt(slices.Clone(prefix), v), "%d", v)
+		require.Equal(t, loop(nil, v), AppendInt(nil, v), "%d", v)
 	}
 }
 

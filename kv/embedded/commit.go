@@ -14,8 +14,12 @@ func (t *txn) hasWrites() bool {
 // batch returns the transaction's mutations as a batch (record.go), its
 // writes sorted once here if no read needed them sorted before. Its
 // records are not built yet (prebuild): the size limit is checked first.
+// The batch is the buffers' (txnBufs), no one's once the transaction
+// ends.
 func (t *txn) batch() *batch {
-	return &batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped}
+	b := &t.buffers().batch
+	*b = batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped}
+	return b
 }
 
 // Commit implements kv.Transaction.
@@ -59,7 +63,7 @@ func (t *txn) commit() error {
 	// Its records written ahead only once it is known to fit: a refused
 	// transaction of any size copies nothing into slabs.
 	if len(b.writes) > 0 {
-		b.pre = s.prebuild(b)
+		b.pre = s.prebuild(b, t.buffers())
 	}
 	// Everything that does not need the store's lock is done here, so
 	// that the lock is held only to check and install.
@@ -90,6 +94,11 @@ func (t *txn) commit() error {
 	t.finish(kv.TxnCommitted)
 	if len(b.clears) > 0 {
 		s.awaitTombs(s.version.Load())
+	}
+	if !reportUnknown {
+		// Applied (and, on file, written): the buffers are no one's.
+		// A commit reported unknown stays as it was, for OnError.
+		t.release()
 	}
 	return t.injectedUnknown(reportUnknown)
 }

@@ -90,11 +90,31 @@ func readsIntersect(reads []span, w span) bool {
 }
 
 // record lists b's writes for the history: the keys of b.writes (sorted by
-// key), and the clears and explicit write-conflict spans.
+// key), and the clears and explicit write-conflict spans. The keys are
+// not the writes' own, which are in the transaction's byte blocks, reused
+// once it ends (txnBufs): a key set by a pre-built record is the record's
+// (its bytes never change), the others are copied.
 func (t *txn) record(b *batch) commitRecord {
 	keys := make([][]byte, len(b.writes))
+	n := 0 // bytes to copy
 	for i, w := range b.writes {
-		keys[i] = w.key
+		switch {
+		case b.pre != nil && b.pre[i].p != nil:
+			keys[i] = b.pre[i].key()
+		case len(w.key) == 0:
+			keys[i] = []byte{}
+		default:
+			n += len(w.key)
+		}
+	}
+	if n > 0 {
+		buf := make([]byte, 0, n)
+		for i, w := range b.writes {
+			if keys[i] == nil {
+				buf = append(buf, w.key...)
+				keys[i] = buf[len(buf)-len(w.key) : len(buf) : len(buf)]
+			}
+		}
 	}
 	var ranges []span
 	if n := len(b.clears) + len(t.wconf); n > 0 {

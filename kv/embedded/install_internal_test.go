@@ -59,7 +59,7 @@ func BenchmarkApplyBatch(b *testing.B) {
 	for i := range batches {
 		batches[i] = queueBatch(prefix, 100_000+100*int64(i))
 		// As the committing client does, before the lock.
-		batches[i].pre = s.prebuild(batches[i])
+		batches[i].pre = s.prebuild(batches[i], nil)
 	}
 	// The thread's CPU time, beside the wall time: other processes'
 	// load on the machine does not inflate it.

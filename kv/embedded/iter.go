@@ -217,12 +217,14 @@ func (it *rangeIter) Next() bool {
 			key, val = dbkv.Key, dbkv.Value
 			ok = !it.t.inClears(key)
 		case dbOK && bytes.Equal(dbkv.Key, w.key):
+			it.t.leaked = true // the key and value are the write's
 			it.bi++
 			key = w.key
 			val, ok = w.resolve(dbkv.Value, true)
 		default:
 			// A key only our writes know; atomic ops on it start from
 			// nothing, as the key is absent at the read version.
+			it.t.leaked = true
 			key = w.key
 			val, ok = w.resolve(nil, false)
 		}

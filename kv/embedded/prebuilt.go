@@ -5,6 +5,7 @@
 package embedded
 
 import (
+	"slices"
 	"sync"
 	"unsafe"
 )
@@ -33,9 +34,9 @@ type recArena struct {
 type prebuilt []rec
 
 // prebuild writes the records of b's plain sets, at version 0 (the
-// install stamps the commit's), and returns them. It runs without the
-// store's lock.
-func (s *store) prebuild(b *batch) prebuilt {
+// install stamps the commit's), and returns them, in bufs' slice if it
+// is not nil. It runs without the store's lock.
+func (s *store) prebuild(b *batch, bufs *txnBufs) prebuilt {
 	sizes := 0
 	for _, w := range b.writes {
 		if prebuildable(w) {
@@ -46,7 +47,13 @@ func (s *store) prebuild(b *batch) prebuilt {
 		return nil
 	}
 	// Take the space under the arena's lock, then write outside it.
-	recs := make(prebuilt, len(b.writes))
+	var recs prebuilt
+	if bufs != nil {
+		bufs.pre = slices.Grow(bufs.pre[:0], len(b.writes))[:len(b.writes)] // zero: release clears it
+		recs = bufs.pre
+	} else {
+		recs = make(prebuilt, len(b.writes))
+	}
 	a := &s.arena
 	a.mu.Lock()
 	for i, w := range b.writes {

@@ -42,14 +42,13 @@ type txn struct {
 	writes  *btree.BTreeG[*write]
 	pending []*write
 	recent  [recentAtomics]*write
-	nwrites int         // writes made, pending or not
-	sortBuf []sortEntry // sortPending's scratch
-	clears  clearSet    // the union of the ClearRange calls
-	watches []*watch    // made by this attempt, settled at its end
-	wconf   []span      // AddWriteConflict*
-	reads   []span      // serializable read-conflict spans
-	size    int         // bytes of mutations and conflict ranges
-	err     error       // deferred error, reported by Commit
+	nwrites int      // writes made, pending or not
+	clears  clearSet // the union of the ClearRange calls
+	watches []*watch // made by this attempt, settled at its end
+	wconf   []span   // AddWriteConflict*
+	reads   []span   // serializable read-conflict spans
+	size    int      // bytes of mutations and conflict ranges
+	err     error    // deferred error, reported by Commit
 
 	retries int
 	backoff time.Duration
@@ -66,10 +65,15 @@ type txn struct {
 	issued   int
 
 	// wblock and bblock are what is left of newWrite's blocks; bblocks
-	// is the bytes of the byte blocks so far.
+	// is the bytes of the byte blocks so far. bufs holds the blocks, and
+	// the slices of writes, once the transaction writes (txnBufs).
 	wblock  []write
 	bblock  []byte
 	bblocks int
+	bufs    *txnBufs
+	// leaked says a read returned bytes of the transaction's own writes:
+	// the caller may keep them, so the byte blocks are not reused.
+	leaked bool
 	// oblock is what is left of the block the first atomic operation
 	// of a write is carved from (atomic).
 	oblock []atomicOp
@@ -212,6 +216,9 @@ func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
 		return nil, err
 	}
 	w := t.findWrite(key)
+	if w != nil {
+		t.leaked = true // its value may be the write's
+	}
 	if w != nil && w.base != baseDB {
 		v, ok := w.resolve(nil, false)
 		return presence(v, ok), nil
@@ -239,13 +246,18 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 	}
 	vals := make([][]byte, len(keys))
 	oks := make([]bool, len(keys))
-	writes := make([]*write, len(keys))
-	var fromStore []int // the indexes of the keys the store answers
+	// writes holds the writes to the keys, nil until one has one (a
+	// push reads before it writes).
+	var writes []*write
+	fromStore := make([]int, 0, len(keys)) // the indexes of the keys the store answers
 	for i, key := range keys {
 		if err := checkReadKey(key); err != nil {
 			return nil, err
 		}
 		w := t.findWrite(key)
+		if w != nil {
+			t.leaked = true
+		}
 		switch {
 		case w != nil && w.base != baseDB:
 			vals[i], oks[i] = w.resolve(nil, false)
@@ -253,7 +265,12 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 		case w == nil && t.inClears(key):
 			continue
 		}
-		writes[i] = w
+		if w != nil {
+			if writes == nil {
+				writes = make([]*write, len(keys))
+			}
+			writes[i] = w
+		}
 		fromStore = append(fromStore, i)
 	}
 	slices.SortFunc(fromStore, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
@@ -262,8 +279,8 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 		if !snapshot {
 			t.addReadKey(keys[i])
 		}
-		if w := writes[i]; w != nil {
-			vals[i], oks[i] = w.resolve(vals[i], oks[i])
+		if writes != nil && writes[i] != nil {
+			vals[i], oks[i] = writes[i].resolve(vals[i], oks[i])
 		}
 	}
 	for i := range vals {
@@ -348,7 +365,7 @@ func (t *txn) writeKey(key []byte, extra int) (*write, []byte) {
 	}
 	w, room := t.newWrite(key, extra)
 	if t.pending == nil {
-		t.pending = make([]*write, 0, 8) // not 1, 2, 4, 8: a push writes 8 or more
+		t.pending = t.buffers().list(8) // not 1, 2, 4, 8: a push writes 8 or more
 	}
 	t.pending = append(t.pending, w)
 	t.size += len(key)
@@ -383,9 +400,8 @@ func (t *txn) forget(key []byte) {
 // as any write in them: the transaction's, until it is reset, and its
 // batch's and write spans', until its commit is installed.
 func (t *txn) newWrite(key []byte, extra int) (*write, []byte) {
-	// Blocks grow with the transaction: one of a few writes takes little.
 	if len(t.wblock) == 0 {
-		t.wblock = make([]write, min(max(t.nwrites, 4), writeBlock))
+		t.wblock = t.buffers().writeBlock(t.nwrites)
 	}
 	t.nwrites++
 	w := &t.wblock[0]
@@ -407,8 +423,8 @@ func (t *txn) room(n int) []byte {
 		// the read conflicts: a fit pop's dozens of reads made its
 		// few small writes take a block of 4 to 8 KiB).
 		size := min(max(t.bblocks, 256, n), byteBlock)
-		t.bblock = make([]byte, size)
-		t.bblocks += size
+		t.bblock = t.buffers().byteBlock(size, n)
+		t.bblocks += len(t.bblock)
 	}
 	var buf []byte
 	buf, t.bblock = t.bblock[:n:n], t.bblock[n:]
@@ -507,7 +523,7 @@ func (t *txn) atomic(key []byte, kind opKind, param []byte) {
 		// Most writes with operations have one (a counter's ADD): it
 		// is carved out of a block, as the writes are.
 		if len(t.oblock) == 0 {
-			t.oblock = make([]atomicOp, opBlock)
+			t.oblock = t.buffers().opBlock()
 		}
 		w.ops, t.oblock = t.oblock[:1:1], t.oblock[1:]
 		w.ops[0] = op
@@ -573,6 +589,7 @@ func (t *txn) finish(state kv.TxnState) {
 func (t *txn) Cancel() {
 	if t.state == kv.TxnActive {
 		t.finish(kv.TxnCancelled)
+		t.release()
 	}
 	if len(t.watches) > 0 { // the error costs a Sprintf: Cancel ends every statement
 		t.settleWatches(kv.Errorf(kv.CodeTransactionCancelled, "the transaction that made the watch was cancelled"))
@@ -587,6 +604,7 @@ func (t *txn) reset() {
 	if t.hasRV {
 		t.s.releaseReadVersion(t)
 	}
+	t.release()
 	*t = txn{s: t.s, ctx: t.ctx, start: t.start, readOnly: t.readOnly, retries: t.retries, backoff: t.backoff, queued: t.queued,
 		attempt: t.attempt + 1}
 	t.snap.t = t
