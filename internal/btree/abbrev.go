@@ -300,28 +300,27 @@ func (tr *BTreeG[T]) appendFrom(dst, src *node[T], lo, hi int) {
 		dst.abbrs = append(dst.abbrs, src.abbrs[lo:hi]...)
 		return
 	}
-	// The moved keys share more than src's prefix, if they were all that
-	// differed from src's other keys (the first keys of a leaf where two
-	// ranges meet).
-	f := tr.key(src.items[lo])
-	admit(dst, f[:lcp(f, tr.key(src.items[hi-1]))])
-	l := len(dst.pre)
-	if l <= len(src.pre) {
-		for _, a := range src.abbrs[lo:hi] {
-			dst.abbrs = append(dst.abbrs, reabbr(a, src.pre, l))
-		}
-		return
-	}
-	for _, item := range src.items[lo:hi] {
-		dst.abbrs = append(dst.abbrs, abbrAt(tr.key(item), l))
+	admit(dst, src.pre)
+	for _, a := range src.abbrs[lo:hi] {
+		dst.abbrs = append(dst.abbrs, reabbr(a, src.pre, len(dst.pre)))
 	}
 }
 
-// lengthen makes n's prefix its keys' common prefix, up to maxPre, if that
-// is longer, and rewrites the abbreviations: a call of the key function
-// for each item.
+// lengthen makes n's prefix its keys' common prefix, up to maxPre, if two
+// of its abbreviations are equal (a search between them would call the
+// key function) and that is longer, and rewrites the abbreviations: a
+// call of the key function for each item. Distinct abbreviations are
+// left as they are, however short the prefix: a search ties with one of
+// them at most.
 func (tr *BTreeG[T]) lengthen(n *node[T]) {
 	if tr.key == nil || len(n.items) < 2 {
+		return
+	}
+	dup := false
+	for i := 1; i < len(n.abbrs) && !dup; i++ {
+		dup = n.abbrs[i] == n.abbrs[i-1]
+	}
+	if !dup {
 		return
 	}
 	f := tr.key(n.items[0])

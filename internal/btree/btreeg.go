@@ -309,8 +309,9 @@ func (tr *BTreeG[T]) shiftLeft(n *node[T], i int, item T) bool {
 	tr.appendFrom(left, child, 0, m-1)
 	tr.setAt(n, i-1, child.items[m-1])
 	tr.removeRange(child, 0, m)
-	// child's prefix may be longer now: its first keys may have been all
-	// that differed from its others.
+	// The prefixes may be longer now: left's took in child's, and child's
+	// first keys may have been all that differed from its others.
+	tr.lengthen(left)
 	tr.lengthen(child)
 	if !left.leaf() {
 		kids := *child.children
@@ -1022,6 +1023,7 @@ func (tr *BTreeG[T]) nodeRebalance(n *node[T], i int) {
 
 		// move the items over one slot
 		tr.removeAt(n, i)
+		tr.lengthen(left)
 
 		// move the children over one slot
 		copy((*n.children)[i+1:], (*n.children)[i+2:])
