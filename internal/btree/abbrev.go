@@ -53,11 +53,14 @@ func abbrAt(k []byte, at int) uint64 {
 	if len(k) >= at+8 {
 		return binary.BigEndian.Uint64(k[at:])
 	}
-	var b [8]byte
-	if at < len(k) {
-		copy(b[:], k[at:])
+	var a uint64
+	for i := at; i < at+8; i++ {
+		a <<= 8
+		if i < len(k) {
+			a |= uint64(k[i])
+		}
 	}
-	return binary.BigEndian.Uint64(b[:])
+	return a
 }
 
 // reabbr returns the abbreviation after its first l bytes of a key with
@@ -91,10 +94,11 @@ func lcp(a, b []byte) int {
 // abbreviation in n.
 func side[T any](n *node[T], k []byte) (int, uint64) {
 	p := n.pre
-	if len(k) >= len(p) && string(k[:len(p)]) == string(p) {
-		return 0, abbrAt(k, len(p))
-	}
-	if bytes.Compare(k, p) < 0 {
+	i := lcp(p, k)
+	switch {
+	case i == len(p):
+		return 0, abbrAt(k, i)
+	case i == len(k) || k[i] < p[i]:
 		return -1, 0
 	}
 	return 1, 0
