@@ -213,21 +213,7 @@ func (tr *BTreeG[T]) khintsearch(n *node[T], k []byte, hint *PathHint, depth int
 	index = low
 
 path_match:
-	if depth < 8 {
-		hint.used[depth] = true
-		var pathIndex uint8
-		if n.leaf() && found {
-			pathIndex = uint8(index + 1)
-		} else {
-			pathIndex = uint8(index)
-		}
-		if pathIndex != hint.path[depth] {
-			hint.path[depth] = pathIndex
-			for i := depth + 1; i < 8; i++ {
-				hint.used[i] = false
-			}
-		}
-	}
+	hint.record(n.leaf(), depth, index, found)
 	return index, found
 }
 

@@ -188,10 +188,17 @@ func (tr *BTreeG[T]) hintsearch(n *node[T], key T, hint *PathHint, depth int,
 	}
 
 path_match:
+	hint.record(n.leaf(), depth, index, found) // fdbqueue's change: shared with khintsearch
+	return index, found
+}
+
+// record notes in the hint the index a search found at depth (fdbqueue's
+// change: hintsearch's end, shared with khintsearch).
+func (hint *PathHint) record(leaf bool, depth, index int, found bool) {
 	if depth < 8 {
 		hint.used[depth] = true
 		var pathIndex uint8
-		if n.leaf() && found {
+		if leaf && found {
 			pathIndex = uint8(index + 1)
 		} else {
 			pathIndex = uint8(index)
@@ -203,7 +210,6 @@ path_match:
 			}
 		}
 	}
-	return index, found
 }
 
 // SetHint sets or replace a value for a key using a path hint
