@@ -16,16 +16,18 @@ import (
 // load from wherever the item's key lies (a cache miss in a large tree).
 //
 // Abbreviations keep the order: if a's is below b's, a's key is below
-// b's (a key that ends within the 8 bytes is padded with zeros, which no
-// longer key ranks below). Equal abbreviations say nothing.
+// b's (a key that ends within the 8 bytes is padded with zeros, and is
+// below any longer key that agrees with it up to its end). Equal
+// abbreviations say nothing.
 //
 // A node's prefix may be shorter than its keys' common prefix, never
 // longer. Moving items into a node whose prefix is longer than a moved
 // key shares shortens it, and its abbreviations are rewritten from the
 // bytes dropped from the prefix (reabbr): without calling the key function.
-// Only a split lengthens its halves' prefixes (lengthen), to their keys'
-// common prefix: a node's keys, far down the tree, share more bytes than
-// the node they split from.
+// A node whose items moved (split, shifted, merged) gets the longer prefix
+// its keys may share now (lengthen), if two of its abbreviations are
+// equal: a node's keys, far down the tree, share more bytes than the node
+// they split from.
 
 // maxPre bounds a node's prefix: the bytes copied into each node.
 const maxPre = 48
