@@ -14,9 +14,12 @@ type BTreeG[T any] struct {
 	copyItems    bool
 	isoCopyItems bool
 	less         func(a, b T) bool
-	empty        T
-	max          int
-	min          int
+	// key orders the items of a NewBTreeGKeyed tree, nil in others
+	// (fdbqueue's change, abbrev.go).
+	key   func(T) []byte
+	empty T
+	max   int
+	min   int
 }
 
 type node[T any] struct {
@@ -24,6 +27,11 @@ type node[T any] struct {
 	count    int
 	items    []T
 	children *[]*node[T]
+	// A NewBTreeGKeyed tree's abbreviated keys (fdbqueue's change,
+	// abbrev.go): abbrs[i] is items[i]'s; pre, the prefix before them, is
+	// never written to (nodes may share it).
+	abbrs []uint64
+	pre   []byte
 }
 
 // PathHint is a utility type used with the *Hint() functions. Hints provide
@@ -94,6 +102,9 @@ func (n *node[T]) leaf() bool {
 }
 
 func (tr *BTreeG[T]) bsearch(n *node[T], key T) (index int, found bool) {
+	if tr.key != nil {
+		return tr.kbsearch(n, tr.key(key))
+	}
 	low, high := 0, len(n.items)
 	for low < high {
 		h := int(uint(low+high) >> 1) // avoid overflow when computing h
@@ -119,6 +130,9 @@ func (tr *BTreeG[T]) find(n *node[T], key T, hint *PathHint, depth int,
 
 func (tr *BTreeG[T]) hintsearch(n *node[T], key T, hint *PathHint, depth int,
 ) (index int, found bool) {
+	if tr.key != nil {
+		return tr.khintsearch(n, tr.key(key), hint, depth)
+	}
 	// Best case finds the exact match, updates the hint and returns.
 	// Worst case, updates the low and high bounds to binary search between.
 	low := 0
@@ -174,10 +188,17 @@ func (tr *BTreeG[T]) hintsearch(n *node[T], key T, hint *PathHint, depth int,
 	}
 
 path_match:
+	hint.record(n.leaf(), depth, index, found) // fdbqueue's change: shared with khintsearch
+	return index, found
+}
+
+// record notes in the hint the index a search found at depth (fdbqueue's
+// change: hintsearch's end, shared with khintsearch).
+func (hint *PathHint) record(leaf bool, depth, index int, found bool) {
 	if depth < 8 {
 		hint.used[depth] = true
 		var pathIndex uint8
-		if n.leaf() && found {
+		if leaf && found {
 			pathIndex = uint8(index + 1)
 		} else {
 			pathIndex = uint8(index)
@@ -189,7 +210,6 @@ path_match:
 			}
 		}
 	}
-	return index, found
 }
 
 // SetHint sets or replace a value for a key using a path hint
@@ -208,7 +228,7 @@ func (tr *BTreeG[T]) setHint(item T, hint *PathHint) (prev T, replaced bool) {
 	if tr.root == nil {
 		tr.init(0)
 		tr.root = tr.newNode(true)
-		tr.root.items = append([]T{}, item)
+		tr.insertAt(tr.root, 0, item)
 		tr.root.count = 1
 		tr.count = 1
 		return tr.empty, false
@@ -220,7 +240,7 @@ func (tr *BTreeG[T]) setHint(item T, hint *PathHint) (prev T, replaced bool) {
 		tr.root = tr.newNode(false)
 		*tr.root.children = make([]*node[T], 0, tr.max+1)
 		*tr.root.children = append([]*node[T]{}, left, right)
-		tr.root.items = append([]T{}, median)
+		tr.insertAt(tr.root, 0, median)
 		tr.root.updateCount()
 		return tr.setHint(item, hint)
 	}
@@ -256,6 +276,14 @@ func (tr *BTreeG[T]) nodeSplit(n *node[T]) (right *node[T], median T) {
 	}
 	n.updateCount()
 
+	if tr.key != nil {
+		// Both halves have n's prefix; theirs may be longer.
+		right.pre, right.abbrs = n.pre, n.abbrs[i+1:]
+		n.abbrs = n.abbrs[:i:i]
+		tr.lengthen(n)
+		tr.lengthen(right)
+	}
+
 	return right, median
 }
 
@@ -275,7 +303,7 @@ func (tr *BTreeG[T]) shiftLeft(n *node[T], i int, item T) bool {
 	child := (*n.children)[i] // made n's own by nodeSet
 	room := tr.max - len((*n.children)[i-1].items)
 	m := room
-	if !tr.less(child.items[len(child.items)-1], item) {
+	if !tr.after(child, len(child.items)-1, item, tr.keyOf(item)) {
 		m = room / 2
 	}
 	if m < 1 {
@@ -283,12 +311,14 @@ func (tr *BTreeG[T]) shiftLeft(n *node[T], i int, item T) bool {
 	}
 	left := tr.isoLoad(&(*n.children)[i-1], true)
 	moved := m
-	left.items = append(left.items, n.items[i-1])
-	left.items = append(left.items, child.items[:m-1]...)
-	n.items[i-1] = child.items[m-1]
-	copy(child.items, child.items[m:])
-	clear(child.items[len(child.items)-m:])
-	child.items = child.items[:len(child.items)-m]
+	tr.insertAt(left, len(left.items), n.items[i-1])
+	tr.appendFrom(left, child, 0, m-1)
+	tr.setAt(n, i-1, child.items[m-1])
+	tr.removeRange(child, 0, m)
+	// The prefixes may be longer now: left's took in child's, and child's
+	// first keys may have been all that differed from its others.
+	tr.lengthen(left)
+	tr.lengthen(child)
 	if !left.leaf() {
 		kids := *child.children
 		for _, c := range kids[:m] {
@@ -320,6 +350,11 @@ func (tr *BTreeG[T]) copy(n *node[T]) *node[T] {
 	n2.count = n.count
 	n2.items = make([]T, len(n.items), cap(n.items))
 	copy(n2.items, n.items)
+	if n.abbrs != nil {
+		n2.abbrs = make([]uint64, len(n.abbrs), cap(n.abbrs))
+		copy(n2.abbrs, n.abbrs)
+		n2.pre = n.pre
+	}
 	if tr.copyItems {
 		for i := 0; i < len(n2.items); i++ {
 			n2.items[i] = ((interface{})(n2.items[i])).(copier[T]).Copy()
@@ -368,9 +403,7 @@ func (tr *BTreeG[T]) nodeSet(cn **node[T], item T,
 		if len(n.items) == tr.max {
 			return tr.empty, false, true
 		}
-		n.items = append(n.items, tr.empty)
-		copy(n.items[i+1:], n.items[i:])
-		n.items[i] = item
+		tr.insertAt(n, i, item)
 		n.count++
 		return tr.empty, false, false
 	}
@@ -386,9 +419,7 @@ func (tr *BTreeG[T]) nodeSet(cn **node[T], item T,
 		*n.children = append(*n.children, nil)
 		copy((*n.children)[i+1:], (*n.children)[i:])
 		(*n.children)[i+1] = right
-		n.items = append(n.items, tr.empty)
-		copy(n.items[i+1:], n.items[i:])
-		n.items[i] = median
+		tr.insertAt(n, i, median)
 		return tr.nodeSet(&n, item, hint, depth)
 	}
 	if !replaced {
@@ -547,11 +578,7 @@ restart:
 					break
 				}
 			}
-			copy(n.items[i:], n.items[i+j:])
-			for k := len(n.items) - j; k < len(n.items); k++ {
-				n.items[k] = tr.empty
-			}
-			n.items = n.items[:len(n.items)-j]
+			tr.removeRange(n, i, i+j)
 			for k := 0; k < len(stack); k++ {
 				stack[k].node.count -= j
 			}
@@ -568,9 +595,7 @@ restart:
 			switch act {
 			case Delete:
 				if len(n.items) > tr.min {
-					copy(n.items[i:], n.items[i+1:])
-					n.items[len(n.items)-1] = tr.empty
-					n.items = n.items[:len(n.items)-1]
+					tr.removeAt(n, i)
 					for j := 0; j < len(stack); j++ {
 						stack[j].node.count--
 					}
@@ -791,10 +816,7 @@ restart:
 				(len(n.items) > 1 && len(stack) == 1)) &&
 				tr.less(n.items[i+1], max) {
 				// Yes, delete both without traversing
-				ditem := n.items[i]
-				copy(n.items[i:], n.items[i+1:])
-				n.items[len(n.items)-1] = tr.empty
-				n.items = n.items[:len(n.items)-1]
+				ditem := tr.removeAt(n, i)
 				dnode := (*n.children)[i+1]
 				copy((*n.children)[i+1:], (*n.children)[i+2:])
 				(*n.children)[len(*n.children)-1] = nil
@@ -843,11 +865,7 @@ restart:
 					deleted.append(n.items[i+j], nil)
 				}
 			}
-			copy(n.items[i:], n.items[i+j:])
-			for k := len(n.items) - j; k < len(n.items); k++ {
-				n.items[k] = tr.empty
-			}
-			n.items = n.items[:len(n.items)-j]
+			tr.removeRange(n, i, i+j)
 			for k := 0; k < len(stack); k++ {
 				stack[k].node.count -= j
 			}
@@ -865,9 +883,7 @@ restart:
 				if extract {
 					deleted.append(n.items[i], nil)
 				}
-				copy(n.items[i:], n.items[i+1:])
-				n.items[len(n.items)-1] = tr.empty
-				n.items = n.items[:len(n.items)-1]
+				tr.removeAt(n, i)
 				for j := 0; j < len(stack); j++ {
 					stack[j].node.count--
 				}
@@ -953,10 +969,7 @@ func (tr *BTreeG[T]) delete(cn **node[T], max bool, key T,
 	if n.leaf() {
 		if found {
 			// found the items at the leaf, remove it and return.
-			prev := n.items[i]
-			copy(n.items[i:], n.items[i+1:])
-			n.items[len(n.items)-1] = tr.empty
-			n.items = n.items[:len(n.items)-1]
+			prev := tr.removeAt(n, i)
 			n.count--
 			return prev, true
 		}
@@ -973,7 +986,7 @@ func (tr *BTreeG[T]) delete(cn **node[T], max bool, key T,
 			prev = n.items[i]
 			maxItem, _ := tr.delete(&(*n.children)[i], true, tr.empty, nil, 0)
 			deleted = true
-			n.items[i] = maxItem
+			tr.setAt(n, i, maxItem)
 		}
 	} else {
 		prev, deleted = tr.delete(&(*n.children)[i], max, key, hint, depth+1)
@@ -1007,17 +1020,16 @@ func (tr *BTreeG[T]) nodeRebalance(n *node[T], i int) {
 		// following items and child nodes to the left by one slot.
 
 		// merge (left,item,right)
-		left.items = append(left.items, n.items[i])
-		left.items = append(left.items, right.items...)
+		tr.insertAt(left, len(left.items), n.items[i])
+		tr.appendFrom(left, right, 0, len(right.items))
 		if !left.leaf() {
 			*left.children = append(*left.children, *right.children...)
 		}
 		left.count += right.count + 1
 
 		// move the items over one slot
-		copy(n.items[i:], n.items[i+1:])
-		n.items[len(n.items)-1] = tr.empty
-		n.items = n.items[:len(n.items)-1]
+		tr.removeAt(n, i)
+		tr.lengthen(left)
 
 		// move the children over one slot
 		copy((*n.children)[i+1:], (*n.children)[i+2:])
@@ -1029,13 +1041,10 @@ func (tr *BTreeG[T]) nodeRebalance(n *node[T], i int) {
 		// Move the item of the parent node at index into the right-node first
 		// slot, and move the left-node last item into the previously moved
 		// parent item slot.
-		right.items = append(right.items, tr.empty)
-		copy(right.items[1:], right.items)
-		right.items[0] = n.items[i]
+		tr.insertAt(right, 0, n.items[i])
 		right.count++
-		n.items[i] = left.items[len(left.items)-1]
-		left.items[len(left.items)-1] = tr.empty
-		left.items = left.items[:len(left.items)-1]
+		tr.setAt(n, i, left.items[len(left.items)-1])
+		tr.removeAt(left, len(left.items)-1)
 		left.count--
 
 		if !left.leaf() {
@@ -1052,12 +1061,10 @@ func (tr *BTreeG[T]) nodeRebalance(n *node[T], i int) {
 		// move left <- right over one slot
 
 		// Same as above but the other direction
-		left.items = append(left.items, n.items[i])
+		tr.insertAt(left, len(left.items), n.items[i])
 		left.count++
-		n.items[i] = right.items[0]
-		copy(right.items, right.items[1:])
-		right.items[len(right.items)-1] = tr.empty
-		right.items = right.items[:len(right.items)-1]
+		tr.setAt(n, i, right.items[0])
+		tr.removeAt(right, 0)
 		right.count--
 
 		if !left.leaf() {
@@ -1247,7 +1254,7 @@ func (tr *BTreeG[T]) Load(item T) (T, bool) {
 		if n.leaf() {
 			if len(n.items) < tr.max {
 				if tr.Less(n.items[len(n.items)-1], item) {
-					n.items = append(n.items, item)
+					tr.insertAt(n, len(n.items), item)
 					tr.count++
 					return tr.empty, false
 				}
@@ -1338,9 +1345,7 @@ func (tr *BTreeG[T]) PopMin() (T, bool) {
 			if len(n.items) == tr.min {
 				break
 			}
-			copy(n.items[:], n.items[1:])
-			n.items[len(n.items)-1] = tr.empty
-			n.items = n.items[:len(n.items)-1]
+			tr.removeAt(n, 0)
 			tr.count--
 			if tr.count == 0 {
 				tr.root = nil
@@ -1379,8 +1384,7 @@ func (tr *BTreeG[T]) PopMax() (T, bool) {
 			if len(n.items) == tr.min {
 				break
 			}
-			n.items[len(n.items)-1] = tr.empty
-			n.items = n.items[:len(n.items)-1]
+			tr.removeAt(n, len(n.items)-1)
 			tr.count--
 			if tr.count == 0 {
 				tr.root = nil
@@ -1457,9 +1461,7 @@ outer:
 				path = append(path, uint8(index))
 				break outer
 			}
-			copy(n.items[index:], n.items[index+1:])
-			n.items[len(n.items)-1] = tr.empty
-			n.items = n.items[:len(n.items)-1]
+			tr.removeAt(n, index)
 			tr.count--
 			if tr.count == 0 {
 				tr.root = nil

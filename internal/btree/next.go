@@ -76,7 +76,11 @@ func (tr *BTreeG[T]) TrySetNext(item T, hint *PathHint) bool {
 func (tr *BTreeG[T]) setNext(item T, hint *PathHint) bool {
 	var path [len(PathHint{}.path)]*node[T]
 	n := tr.root
-	var upper *T // the successor of n's subtree: the separator above it
+	// The successor of n's subtree: the separator above it, up's item at
+	// index ui (up nil: none).
+	var up *node[T]
+	var ui int
+	k := tr.keyOf(item)
 	for d := 0; n != nil && d < len(path) && hint.used[d]; d++ {
 		if n.isoid != tr.isoid {
 			return false // shared with a copy: setHint copies it first
@@ -88,25 +92,23 @@ func (tr *BTreeG[T]) setNext(item T, hint *PathHint) bool {
 				return false
 			}
 			if i < len(n.items) {
-				upper = &n.items[i]
+				up, ui = n, i
 			}
 			n = (*n.children)[i]
 			continue
 		}
 		if i == 0 || i > len(n.items) || len(n.items) == tr.max ||
-			!tr.less(n.items[i-1], item) {
+			!tr.after(n, i-1, item, k) {
 			return false
 		}
 		if i < len(n.items) {
-			if !tr.less(item, n.items[i]) {
+			if !tr.before(n, i, item, k) {
 				return false
 			}
-		} else if upper != nil && !tr.less(item, *upper) {
+		} else if up != nil && !tr.before(up, ui, item, k) {
 			return false
 		}
-		n.items = append(n.items, tr.empty)
-		copy(n.items[i+1:], n.items[i:])
-		n.items[i] = item
+		tr.insertAt(n, i, item)
 		for _, p := range path[:d+1] {
 			p.count++
 		}
@@ -115,4 +117,21 @@ func (tr *BTreeG[T]) setNext(item T, hint *PathHint) bool {
 		return true
 	}
 	return false
+}
+
+// after reports whether item, of key k in a keyed tree, comes after n's
+// item i.
+func (tr *BTreeG[T]) after(n *node[T], i int, item T, k []byte) bool {
+	if tr.key != nil {
+		return tr.kcmpAt(n, i, k) > 0
+	}
+	return tr.less(n.items[i], item)
+}
+
+// before reports whether item comes before n's item i.
+func (tr *BTreeG[T]) before(n *node[T], i int, item T, k []byte) bool {
+	if tr.key != nil {
+		return tr.kcmpAt(n, i, k) < 0
+	}
+	return tr.less(item, n.items[i])
 }

@@ -99,7 +99,10 @@ func checkTree[T any](t *testing.T, tr *BTreeG[T], want int) {
 		if c != n.count {
 			t.Fatalf("node count %d, holds %d", n.count, c)
 		}
+		checkAbbrevs(t, tr, n)
 		return c
 	}
-	walk(tr.root, true)
+	if tr.root != nil {
+		walk(tr.root, true)
+	}
 }

@@ -152,7 +152,7 @@ func newStore(name string, cfg Config) *store {
 	s := &store{
 		faults:   newInjector(cfg.Faults),
 		cfg:      cfg.withDefaults(),
-		tree:     btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 64}),
+		tree:     btree.NewBTreeGKeyed(rec.key, btree.Options{NoLocks: true, Degree: 64}),
 		dead:     btree.NewBTreeGOptions(recLess, btree.Options{NoLocks: true, Degree: 16}),
 		heads:    newHeadHints(),
 		watches:  make(map[string][]*watch),

@@ -4,7 +4,8 @@
 // # Storage and versions
 //
 // Data lives in one ordered B-tree (internal/btree: tidwall/btree, whose
-// full nodes first move items into their left sibling) holding each
+// full nodes first move items into their left sibling, and whose searches
+// compare 8 bytes of each key kept in its node) holding each
 // key's newest version; the versions a reader may still need are chained
 // behind it, newest first. A version is a record (version word, lengths,
 // key, value) in a slab, a 32 KiB block of bytes the Go collector does not

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
@@ -18,6 +19,25 @@ import (
 // by shape P (5, cpu, mem, priority, seq, id): the shape of a `fdbqueue
 // bench` row's keys (driver's BenchmarkMemoryPerRow).
 func queueBatch(prefix []byte, first int64) *batch {
+	return rowsBatch(prefix, first, 200, func(id int64) (prio, cpu, mem int64) {
+		return id % 10, 1 + id%8, 1 + id%32
+	})
+}
+
+// randomBatch is queueBatch with the resources of a `fdbqueue bench`
+// push: each row a random priority 0..9, cpu 1..8 and mem 1..32, so that
+// a batch's fit-index entries land in ~100 cells and shapes across the
+// tree, as realistic INSERTs do (queueBatch's follow the id), and a
+// 64-byte value.
+func randomBatch(rng *rand.Rand, prefix []byte, first int64) *batch {
+	return rowsBatch(prefix, first, 64, func(int64) (prio, cpu, mem int64) {
+		return rng.Int64N(10), 1 + rng.Int64N(8), 1 + rng.Int64N(32)
+	})
+}
+
+// rowsBatch returns the batch of rows first..first+99 with values of
+// size bytes and the resources res gives each id, writes sorted by key.
+func rowsBatch(prefix []byte, first int64, size int, res func(id int64) (prio, cpu, mem int64)) *batch {
 	key := func(e ...any) []byte {
 		k, err := tuple.Tuple(e).AppendPack(append([]byte{}, prefix...))
 		if err != nil {
@@ -25,10 +45,10 @@ func queueBatch(prefix []byte, first int64) *batch {
 		}
 		return k
 	}
-	payload := make([]byte, 200)
+	payload := make([]byte, size)
 	b := &batch{}
 	for id := first; id < first+100; id++ {
-		prio, cpu, mem := id%10, 1+id%8, 1+id%32
+		prio, cpu, mem := res(id)
 		b.writes = append(b.writes,
 			&write{key: key(0, prio, id, id), base: baseSet, val: payload},
 			&write{key: key(1, id), base: baseSet, val: tuple.Tuple{prio, id}.Pack()},
@@ -44,20 +64,36 @@ func queueBatch(prefix []byte, first int64) *batch {
 // commit group's leader does: the part of a commit no other client can
 // run meanwhile. ns/op is per row (4 keys).
 func BenchmarkApplyBatch(b *testing.B) {
+	benchApply(b, tuple.Tuple{"fdbqueue", "bench_tasks"}.Pack(), 100_000, queueBatch)
+}
+
+// BenchmarkApplyRandom is BenchmarkApplyBatch with randomBatch's rows,
+// into a store of 300,000 rows (1.2M keys) under the prefix of a table,
+// P = ("fdbqueue", "t", 1): the tree the realistic 100-row INSERTs of a
+// `fdbqueue bench` push install into.
+func BenchmarkApplyRandom(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	benchApply(b, tuple.Tuple{"fdbqueue", "t", 1}.Pack(), 300_000, func(prefix []byte, first int64) *batch {
+		return randomBatch(rng, prefix, first)
+	})
+}
+
+// benchApply installs b.N rows of batches mk makes into a store of rows
+// rows first, and reports the thread's CPU time a row.
+func benchApply(b *testing.B, prefix []byte, rows int64, mk func(prefix []byte, first int64) *batch) {
 	s := newStore("", Config{})
-	prefix := tuple.Tuple{"fdbqueue", "bench_tasks"}.Pack()
 	install := func(bt *batch) {
 		s.nextVer++
 		s.mu.Lock()
 		s.installLocked(time.Time{}, s.nextVer, bt)
 		s.mu.Unlock()
 	}
-	for i := range int64(1000) {
-		install(queueBatch(prefix, 100*i))
+	for i := range rows / 100 {
+		install(mk(prefix, 100*i))
 	}
 	batches := make([]*batch, (b.N+99)/100)
 	for i := range batches {
-		batches[i] = queueBatch(prefix, 100_000+100*int64(i))
+		batches[i] = mk(prefix, rows+100*int64(i))
 		// As the committing client does, before the lock.
 		batches[i].pre = s.prebuild(batches[i], nil)
 	}

@@ -18,9 +18,12 @@ import (
 //	word (6 bytes, little endian: the version | flags), uvarint key length,
 //	uvarint value length, key, value.
 //
-// The tree holds recs by value, so a key costs the tree one pointer and its
-// record 8 bytes more than its key and value when both are shorter than
-// 128 bytes: no per-key object, header or size-class rounding. A slab lives
+// The tree holds recs by value, so a key costs the tree one pointer (and
+// the 8 bytes of its abbreviation: the tree orders recs by rec.key, and
+// compares the 8 bytes of each key after its node's prefix before it reads
+// a record, internal/btree's abbrev.go) and its record 8 bytes more than
+// its key and value when both are shorter than 128 bytes: no per-key
+// object, header or size-class rounding. A slab lives
 // while any of its records is referenced (by the tree, a version chain, a
 // pending collection, or a value a reader holds).
 //

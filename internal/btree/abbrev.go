@@ -1,0 +1,327 @@
+package btree
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// Abbreviated keys (fdbqueue's change). A tree made by NewBTreeGKeyed
+// orders its items by the bytes its key function returns, and each node
+// keeps, beside its items, a prefix every one of their keys starts with
+// (pre) and for each item an abbreviation (abbrs): the 8 bytes of its key
+// after the prefix, big endian, zero-padded past the key's end. A search
+// compares the search key with the prefix once a node, then with the
+// abbreviations, and calls the key function for an item only on a tie:
+// where each comparison of a tree of records called it twice, each call a
+// load from wherever the item's key lies (a cache miss in a large tree).
+//
+// Abbreviations keep the order: if a's is below b's, a's key is below
+// b's (a key that ends within the 8 bytes is padded with zeros, and is
+// below any longer key that agrees with it up to its end). Equal
+// abbreviations say nothing.
+//
+// A node's prefix may be shorter than its keys' common prefix, never
+// longer. Moving items into a node whose prefix is longer than a moved
+// key shares shortens it, and its abbreviations are rewritten from the
+// bytes dropped from the prefix (reabbr): without calling the key function.
+// A node whose items moved (split, shifted, merged) gets the longer prefix
+// its keys may share now (lengthen), if two of its abbreviations are
+// equal: a node's keys, far down the tree, share more bytes than the node
+// they split from.
+
+// maxPre bounds a node's prefix: the bytes copied into each node.
+const maxPre = 48
+
+// NewBTreeGKeyed returns a tree whose items are ordered by the bytes key
+// returns for them (bytes.Compare), with abbreviated keys (abbrev.go).
+// key must return the same bytes for an item for as long as it is in the
+// tree.
+func NewBTreeGKeyed[T any](key func(T) []byte, opts Options) *BTreeG[T] {
+	tr := NewBTreeGOptions(func(a, b T) bool { return bytes.Compare(key(a), key(b)) < 0 }, opts)
+	tr.key = key
+	return tr
+}
+
+// keyOf returns item's key in a keyed tree, nil in others.
+func (tr *BTreeG[T]) keyOf(item T) []byte {
+	if tr.key == nil {
+		return nil
+	}
+	return tr.key(item)
+}
+
+// abbrAt returns the abbreviation of k after its first at bytes.
+func abbrAt(k []byte, at int) uint64 {
+	if len(k) >= at+8 {
+		return binary.BigEndian.Uint64(k[at:])
+	}
+	var a uint64
+	for i := at; i < at+8; i++ {
+		a <<= 8
+		if i < len(k) {
+			a |= uint64(k[i])
+		}
+	}
+	return a
+}
+
+// reabbr returns the abbreviation after its first l bytes of a key with
+// prefix pre, of which a is the abbreviation after pre.
+func reabbr(a uint64, pre []byte, l int) uint64 {
+	d := len(pre) - l
+	switch {
+	case d == 0:
+		return a
+	case d >= 8:
+		return binary.BigEndian.Uint64(pre[l:])
+	}
+	return abbrAt(pre, l) | a>>(8*d)
+}
+
+// lcp returns the length of a's and b's common prefix.
+func lcp(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+8 <= n && binary.LittleEndian.Uint64(a[i:]) == binary.LittleEndian.Uint64(b[i:]) {
+		i += 8
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// side tells where k lies against n's items when it does not start with
+// n's prefix: below them all (-1) or above (1); otherwise 0, and k's
+// abbreviation in n.
+func side[T any](n *node[T], k []byte) (int, uint64) {
+	p := n.pre
+	i := lcp(p, k)
+	switch {
+	case i == len(p):
+		return 0, abbrAt(k, i)
+	case i == len(k) || k[i] < p[i]:
+		return -1, 0
+	}
+	return 1, 0
+}
+
+// kcmp compares k, with abbreviation ab in n (side 0), with n's item i.
+func (tr *BTreeG[T]) kcmp(n *node[T], i int, k []byte, ab uint64) int {
+	if a := n.abbrs[i]; ab != a {
+		if ab < a {
+			return -1
+		}
+		return 1
+	}
+	l := len(n.pre)
+	return bytes.Compare(k[l:], tr.key(n.items[i])[l:])
+}
+
+// kcmpAt compares k with n's item i.
+func (tr *BTreeG[T]) kcmpAt(n *node[T], i int, k []byte) int {
+	s, ab := side(n, k)
+	if s != 0 {
+		return s
+	}
+	return tr.kcmp(n, i, k, ab)
+}
+
+// kbsearch is bsearch for the key k.
+func (tr *BTreeG[T]) kbsearch(n *node[T], k []byte) (index int, found bool) {
+	s, ab := side(n, k)
+	if s < 0 {
+		return 0, false
+	}
+	if s > 0 {
+		return len(n.items), false
+	}
+	low, high := 0, len(n.items)
+	for low < high {
+		h := int(uint(low+high) >> 1)
+		c := tr.kcmp(n, h, k, ab)
+		if c == 0 {
+			return h, true
+		}
+		if c < 0 {
+			high = h
+		} else {
+			low = h + 1
+		}
+	}
+	return low, false
+}
+
+// khintsearch is hintsearch for the key k.
+func (tr *BTreeG[T]) khintsearch(n *node[T], k []byte, hint *PathHint, depth int,
+) (index int, found bool) {
+	s, ab := side(n, k)
+	low, high := 0, len(n.items)
+	switch {
+	case s < 0:
+		index = 0
+		goto path_match
+	case s > 0 || high == 0:
+		index = high
+		goto path_match
+	}
+	if depth < 8 && hint.used[depth] {
+		index = int(hint.path[depth])
+		var c int
+		if index >= len(n.items) {
+			// tail item
+			index = len(n.items) - 1
+			if c = tr.kcmp(n, index, k, ab); c > 0 {
+				index++
+				goto path_match
+			}
+		} else {
+			c = tr.kcmp(n, index, k, ab)
+		}
+		switch {
+		case c == 0:
+			found = true
+			goto path_match
+		case c > 0:
+			low = index + 1
+		case index == 0:
+			goto path_match
+		default:
+			c = tr.kcmp(n, index-1, k, ab)
+			if c > 0 {
+				goto path_match
+			}
+			index--
+			if c == 0 {
+				found = true
+				goto path_match
+			}
+			high = index
+		}
+	}
+	for low < high {
+		h := int(uint(low+high) >> 1)
+		c := tr.kcmp(n, h, k, ab)
+		if c == 0 {
+			index, found = h, true
+			goto path_match
+		}
+		if c < 0 {
+			high = h
+		} else {
+			low = h + 1
+		}
+	}
+	index = low
+
+path_match:
+	hint.record(n.leaf(), depth, index, found)
+	return index, found
+}
+
+// admit shortens n's prefix, if needed, to one k starts with, rewriting
+// the abbreviations.
+func admit[T any](n *node[T], k []byte) {
+	p := n.pre
+	if len(k) >= len(p) && string(k[:len(p)]) == string(p) {
+		return
+	}
+	l := lcp(p, k)
+	for i, a := range n.abbrs {
+		n.abbrs[i] = reabbr(a, p, l)
+	}
+	n.pre = p[:l]
+}
+
+// insertAt inserts item into n at index i.
+func (tr *BTreeG[T]) insertAt(n *node[T], i int, item T) {
+	n.items = append(n.items, tr.empty)
+	copy(n.items[i+1:], n.items[i:])
+	n.items[i] = item
+	if tr.key == nil {
+		return
+	}
+	k := tr.key(item)
+	if len(n.abbrs) == 0 {
+		n.pre = bytes.Clone(k[:min(len(k), maxPre)])
+	} else {
+		admit(n, k)
+	}
+	n.abbrs = append(n.abbrs, 0)
+	copy(n.abbrs[i+1:], n.abbrs[i:])
+	n.abbrs[i] = abbrAt(k, len(n.pre))
+}
+
+// setAt puts item, of another key, at n's index i.
+func (tr *BTreeG[T]) setAt(n *node[T], i int, item T) {
+	n.items[i] = item
+	if tr.key != nil {
+		k := tr.key(item)
+		admit(n, k)
+		n.abbrs[i] = abbrAt(k, len(n.pre))
+	}
+}
+
+// removeRange removes n's items i to j-1.
+func (tr *BTreeG[T]) removeRange(n *node[T], i, j int) {
+	end := len(n.items) - (j - i)
+	copy(n.items[i:], n.items[j:])
+	clear(n.items[end:])
+	n.items = n.items[:end]
+	if tr.key != nil {
+		copy(n.abbrs[i:], n.abbrs[j:])
+		n.abbrs = n.abbrs[:end]
+	}
+}
+
+// removeAt removes n's item i and returns it.
+func (tr *BTreeG[T]) removeAt(n *node[T], i int) T {
+	item := n.items[i]
+	tr.removeRange(n, i, i+1)
+	return item
+}
+
+// appendFrom appends src's items lo to hi-1 to dst.
+func (tr *BTreeG[T]) appendFrom(dst, src *node[T], lo, hi int) {
+	dst.items = append(dst.items, src.items[lo:hi]...)
+	if tr.key == nil || lo == hi {
+		return
+	}
+	if len(dst.abbrs) == 0 {
+		dst.pre = src.pre
+		dst.abbrs = append(dst.abbrs, src.abbrs[lo:hi]...)
+		return
+	}
+	admit(dst, src.pre)
+	for _, a := range src.abbrs[lo:hi] {
+		dst.abbrs = append(dst.abbrs, reabbr(a, src.pre, len(dst.pre)))
+	}
+}
+
+// lengthen makes n's prefix its keys' common prefix, up to maxPre, if two
+// of its abbreviations are equal (a search between them would call the
+// key function) and that is longer, and rewrites the abbreviations: a
+// call of the key function for each item. Distinct abbreviations are
+// left as they are, however short the prefix: a search ties with one of
+// them at most.
+func (tr *BTreeG[T]) lengthen(n *node[T]) {
+	if tr.key == nil || len(n.items) < 2 {
+		return
+	}
+	dup := false
+	for i := 1; i < len(n.abbrs) && !dup; i++ {
+		dup = n.abbrs[i] == n.abbrs[i-1]
+	}
+	if !dup {
+		return
+	}
+	f := tr.key(n.items[0])
+	l := min(lcp(f, tr.key(n.items[len(n.items)-1])), maxPre)
+	if l <= len(n.pre) {
+		return
+	}
+	n.pre = bytes.Clone(f[:l])
+	for i, item := range n.items {
+		n.abbrs[i] = abbrAt(tr.key(item), l)
+	}
+}
