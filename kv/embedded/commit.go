@@ -92,6 +92,7 @@ func (t *txn) commit() error {
 		}
 	}
 	t.finish(kv.TxnCommitted)
+	t.cver = r.writes.ver // release forgets creq
 	if len(b.clears) > 0 {
 		s.awaitTombs(s.version.Load())
 	}
@@ -121,9 +122,9 @@ func (t *txn) injectedUnknown(report bool) error {
 // writes applied. queues' attempts of several pops hand what they read on
 // to the next attempt on that condition (queues/firsts.go).
 func (t *txn) CommittedAlone() (int64, bool) {
-	if t.state != kv.TxnCommitted || t.creq.writes.ver == 0 {
+	if t.state != kv.TxnCommitted || t.cver == 0 {
 		return 0, false
 	}
-	v := t.creq.writes.ver
+	v := t.cver
 	return int64(v), v == t.rv+1
 }

@@ -55,6 +55,7 @@ type txn struct {
 	queued  func() // OnCommitQueued
 	snap    snapshot
 	creq    commitReq // the commit on its way through the commitGroups
+	cver    uint64    // the version its commit of writes took, once committed (CommittedAlone)
 
 	// attempt counts the resets (OnError): a future remembers the attempt
 	// that issued it. vfutures and rfutures are what is left of the
