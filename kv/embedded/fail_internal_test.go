@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,8 +67,8 @@ func TestFileIOErrorFailsCleanly(t *testing.T) {
 // group's commits fail as maybe committed, and no reader ever sees them:
 // not a new key, not a new value of a key, not a key they delete, by a
 // point read or a range read. A group of stageMin writes or more was
-// staged in the tree while the fsync ran (and stays there, never
-// readable); a smaller one never got there.
+// staged in the tree while the fsync ran, a smaller one as it settled (and
+// stays there, never readable).
 func TestFileFsyncErrorHidesTheGroup(t *testing.T) {
 	t.Parallel()
 	for _, filler := range []int{0, stageMin} {
@@ -130,9 +131,19 @@ func setFiller(tr kv.Transaction, n int) {
 // TestFileGroupReadableOnceDurable: while a group's fsync runs, its writes
 // are in the tree but no reader sees them, not even one that starts
 // during the fsync; once it returns they are readable, and the commit
-// returns.
+// returns. A group of stageMin writes or more is staged by the log's
+// writer while the fsync runs, a smaller one as it settles.
 func TestFileGroupReadableOnceDurable(t *testing.T) {
 	t.Parallel()
+	for _, filler := range []int{0, stageMin} {
+		t.Run(fmt.Sprint("filler=", filler), func(t *testing.T) {
+			t.Parallel()
+			testGroupReadableOnceDurable(t, filler)
+		})
+	}
+}
+
+func testGroupReadableOnceDurable(t *testing.T, filler int) {
 	ctx := context.Background()
 	db, err := OpenFile(t.TempDir(), FileConfig{})
 	require.NoError(t, err)
@@ -157,7 +168,7 @@ func TestFileGroupReadableOnceDurable(t *testing.T) {
 			tr.Set([]byte("changed"), []byte("new"))
 			tr.Clear([]byte("deleted"))
 			tr.Set([]byte("added"), []byte("new"))
-			setFiller(tr, stageMin) // a group this large is staged
+			setFiller(tr, filler)
 			return nil
 		})
 	}()
@@ -289,4 +300,127 @@ func TestFileGroupOfManyStagedUnseen(t *testing.T) {
 		require.NoError(t, <-committed)
 	}
 	require.Equal(t, others*stageMin, count(), "after the fsync")
+}
+
+// TestFileSmallCommitStagedAfterLarge: a small commit is staged as it
+// settles, unless a commit before it waits for the log writer to stage it:
+// then it waits too, as versions are staged in order. Two blind writes to
+// one key, a large commit's and then a small one's, queue behind a group
+// whose fsync is held; once both are durable the key holds the small
+// one's value (staged first, it would be the large one's).
+func TestFileSmallCommitStagedAfterLarge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := OpenFile(t.TempDir(), FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	syncing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // before db.Close, which waits for the log's writer
+	var syncs atomic.Int64
+	db.s.log.syncFault = func() error {
+		if syncs.Add(1) == 1 {
+			close(syncing)
+			<-release
+		}
+		return nil
+	}
+	set := func(val string, filler int) func(kv.Transaction) error {
+		return func(tr kv.Transaction) error {
+			tr.Set([]byte("k"), []byte(val))
+			setFiller(tr, filler)
+			return nil
+		}
+	}
+	first := make(chan error, 1)
+	go func() { first <- db.Transact(ctx, set("first", 0)) }()
+	<-syncing
+	queued := func(n int) func() bool {
+		return func() bool {
+			db.s.log.mu.Lock()
+			defer db.s.log.mu.Unlock()
+			return len(db.s.log.queue) == n
+		}
+	}
+	later := make(chan error, 2)
+	go func() { later <- db.Transact(ctx, set("large", stageMin)) }()
+	require.Eventually(t, queued(1), 10*time.Second, time.Millisecond, "the large commit queues")
+	go func() { later <- db.Transact(ctx, set("small", 0)) }()
+	require.Eventually(t, queued(2), 10*time.Second, time.Millisecond, "the small commit queues")
+	free()
+	require.NoError(t, <-first)
+	require.NoError(t, <-later)
+	require.NoError(t, <-later)
+	var v []byte
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		v, err = tr.Get([]byte("k"))
+		return err
+	}))
+	require.Equal(t, "small", string(v))
+}
+
+// TestFileConcurrentLargeCommitStagedAsItSettles: under concurrent commits
+// (the last group had several), a large commit is staged as it settles,
+// before the log's writer takes it; no reader sees it until it is durable.
+func TestFileConcurrentLargeCommitStagedAsItSettles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := OpenFile(t.TempDir(), FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	w := db.s.log
+	syncing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // before db.Close, which waits for the log's writer
+	var syncs atomic.Int64
+	w.syncFault = func() error {
+		if syncs.Add(1) == 1 {
+			close(syncing)
+			<-release
+		}
+		return nil
+	}
+	first := make(chan error, 1)
+	go func() {
+		first <- db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte("first"), nil)
+			return nil
+		})
+	}()
+	<-syncing
+	w.mu.Lock()
+	w.lastGroup = 2 // as after a group of two concurrent commits
+	w.mu.Unlock()
+	large := make(chan error, 1)
+	go func() {
+		large <- db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte("large"), []byte("v"))
+			setFiller(tr, stageMin)
+			return nil
+		})
+	}()
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.queue) == 1
+	}, 10*time.Second, time.Millisecond, "the large commit queues")
+	db.s.mu.RLock()
+	_, staged := db.s.tree.Get(probe(new([]byte), []byte("large")))
+	db.s.mu.RUnlock()
+	require.True(t, staged, "staged as it settled, while queued")
+	get := func() string {
+		var v []byte
+		require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			v, err = tr.Get([]byte("large"))
+			return err
+		}))
+		return string(v)
+	}
+	require.Empty(t, get(), "not readable before its fsync")
+	free()
+	require.NoError(t, <-first)
+	require.NoError(t, <-large)
+	require.Equal(t, "v", get())
 }
