@@ -153,15 +153,8 @@ func testGroupReadableOnceDurable(t *testing.T, filler int) {
 		tr.Set([]byte("deleted"), []byte("old"))
 		return nil
 	}))
-	syncing, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
+	syncing, free := holdFirstFsync(db)
 	defer free() // before db.Close, which waits for the log's writer
-	db.s.log.syncFault = func() error {
-		close(syncing)
-		<-release
-		return nil
-	}
 	committed := make(chan error, 1)
 	go func() {
 		committed <- db.Transact(ctx, func(tr kv.Transaction) error {
@@ -314,18 +307,8 @@ func TestFileSmallCommitStagedAfterLarge(t *testing.T) {
 	db, err := OpenFile(t.TempDir(), FileConfig{})
 	require.NoError(t, err)
 	defer db.Close()
-	syncing, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
+	syncing, free := holdFirstFsync(db)
 	defer free() // before db.Close, which waits for the log's writer
-	var syncs atomic.Int64
-	db.s.log.syncFault = func() error {
-		if syncs.Add(1) == 1 {
-			close(syncing)
-			<-release
-		}
-		return nil
-	}
 	set := func(val string, filler int) func(kv.Transaction) error {
 		return func(tr kv.Transaction) error {
 			tr.Set([]byte("k"), []byte(val))
@@ -336,18 +319,11 @@ func TestFileSmallCommitStagedAfterLarge(t *testing.T) {
 	first := make(chan error, 1)
 	go func() { first <- db.Transact(ctx, set("first", 0)) }()
 	<-syncing
-	queued := func(n int) func() bool {
-		return func() bool {
-			db.s.log.mu.Lock()
-			defer db.s.log.mu.Unlock()
-			return len(db.s.log.queue) == n
-		}
-	}
 	later := make(chan error, 2)
 	go func() { later <- db.Transact(ctx, set("large", stageMin)) }()
-	require.Eventually(t, queued(1), 10*time.Second, time.Millisecond, "the large commit queues")
+	require.Eventually(t, queuedForLog(db, 1), 10*time.Second, time.Millisecond, "the large commit queues")
 	go func() { later <- db.Transact(ctx, set("small", 0)) }()
-	require.Eventually(t, queued(2), 10*time.Second, time.Millisecond, "the small commit queues")
+	require.Eventually(t, queuedForLog(db, 2), 10*time.Second, time.Millisecond, "the small commit queues")
 	free()
 	require.NoError(t, <-first)
 	require.NoError(t, <-later)
@@ -370,18 +346,8 @@ func TestFileConcurrentLargeCommitStagedAsItSettles(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	w := db.s.log
-	syncing, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
+	syncing, free := holdFirstFsync(db)
 	defer free() // before db.Close, which waits for the log's writer
-	var syncs atomic.Int64
-	w.syncFault = func() error {
-		if syncs.Add(1) == 1 {
-			close(syncing)
-			<-release
-		}
-		return nil
-	}
 	first := make(chan error, 1)
 	go func() {
 		first <- db.Transact(ctx, func(tr kv.Transaction) error {
@@ -401,11 +367,7 @@ func TestFileConcurrentLargeCommitStagedAsItSettles(t *testing.T) {
 			return nil
 		})
 	}()
-	require.Eventually(t, func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return len(w.queue) == 1
-	}, 10*time.Second, time.Millisecond, "the large commit queues")
+	require.Eventually(t, queuedForLog(db, 1), 10*time.Second, time.Millisecond, "the large commit queues")
 	db.s.mu.RLock()
 	_, staged := db.s.tree.Get(probe(new([]byte), []byte("large")))
 	db.s.mu.RUnlock()
@@ -423,4 +385,28 @@ func TestFileConcurrentLargeCommitStagedAsItSettles(t *testing.T) {
 	require.NoError(t, <-first)
 	require.NoError(t, <-large)
 	require.Equal(t, "v", get())
+}
+
+// holdFirstFsync makes the log's first fsync from now on wait until free
+// is called; syncing is closed once it waits.
+func holdFirstFsync(db *DB) (syncing <-chan struct{}, free func()) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var syncs atomic.Int64
+	db.s.log.syncFault = func() error {
+		if syncs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return nil
+	}
+	return started, sync.OnceFunc(func() { close(release) })
+}
+
+// queuedForLog reports whether n commits wait in the log's queue.
+func queuedForLog(db *DB, n int) func() bool {
+	return func() bool {
+		db.s.log.mu.Lock()
+		defer db.s.log.mu.Unlock()
+		return len(db.s.log.queue) == n
+	}
 }
