@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -67,8 +68,8 @@ type wal struct {
 	sync SyncMode
 
 	// mu guards queue, failed, stopping, ckptWaiters (the Checkpoint calls
-	// no running checkpoint has taken yet), writing, lastGroup and
-	// writerWaits.
+	// no running checkpoint has taken yet), writing, writerWaits and
+	// changes to lastGroup.
 	mu          sync.Mutex
 	queue       []*pending
 	failed      error
@@ -79,8 +80,8 @@ type wal struct {
 	writing bool
 	// lastGroup is the size of the last group written: while groups hold
 	// more than one commit, commits go to the writer goroutine, which
-	// gathers them (gather).
-	lastGroup int
+	// gathers them (gather), and are staged as they settle (enqueue).
+	lastGroup atomic.Int64
 	// writerWaits says the writer goroutine, holding a finished
 	// checkpoint's outcome, found the pen taken: whoever puts it down
 	// wakes the writer.
@@ -131,21 +132,18 @@ func (w *wal) start() {
 // order, and call lead once they let go of it. The channel receives nil once
 // the commit is durable and readable.
 //
-// A commit is staged here, at a version no reader reads yet, if every
-// commit before it is staged, and it is small or commits are concurrent
-// (the last group had several): by the goroutine that just built it, whose
-// processor's caches hold its records and the tree's nodes its statement
-// read (after the fsync, other threads had had the core: staging a
-// single-row INSERT took 14 µs there, 9.5 µs here), and under concurrent
-// commits while the writer fsyncs the group before: the writer goroutine,
-// whose loop bounds their rate, is left to write, fsync and publish (8
-// clients' single-row INSERTs: 166 -> 53 µs of its CPU a group). A lone
-// client's large commit is staged by the pen's holder while the fsync
-// runs, which its own goroutine cannot do (commitGroup), and so is every
-// commit after it until then, versions being staged in order.
+// Under concurrent commits (the last group had several), a commit is
+// staged here, at a version no reader reads yet, by the goroutine that
+// settles it, while the writer goroutine fsyncs the group before: the
+// writer, whose loop bounds their rate, is left to write, fsync and
+// publish (8 clients' single-row INSERTs: it ran 106 to 166 µs a group,
+// now 53 to 64, traced; 8 clients' 100-row INSERTs no longer wait for it
+// to install each group's rows). A lone client's commit is staged by the pen's holder
+// (commitGroup), and so is every commit after one left to it until it is
+// staged, versions being staged in order.
 func (w *wal) enqueue(ver uint64, b *batch) <-chan error {
 	p := &pending{ver: ver, b: b, done: make(chan error, 1)}
-	if w.unstaged == 0 && (batchWrites(b) < stageMin || w.concurrent()) {
+	if w.unstaged == 0 && w.lastGroup.Load() > 1 {
 		p.touched, p.staged = w.s.stageLocked(ver, b), true
 	} else {
 		w.unstaged++
@@ -162,13 +160,6 @@ func (w *wal) enqueue(ver uint64, b *batch) <-chan error {
 		w.queue = append(w.queue, p)
 	}
 	return p.done
-}
-
-// concurrent reports whether the last group written had several commits.
-func (w *wal) concurrent() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.lastGroup > 1
 }
 
 func (w *wal) failure() error {
@@ -191,7 +182,7 @@ func (w *wal) lead() {
 	case w.writing || len(w.queue) == 0:
 		w.mu.Unlock()
 		return
-	case w.stopping || w.lastGroup > 1:
+	case w.stopping || w.lastGroup.Load() > 1:
 		w.mu.Unlock()
 		w.poke()
 		return
@@ -218,7 +209,7 @@ func (w *wal) putDown(n int) bool {
 	defer w.mu.Unlock()
 	w.writing = false
 	if n > 0 {
-		w.lastGroup = n
+		w.lastGroup.Store(int64(n))
 	}
 	work := len(w.queue) > 0 || len(w.ckptWaiters) > 0 || w.stopping || w.writerWaits
 	w.writerWaits = false
@@ -382,15 +373,12 @@ func (w *wal) stageLocked(p *pending) {
 // a group that the writer stages while its fsync runs.
 const stageMin = 64
 
-// batchWrites returns the writes of a batch.
-func batchWrites(b *batch) int { return len(b.writes) + len(b.clears) }
-
 // unstagedWrites returns the writes of a group's batches not staged yet.
 func unstagedWrites(group []*pending) int {
 	n := 0
 	for _, p := range group {
 		if !p.staged {
-			n += batchWrites(p.b)
+			n += len(p.b.writes) + len(p.b.clears)
 		}
 	}
 	return n
@@ -413,9 +401,7 @@ const gatherWait = 100 * time.Microsecond
 // of them beats one for the first and another for the rest (the
 // group-commit convoy). A lone client never waits.
 func (w *wal) gather() {
-	w.mu.Lock()
-	want := w.lastGroup
-	w.mu.Unlock()
+	want := int(w.lastGroup.Load())
 	if want <= 1 || w.sync == SyncNone {
 		return
 	}
