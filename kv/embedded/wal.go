@@ -138,9 +138,9 @@ func (w *wal) start() {
 // writer, whose loop bounds their rate, is left to write, fsync and
 // publish (8 clients' single-row INSERTs: it ran 106 to 166 µs a group,
 // now 53 to 64, traced; 8 clients' 100-row INSERTs no longer wait for it
-// to install each group's rows). A lone client's commit is staged by the pen's holder
-// (commitGroup), and so is every commit after one left to it until it is
-// staged, versions being staged in order.
+// to install each group's rows). A lone client's commit is staged by the
+// pen's holder (commitGroup), and so is every commit after one left to it
+// until it is staged, versions being staged in order.
 func (w *wal) enqueue(ver uint64, b *batch) <-chan error {
 	p := &pending{ver: ver, b: b, done: make(chan error, 1)}
 	if w.unstaged == 0 && w.lastGroup.Load() > 1 {
@@ -296,8 +296,8 @@ func (w *wal) run() {
 // whether the group committed; if not, the log failed.
 //
 // Each commit is staged in the tree, at its version, before it is readable:
-// a small one as it settles (enqueue), unless one before it is not staged
-// yet; the others here.
+// under concurrent commits as it settles (enqueue), unless one before it is
+// not staged yet; the others here.
 func (w *wal) commitGroup(group []*pending) bool {
 	if err := w.write(group); err != nil {
 		w.fail(err, group)
@@ -370,7 +370,8 @@ func (w *wal) stageLocked(p *pending) {
 }
 
 // stageMin is the fewest writes (keys set or cleared, ranges cleared) of
-// a group that the writer stages while its fsync runs.
+// a group that the writer stages while its fsync runs, and of a commit
+// after which a group's leader lets go of the store's lock (settleGroup).
 const stageMin = 64
 
 // unstagedWrites returns the writes of a group's batches not staged yet.
