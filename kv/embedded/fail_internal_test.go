@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,15 +143,8 @@ func TestFileGroupReadableOnceDurable(t *testing.T) {
 		tr.Set([]byte("deleted"), []byte("old"))
 		return nil
 	}))
-	syncing, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
+	syncing, free := holdFirstFsync(db)
 	defer free() // before db.Close, which waits for the log's writer
-	db.s.log.syncFault = func() error {
-		close(syncing)
-		<-release
-		return nil
-	}
 	committed := make(chan error, 1)
 	go func() {
 		committed <- db.Transact(ctx, func(tr kv.Transaction) error {
@@ -289,4 +283,119 @@ func TestFileGroupOfManyStagedUnseen(t *testing.T) {
 		require.NoError(t, <-committed)
 	}
 	require.Equal(t, others*stageMin, count(), "after the fsync")
+}
+
+// TestFileStagedInOrder: under concurrent commits a commit is staged as it
+// settles, unless a commit before it waits for the log's writer to stage
+// it: then it waits too, as versions are staged in order. Two blind writes
+// to one key, a lone client's and then one under concurrent commits, queue
+// behind a group whose fsync is held; once both are durable the key holds
+// the second's value (staged first, it would be the first's).
+func TestFileStagedInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := OpenFile(t.TempDir(), FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	syncing, free := holdFirstFsync(db)
+	defer free() // before db.Close, which waits for the log's writer
+	set := func(val string, filler int) func(kv.Transaction) error {
+		return func(tr kv.Transaction) error {
+			tr.Set([]byte("k"), []byte(val))
+			setFiller(tr, filler)
+			return nil
+		}
+	}
+	first := make(chan error, 1)
+	go func() { first <- db.Transact(ctx, set("first", 0)) }()
+	<-syncing
+	later := make(chan error, 2)
+	go func() { later <- db.Transact(ctx, set("lone", 0)) }()
+	require.Eventually(t, queuedForLog(db, 1), 10*time.Second, time.Millisecond, "the lone client's commit queues")
+	db.s.log.lastGroup.Store(2) // as after a group of two concurrent commits
+	go func() { later <- db.Transact(ctx, set("concurrent", 0)) }()
+	require.Eventually(t, queuedForLog(db, 2), 10*time.Second, time.Millisecond, "the next commit queues")
+	free()
+	require.NoError(t, <-first)
+	require.NoError(t, <-later)
+	require.NoError(t, <-later)
+	var v []byte
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		v, err = tr.Get([]byte("k"))
+		return err
+	}))
+	require.Equal(t, "concurrent", string(v))
+}
+
+// TestFileConcurrentLargeCommitStagedAsItSettles: under concurrent commits
+// (the last group had several), a large commit is staged as it settles,
+// before the log's writer takes it; no reader sees it until it is durable.
+func TestFileConcurrentLargeCommitStagedAsItSettles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := OpenFile(t.TempDir(), FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	w := db.s.log
+	syncing, free := holdFirstFsync(db)
+	defer free()         // before db.Close, which waits for the log's writer
+	w.lastGroup.Store(2) // as after a group of two concurrent commits
+	first := make(chan error, 1)
+	go func() {
+		first <- db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte("first"), nil)
+			return nil
+		})
+	}()
+	<-syncing
+	large := make(chan error, 1)
+	go func() {
+		large <- db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte("large"), []byte("v"))
+			setFiller(tr, stageMin)
+			return nil
+		})
+	}()
+	require.Eventually(t, queuedForLog(db, 1), 10*time.Second, time.Millisecond, "the large commit queues")
+	db.s.mu.RLock()
+	_, staged := db.s.tree.Get(probe(new([]byte), []byte("large")))
+	db.s.mu.RUnlock()
+	require.True(t, staged, "staged as it settled, while queued")
+	get := func() string {
+		var v []byte
+		require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			v, err = tr.Get([]byte("large"))
+			return err
+		}))
+		return string(v)
+	}
+	require.Empty(t, get(), "not readable before its fsync")
+	free()
+	require.NoError(t, <-first)
+	require.NoError(t, <-large)
+	require.Equal(t, "v", get())
+}
+
+// holdFirstFsync makes the log's first fsync from now on wait until free
+// is called; syncing is closed once it waits.
+func holdFirstFsync(db *DB) (syncing <-chan struct{}, free func()) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var syncs atomic.Int64
+	db.s.log.syncFault = func() error {
+		if syncs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return nil
+	}
+	return started, sync.OnceFunc(func() { close(release) })
+}
+
+// queuedForLog reports whether n commits wait in the log's queue.
+func queuedForLog(db *DB, n int) func() bool {
+	return func() bool {
+		db.s.log.mu.Lock()
+		defer db.s.log.mu.Unlock()
+		return len(db.s.log.queue) == n
+	}
 }

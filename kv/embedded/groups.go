@@ -101,10 +101,11 @@ func (s *store) settle(r *commitReq) {
 // the store's lock. Each is checked against the history left by those
 // before it, so a conflict inside the group fails only the later commit.
 //
-// In memory, where a commit's writes are applied here, the lock is let go
-// and taken again after a large commit: a 100-row INSERT applies hundreds
-// of keys, and the clients preparing their next statements read between
-// two, where they waited for the whole group (as in wal.commitGroup).
+// A commit's writes are applied here (memory), or staged (file, see
+// wal.enqueue), and the lock is let go and taken again after a large
+// commit: a 100-row INSERT installs hundreds of keys, and the clients
+// preparing their next statements read between two, where they waited for
+// the whole group (as in wal.commitGroup).
 func (s *store) settleGroup(group []*commitReq) {
 	s.wlock()
 	defer s.mu.Unlock()
@@ -116,7 +117,7 @@ func (s *store) settleGroup(group []*commitReq) {
 		if r.now.After(now) {
 			now = r.now
 		}
-		if s.log == nil && i < len(group)-1 && len(r.b.writes)+len(r.b.clears) >= stageMin {
+		if i < len(group)-1 && len(r.b.writes)+len(r.b.clears) >= stageMin {
 			s.mu.Unlock()
 			s.wlock()
 		}
