@@ -86,8 +86,7 @@ func (q *Queue) pushSome(tr kv.Transaction, token Token, items []Item, next bool
 		pushed, err := pushedOf(parts, len(items))
 		return pushed, false, err
 	}
-	sc := &scratch{}
-	sc.b = sc.first[:0]
+	sc := &scratch{b: make([]byte, 0, scratchLen)}
 	var seqs *nextSeqs
 	if next {
 		seqs = q.readSeqs(tr, items, &sc.seqs) // in flight during checkNew's wait
@@ -584,11 +583,12 @@ func (q *Queue) insert(tr kv.Transaction, p pos, it Item, sc *scratch) {
 // INSERT allocated 3,445 bytes a row, 600 of them keys and values built
 // only to be copied. It gathers the push's statistics counts too.
 type scratch struct {
-	b []byte
-	// first is b's first array: a row's keys and value fit, and a
-	// single-row INSERT allocates none (it grew twice: 2 of its 55
-	// allocations).
-	first   [512]byte
+	// b starts at scratchLen bytes: a row's keys and value fit, and a
+	// single-row INSERT grows it never (it grew twice: 2 of its 55
+	// allocations). Its array is an allocation of its own, holding no
+	// pointers: keys made in it go to FoundationDB's C client, and cgo
+	// refuses memory that holds Go pointers (an array inside scratch).
+	b       []byte
 	tallies tallies
 	// now is the push's time, read once for all its items: a clock
 	// read a row was 1% of a 100-row INSERT's time.
@@ -598,6 +598,9 @@ type scratch struct {
 	seqs nextSeqs
 	dirs dirSet
 }
+
+// scratchLen is the size of a push's first key buffer.
+const scratchLen = 512
 
 // clock returns the push's time: sc's, or the clock's without a scratch.
 func (sc *scratch) clock(q *Queue) time.Time {
