@@ -327,3 +327,94 @@ func collectRange(ctx context.Context, db kv.Database, r kv.Range) ([]kv.KeyValu
 	})
 	return rows, err
 }
+
+// TestHistoryKeysSurviveReuse: the history a commit leaves for the
+// conflict check keeps its keys, whatever the write to them (a plain set,
+// built ahead; a set with an ADD on top, an ADD, a clear, a
+// compare-and-clear, not built ahead; a key longer than the byte blocks
+// take; the empty key; a range clear; a write conflict), while later
+// transactions write other keys of the same lengths through the buffers
+// the writer gave back. A reader of the key that began before the write
+// must fail to commit.
+func TestHistoryKeysSurviveReuse(t *testing.T) {
+	t.Parallel()
+	kinds := []string{"set", "set+add", "add", "clear", "compare-and-clear", "long key", "empty key", "big value", "clear range", "write conflict"}
+	onMemoryAndFile(t, embedded.Config{RetryLimit: -1}, func(t *testing.T, db *embedded.DB) {
+		ctx := context.Background()
+		for round := range 3 * len(kinds) {
+			kind := kinds[round%len(kinds)]
+			key := fmt.Appendf(nil, "k/%02d/%s", round, kind)
+			switch kind {
+			case "long key":
+				key = append(key, bytes.Repeat([]byte{'L'}, 2000)...)
+			case "empty key":
+				key = []byte{}
+			}
+			require.NoError(t, kv.Transact(ctx, db, func(tr kv.Transaction) error {
+				tr.Set(key, []byte("before")) // there to clear
+				return nil
+			}))
+			reader, err := db.CreateTransaction(ctx)
+			require.NoError(t, err)
+			_, err = reader.Get(key)
+			require.NoError(t, err)
+
+			// The write first: its key at the start of the first
+			// byte block, then others.
+			require.NoError(t, kv.Transact(ctx, db, func(tr kv.Transaction) error {
+				switch kind {
+				case "set", "long key", "empty key":
+					tr.Set(key, []byte("v"))
+				case "set+add":
+					tr.Set(key, make([]byte, 8))
+					tr.Add(key, 3)
+				case "add":
+					tr.Add(key, 1)
+				case "clear":
+					tr.Clear(key)
+				case "compare-and-clear":
+					tr.CompareAndClear(key, []byte("before"))
+				case "big value":
+					tr.Set(key, bytes.Repeat([]byte{'B'}, 20_000))
+				case "clear range":
+					tr.ClearRange(kv.Range{Begin: key, End: kv.KeyAfter(key)})
+				case "write conflict":
+					if err := tr.AddWriteConflictKey(key); err != nil {
+						return err
+					}
+				}
+				for i := range 50 {
+					tr.Set(fmt.Appendf(nil, "a/%02d/%03d", round, i), []byte("v"))
+				}
+				return nil
+			}))
+			// Others of the same shapes, with other keys.
+			for other := range 6 {
+				require.NoError(t, kv.Transact(ctx, db, func(tr kv.Transaction) error {
+					z := bytes.Repeat([]byte{'z'}, max(len(key), 1))
+					switch kind {
+					case "set", "long key", "empty key", "big value":
+						tr.Set(z, []byte("w"))
+					case "set+add":
+						tr.Set(z, make([]byte, 8))
+						tr.Add(z, 3)
+					case "add":
+						tr.Add(z, 1)
+					case "clear":
+						tr.Clear(z)
+					default:
+						tr.CompareAndClear(z, []byte("before"))
+					}
+					for i := range 50 {
+						tr.Set(fmt.Appendf(nil, "y/%02d/%03d", other, i), []byte("w"))
+					}
+					return nil
+				}))
+			}
+			reader.Set([]byte("r"), []byte("x"))
+			err = reader.Commit()
+			require.ErrorIs(t, err, kv.ErrNotCommitted, "round %d (%s): the read of the key conflicts with the write committed after it", round, kind)
+			reader.Cancel()
+		}
+	})
+}
