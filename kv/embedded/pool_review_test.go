@@ -244,15 +244,15 @@ func TestReadsSurviveBufferReuse(t *testing.T) {
 // goroutine holds the log). Run it with -race too.
 func TestReadsSurviveConcurrentReuse(t *testing.T) {
 	t.Parallel()
-	onMemoryAndFile(t, embedded.Config{}, func(t *testing.T, db *embedded.DB) {
-		ctx := context.Background()
+	const clients, rounds = 4, 15
+	ctx := context.Background()
+	onMemoryAndFileReopen(t, embedded.Config{}, func(t *testing.T, db *embedded.DB) {
 		require.NoError(t, kv.Transact(ctx, db, func(tr kv.Transaction) error {
 			for i := range 10 {
 				tr.Set(fmt.Appendf(nil, "s/%03d", i), bytes.Repeat([]byte{'s'}, 5+i))
 			}
 			return nil
 		}))
-		const clients, rounds = 4, 15
 		holders := make([]holder, clients)
 		var wg sync.WaitGroup
 		errs := make(chan error, clients)
@@ -285,7 +285,9 @@ func TestReadsSurviveConcurrentReuse(t *testing.T) {
 		for c := range holders {
 			holders[c].check(t)
 		}
-		// What was committed is what was written.
+	}, func(t *testing.T, db *embedded.DB) {
+		// What was committed is what was written (on file:, what the
+		// log holds).
 		for c := range clients {
 			for round := range rounds {
 				prefix := fmt.Sprintf("c%d/%02d/", c, round)
