@@ -420,3 +420,52 @@ func TestHistoryKeysSurviveReuse(t *testing.T) {
 		}
 	})
 }
+
+// TestCommitAgainAfterUnknown: a commit reported unknown (applied, an
+// injected fault) leaves the transaction active, and the transaction may
+// go on and commit again without OnError. Its second batch's records
+// built ahead must be its own: where the first batch had a record built
+// ahead at an index whose write is not built ahead now (the batch has
+// fewer writes, a range clear dropped some, and a clear sorts first),
+// the first batch's record, installed in the store, must not be written
+// over, nor its key stand for the write's in the conflict history.
+func TestCommitAgainAfterUnknown(t *testing.T) {
+	t.Parallel()
+	db := embedded.Open("", embedded.Config{Faults: &embedded.Faults{UnknownApplied: 1}})
+	defer db.Close()
+	ctx := context.Background()
+	w, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	defer w.Cancel()
+	for _, k := range []string{"b", "c", "d"} {
+		w.Set([]byte(k), []byte("1"))
+	}
+	require.Equal(t, kv.CodeCommitUnknownResult, kv.Code(w.Commit()))
+
+	// A reader as of the first commit, which read a.
+	reader, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	defer reader.Cancel()
+	_, err = reader.Get([]byte("a"))
+	require.NoError(t, err)
+
+	// Fewer writes than the first batch: c and d are dropped.
+	w.ClearRange(kv.Range{Begin: []byte("c"), End: []byte("e")})
+	w.Clear([]byte("a")) // sorts before b, not built ahead
+	w.Set([]byte("b"), []byte("2"))
+	require.Equal(t, kv.CodeCommitUnknownResult, kv.Code(w.Commit()))
+
+	// The reader still reads the first commit's b.
+	rows, err := kv.Collect(reader.Snapshot().GetRange(kv.Range{Begin: []byte("a"), End: []byte("z")}, kv.RangeOptions{}))
+	require.NoError(t, err)
+	require.Equal(t, []kv.KeyValue{{Key: []byte("b"), Value: []byte("1")}, {Key: []byte("c"), Value: []byte("1")}, {Key: []byte("d"), Value: []byte("1")}}, rows)
+	reader.Set([]byte("r"), []byte("x"))
+	require.ErrorIs(t, reader.Commit(), kv.ErrNotCommitted, "a was written after the reader read it")
+
+	check, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	defer check.Cancel()
+	rows, err = kv.Collect(check.GetRange(kv.Range{Begin: []byte("a"), End: []byte("z")}, kv.RangeOptions{}))
+	require.NoError(t, err)
+	require.Equal(t, []kv.KeyValue{{Key: []byte("b"), Value: []byte("2")}, {Key: []byte("r"), Value: []byte("x")}}[:1], rows)
+}
