@@ -469,3 +469,44 @@ func TestCommitAgainAfterUnknown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []kv.KeyValue{{Key: []byte("b"), Value: []byte("2")}, {Key: []byte("r"), Value: []byte("x")}}[:1], rows)
 }
+
+// TestIteratorEndsWithItsTransaction: an iterator left open when its
+// transaction commits, is cancelled or is reset (OnError) returns no more
+// rows, and its Err says why (as a future's Get does), even when the
+// rows of a batch it fetched before are left: once the transaction gave
+// its buffers back, its writes are no longer there to merge (a committed
+// transaction's rows came back without them), and after a reset those
+// of the next attempt, whose read conflicts it would write.
+func TestIteratorEndsWithItsTransaction(t *testing.T) {
+	t.Parallel()
+	db := embedded.Open("", embedded.Config{})
+	defer db.Close()
+	ctx := context.Background()
+	require.NoError(t, kv.Transact(ctx, db, func(tr kv.Transaction) error {
+		for i := range 20 {
+			tr.Set(fmt.Appendf(nil, "k%02d", i), []byte("v"))
+		}
+		return nil
+	}))
+	for _, end := range []string{"commit", "cancel", "reset"} {
+		tr, err := db.CreateTransaction(ctx)
+		require.NoError(t, err)
+		it := tr.GetRange(kv.PrefixRange([]byte("k")), kv.RangeOptions{})
+		require.True(t, it.Next()) // a batch of several rows fetched
+		tr.Set([]byte("k05x"), []byte("mine"))
+		want := kv.CodeTransactionCancelled
+		switch end {
+		case "commit":
+			require.NoError(t, tr.Commit())
+			want = kv.CodeClientInvalidOperation
+		case "cancel":
+			tr.Cancel()
+		case "reset":
+			require.NoError(t, tr.OnError(kv.ErrNotCommitted))
+			tr.Set([]byte("k03x"), []byte("next attempt's"))
+		}
+		require.False(t, it.Next(), "%s: a row after the transaction's end", end)
+		require.Equal(t, want, kv.Code(it.Err()), "%s: %v", end, it.Err())
+		tr.Cancel()
+	}
+}
