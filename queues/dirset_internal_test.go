@@ -34,3 +34,34 @@ func TestDirSetHoldsWhatWasAdded(t *testing.T) {
 		}
 	}
 }
+
+// Keys kept past the set's first arrays (longer than its inline bytes,
+// more than fit one arena, so that new arenas begin) stay as kept, in its
+// keys and its strings, while the caller's buffer is written over.
+func TestDirSetKeepsLongKeys(t *testing.T) {
+	t.Parallel()
+	for _, items := range []int{1, 2, 300} {
+		d := newDirSet(min(2*items, maxDirsHint))
+		buf := make([]byte, 0, 512)
+		var want []string
+		for i := range 200 {
+			buf = fmt.Appendf(buf[:0], "%03d-", i)
+			for len(buf) < 40+i%300 {
+				buf = append(buf, byte('a'+i%26))
+			}
+			k := string(buf)
+			require.False(t, d.has(buf))
+			d.keep(buf, items)
+			for j := range buf {
+				buf[j] = '#'
+			}
+			want = append(want, k)
+		}
+		require.Len(t, d.keys, len(want))
+		for i, k := range want {
+			require.Equal(t, k, string(d.keys[i]), "items %d: key %d", items, i)
+			require.True(t, d.has([]byte(k)), "items %d: key %d", items, i)
+		}
+		require.False(t, d.has([]byte("###")))
+	}
+}

@@ -21,6 +21,7 @@ const (
 // once exhausted, up to the last key returned when a limit stopped it.
 type rangeIter struct {
 	t        *txn
+	attempt  uint64 // t.attempt when made
 	snapshot bool
 	begin    []byte // remaining range, narrowed as the iteration advances
 	end      []byte
@@ -49,7 +50,7 @@ type rangeIter struct {
 
 func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rangeIter {
 	it := &rangeIter{
-		t: t, snapshot: snapshot,
+		t: t, attempt: t.attempt, snapshot: snapshot,
 		begin: r.Begin, end: r.End,
 		reverse: opts.Reverse, limit: opts.Limit, mode: opts.Mode,
 		conflict: -1,
@@ -192,6 +193,14 @@ func (it *rangeIter) consume(key []byte) {
 
 func (it *rangeIter) Next() bool {
 	if it.done {
+		return false
+	}
+	if it.t.state != kv.TxnActive || it.attempt != it.t.attempt {
+		// Ended, or reset: the rows of a batch fetched before are not
+		// returned either. The transaction's writes, which they would
+		// merge with, went back to the pool (txnBufs), or are the next
+		// attempt's, as are the read conflicts cover would write.
+		it.fail(it.t.live(it.attempt))
 		return false
 	}
 	if it.limit > 0 && it.returned >= it.limit {

@@ -49,7 +49,13 @@ func (s *store) prebuild(b *batch, bufs *txnBufs) prebuilt {
 	// Take the space under the arena's lock, then write outside it.
 	var recs prebuilt
 	if bufs != nil {
-		bufs.pre = slices.Grow(bufs.pre[:0], len(b.writes))[:len(b.writes)] // zero: release clears it
+		// Zeroed here, not only by release: a commit of this
+		// attempt that failed or was reported unknown (applied) left
+		// its records in it, and a write not built ahead now must not
+		// find one of them (prebuild would write over it, in the
+		// store).
+		bufs.pre = slices.Grow(bufs.pre[:0], len(b.writes))[:len(b.writes)]
+		clear(bufs.pre)
 		recs = bufs.pre
 	} else {
 		recs = make(prebuilt, len(b.writes))

@@ -64,17 +64,40 @@ func TestReusedBuffersKeepConflicts(t *testing.T) {
 }
 
 // onMemoryAndFile runs test, in parallel, on a memory: database and on a
-// file: one in a temporary directory, opened with cfg.
+// file: one (OpenFile: a write-ahead log, group commit) in a temporary
+// directory, opened with cfg.
 func onMemoryAndFile(t *testing.T, cfg embedded.Config, test func(t *testing.T, db *embedded.DB)) {
-	for _, name := range []string{"", "file:"} {
-		t.Run(fmt.Sprintf("%q", name), func(t *testing.T) {
+	onMemoryAndFileReopen(t, cfg, test, nil)
+}
+
+// onMemoryAndFileReopen is onMemoryAndFile, then, if check is not nil,
+// check on the database: on file:, closed and opened again (its log
+// replayed).
+func onMemoryAndFileReopen(t *testing.T, cfg embedded.Config, test, check func(t *testing.T, db *embedded.DB)) {
+	for _, name := range []string{"memory:", "file:"} {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if name != "" {
-				name = "file:" + filepath.Join(t.TempDir(), "db")
+			if name == "memory:" {
+				db := embedded.Open("", cfg)
+				defer db.Close()
+				test(t, db)
+				if check != nil {
+					check(t, db)
+				}
+				return
 			}
-			db := embedded.Open(name, cfg)
-			defer db.Close()
+			dir := filepath.Join(t.TempDir(), "db")
+			db, err := embedded.OpenFile(dir, embedded.FileConfig{Config: cfg})
+			require.NoError(t, err)
 			test(t, db)
+			require.NoError(t, db.Close())
+			if check == nil {
+				return
+			}
+			db, err = embedded.OpenFile(dir, embedded.FileConfig{Config: cfg})
+			require.NoError(t, err)
+			defer db.Close()
+			check(t, db)
 		})
 	}
 }
