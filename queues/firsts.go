@@ -184,7 +184,10 @@ func (a *Attempt) adopt() {
 		return
 	}
 	rv, err := a.Transaction.GetReadVersion()
-	if err != nil || rv != cr.ver || a.firstAt != nil || a.dir != nil {
+	// Writes before the first pick (a fit pop's promote, moving items
+	// whose delay ended back into the indexes) had nothing to forget:
+	// what was carried does not hold them.
+	if err != nil || rv != cr.ver || a.firstAt != nil || a.dir != nil || a.writes != 0 {
 		c.refused.Add(1)
 		cr.drop()
 		return
