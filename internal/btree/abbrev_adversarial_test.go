@@ -103,6 +103,18 @@ func checkAdv(t *testing.T, r *rand.Rand, tr *BTreeG[string], m advModel, what s
 		want := slices.Clone([]string(m[max(0, j-3):j]))
 		slices.Reverse(want)
 		require.Equal(t, want, got, "%s: descend from %q", what, k)
+		it := tr.Iter()
+		if it.Seek(k) {
+			require.Equal(t, m[i], it.Item(), "%s: seek %q", what, k)
+			if it.Prev() {
+				require.Equal(t, m[i-1], it.Item(), "%s: seek %q, prev", what, k)
+			} else {
+				require.Zero(t, i, "%s: seek %q, prev", what, k)
+			}
+		} else {
+			require.Equal(t, len(m), i, "%s: seek %q", what, k)
+		}
+		it.Release()
 	}
 }
 
