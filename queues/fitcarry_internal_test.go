@@ -22,17 +22,25 @@ import (
 // next must not take it over), during some a push commits (the group's
 // commit is not alone, or conflicts).
 func TestCarriedReadsChooseAndConflictAsFresh(t *testing.T) {
+	eachKindAndSeed(t, func(t *testing.T, kind Kind, seed uint64) {
+		var fresh, carried strings.Builder
+		carryScenario(t, &fresh, kind, seed, false)
+		adopted, refused := carryScenario(t, &carried, kind, seed, true)
+		require.Equal(t, fresh.String(), carried.String())
+		require.Greater(t, adopted, int64(20), "few groups took over the reads of the one before")
+		require.Positive(t, refused, "no group found the reads carried to it stale")
+	})
+}
+
+// eachKindAndSeed runs f in parallel subtests, for priority and FIFO
+// queues and seeds 1 to 3.
+func eachKindAndSeed(t *testing.T, f func(t *testing.T, kind Kind, seed uint64)) {
 	t.Parallel()
 	for _, kind := range []Kind{Priority, FIFO} {
 		for seed := uint64(1); seed <= 3; seed++ {
 			t.Run(fmt.Sprintf("%v/seed=%d", kind, seed), func(t *testing.T) {
 				t.Parallel()
-				var fresh, carried strings.Builder
-				carryScenario(t, &fresh, kind, seed, false)
-				adopted, refused := carryScenario(t, &carried, kind, seed, true)
-				require.Equal(t, fresh.String(), carried.String())
-				require.Greater(t, adopted, int64(20), "few groups took over the reads of the one before")
-				require.Positive(t, refused, "no group found the reads carried to it stale")
+				f(t, kind, seed)
 			})
 		}
 	}

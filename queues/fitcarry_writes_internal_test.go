@@ -19,19 +19,13 @@ import (
 // pops take the same rows, clear the same keys and add the same read
 // conflicts as with nothing carried.
 func TestCarriedReadsSurviveOtherWrites(t *testing.T) {
-	t.Parallel()
-	for _, kind := range []Kind{Priority, FIFO} {
-		for seed := uint64(1); seed <= 3; seed++ {
-			t.Run(fmt.Sprintf("%v/seed=%d", kind, seed), func(t *testing.T) {
-				t.Parallel()
-				var fresh, carried strings.Builder
-				carryWritesScenario(t, &fresh, kind, seed, false)
-				adopted := carryWritesScenario(t, &carried, kind, seed, true)
-				require.Equal(t, fresh.String(), carried.String())
-				require.Positive(t, adopted, "no group took over the reads of the one before")
-			})
-		}
-	}
+	eachKindAndSeed(t, func(t *testing.T, kind Kind, seed uint64) {
+		var fresh, carried strings.Builder
+		carryWritesScenario(t, &fresh, kind, seed, false)
+		adopted := carryWritesScenario(t, &carried, kind, seed, true)
+		require.Equal(t, fresh.String(), carried.String())
+		require.Positive(t, adopted, "no group took over the reads of the one before")
+	})
 }
 
 // carryWritesScenario is carryScenario with writes other than pops in the

@@ -80,36 +80,7 @@ func TestAbbreviatedKeysModel(t *testing.T) {
 							writes[k] = fmt.Sprintf("%d-%0*d", round, r.IntN(40), 0)
 						}
 					}
-					require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-						for _, c := range clears {
-							tr.ClearRange(c)
-						}
-						for k, v := range writes {
-							if v == "" {
-								tr.Clear([]byte(k))
-							} else {
-								tr.Set([]byte(k), []byte(v))
-							}
-						}
-						return nil
-					}))
-					db.s.mu.RLock()
-					swept = swept || db.s.sweep.on
-					db.s.mu.RUnlock()
-					for _, c := range clears {
-						for k := range model {
-							if k >= string(c.Begin) && k < string(c.End) {
-								delete(model, k)
-							}
-						}
-					}
-					for k, v := range writes {
-						if v == "" {
-							delete(model, k)
-						} else {
-							model[k] = v
-						}
-					}
+					swept = commitModeled(t, ctx, db, model, clears, writes) || swept
 					if round%60 == 30 {
 						if old != nil {
 							old.Cancel()

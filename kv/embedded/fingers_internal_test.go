@@ -58,36 +58,7 @@ func TestFingersKeepTheTreeExact(t *testing.T) {
 			b, e := tuple.Tuple{"t", g % 7, g}.Range()
 			clears = append(clears, kv.Range{Begin: b, End: e})
 		}
-		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-			for _, c := range clears {
-				tr.ClearRange(c)
-			}
-			for k, v := range writes {
-				if v == "" {
-					tr.Clear([]byte(k))
-				} else {
-					tr.Set([]byte(k), []byte(v))
-				}
-			}
-			return nil
-		}))
-		db.s.mu.RLock()
-		swept = swept || db.s.sweep.on
-		db.s.mu.RUnlock()
-		for _, c := range clears {
-			for k := range model {
-				if k >= string(c.Begin) && k < string(c.End) {
-					delete(model, k)
-				}
-			}
-		}
-		for k, v := range writes {
-			if v == "" {
-				delete(model, k)
-			} else {
-				model[k] = v
-			}
-		}
+		swept = commitModeled(t, ctx, db, model, clears, writes) || swept
 		if round%100 == 50 {
 			if old != nil {
 				old.Cancel()
@@ -161,4 +132,42 @@ func TestFingersPlaceQueueKeys(t *testing.T) {
 	perBatch := float64(s.fing.hits-hits) / 100
 	t.Logf("%.1f keys a batch placed by fingers", perBatch)
 	require.Greater(t, perBatch, 100.0)
+}
+
+// commitModeled commits clears, then writes (an empty value clears the
+// key), to db and to model alike, and reports whether a compaction is
+// running.
+func commitModeled(t *testing.T, ctx context.Context, db *DB, model map[string]string, clears []kv.Range, writes map[string]string) bool {
+	t.Helper()
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		for _, c := range clears {
+			tr.ClearRange(c)
+		}
+		for k, v := range writes {
+			if v == "" {
+				tr.Clear([]byte(k))
+			} else {
+				tr.Set([]byte(k), []byte(v))
+			}
+		}
+		return nil
+	}))
+	db.s.mu.RLock()
+	swept := db.s.sweep.on
+	db.s.mu.RUnlock()
+	for _, c := range clears {
+		for k := range model {
+			if k >= string(c.Begin) && k < string(c.End) {
+				delete(model, k)
+			}
+		}
+	}
+	for k, v := range writes {
+		if v == "" {
+			delete(model, k)
+		} else {
+			model[k] = v
+		}
+	}
+	return swept
 }
