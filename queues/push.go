@@ -671,13 +671,17 @@ type dirSet struct {
 	keys [][]byte
 	// arena holds the bytes of keys, which the set's strings share:
 	// bytes appended are never written again (a full arena is left to
-	// the keys cut from it, and a new one begun). twoKeys and bytes are
-	// the first arrays of keys and arena: a single-row push's one or two
-	// directories take no allocation of their own.
+	// the keys cut from it, and a new one begun). It is an allocation of
+	// its own, holding no pointers: keys cut from it go to FoundationDB's
+	// C client, and cgo refuses memory that holds Go pointers (an array
+	// inside the set, as the scratch's key buffer was). twoKeys is the
+	// first array of keys: a single-row push's one or two directories.
 	arena   []byte
 	twoKeys [2][]byte
-	bytes   [96]byte
 }
+
+// fewDirBytes sizes a single-row push's arena: its one or two keys.
+const fewDirBytes = 96
 
 // fewDirs is the most keys a dirSet holds in its slice.
 const fewDirs = 8
@@ -705,8 +709,8 @@ func (d *dirSet) init(n int) {
 // its keys; items sizes a new arena.
 func (d *dirSet) keep(k []byte, items int) {
 	switch {
-	case d.arena == nil && len(k) <= len(d.bytes) && items <= 1:
-		d.arena = d.bytes[:0]
+	case d.arena == nil && len(k) <= fewDirBytes && items <= 1:
+		d.arena = make([]byte, 0, fewDirBytes)
 	case cap(d.arena)-len(d.arena) < len(k):
 		d.arena = make([]byte, 0, max(len(k)*min(2*items, 16), 2*cap(d.arena)))
 	}
