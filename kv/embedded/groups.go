@@ -161,7 +161,7 @@ func (s *store) settleLocked(r *commitReq) error {
 	r.writes.ver = ver
 	s.history = append(s.history, r.writes)
 	if s.log == nil {
-		r.gcBudget = s.applyAtLocked(ver, r.b)
+		r.gcBudget = s.installChunkedLocked(ver, r.b)
 		return nil
 	}
 	// File: the log writer makes the batch durable with others (group
