@@ -106,6 +106,9 @@ type store struct {
 	probeBuf []byte
 	// fing remembers where the last commits' keys went (fingers.go).
 	fing fingers
+	// chunkHook, if set (tests), runs between two chunks of a chunked
+	// install (mvcc.go), without mu held.
+	chunkHook func()
 	// arena gives committing clients space for their records, which
 	// they write before the lock (prebuilt.go).
 	arena recArena

@@ -393,6 +393,9 @@ func (s *store) applyWritesLocked(ver uint64, b *batch, chunked bool) []rec {
 		if chunked && i > 0 && i%installChunk == 0 {
 			s.gcq[len(s.gcq)-1].entries = touched
 			s.mu.Unlock()
+			if s.chunkHook != nil {
+				s.chunkHook()
+			}
 			s.wlock()
 			deadLo, deadHi = s.deadSpanLocked()
 		}
