@@ -12,3 +12,18 @@ func Tombs(db *DB) int {
 	defer db.s.mu.RUnlock()
 	return len(db.s.tombs)
 }
+
+// SetChunkHook makes f run between two chunks of every chunked install
+// (mvcc.go), without the store's lock held. Call it before db commits.
+func SetChunkHook(db *DB, f func()) { db.s.chunkHook = f }
+
+// Collect runs the collector as far as the read versions in use allow.
+func Collect(db *DB) {
+	s := db.s
+	s.wlock()
+	s.collectQueuedLocked(s.cfg.Clock())
+	s.mu.Unlock()
+}
+
+// InstallChunk is how many keys a chunked install takes a hold at a time.
+const InstallChunk = installChunk

@@ -314,9 +314,11 @@ func (s *store) installChunkedLocked(ver uint64, b *batch) int {
 //
 // Between two chunks the commit's records so far are in its s.gcq entry,
 // where a reader's range read finds the keys it deleted (deadSinceLocked);
-// s.dead's span is read again, as the collector or a tombstone may have
-// changed it; path hints and fingers hold across (any path is safe, as
-// btree.TrySetNext and SetHintPast check where it leads).
+// s.dead's span is read again, as the collector may have shrunk it; path
+// hints and fingers hold across (any path is safe, as btree.TrySetNext and
+// SetHintPast check where it leads). Nothing else installs meanwhile: the
+// leader settles one commit at a time, and tombstones' removals
+// (tombSlice) touch only keys older than a published version.
 const installChunk = 64
 
 // applyLocked installs b at version ver, into the last entry of s.gcq
