@@ -390,9 +390,14 @@ func (s *store) applyWritesLocked(ver uint64, b *batch, chunked bool) []rec {
 	// of them (a dropped table's deletions sit under its own prefix,
 	// which no later table shares), is not looked up there.
 	deadLo, deadHi := s.deadSpanLocked()
+	pause := len(b.writes) // where the lock is let go next
+	if chunked {
+		pause = installChunk
+	}
 	s.fing.start()
 	for i, w := range b.writes {
-		if chunked && i > 0 && i%installChunk == 0 {
+		if i == pause {
+			pause += installChunk
 			s.gcq[len(s.gcq)-1].entries = touched
 			s.mu.Unlock()
 			if s.chunkHook != nil {
