@@ -105,7 +105,8 @@ func (s *store) settle(r *commitReq) {
 // wal.enqueue), and the lock is let go and taken again after a large
 // commit: a 100-row INSERT installs hundreds of keys, and the clients
 // preparing their next statements read between two, where they waited for
-// the whole group (as in wal.commitGroup).
+// the whole group (as in wal.commitGroup). In memory, a large commit's
+// install lets go of it between chunks too (installChunkedLocked).
 func (s *store) settleGroup(group []*commitReq) {
 	s.wlock()
 	defer s.mu.Unlock()
