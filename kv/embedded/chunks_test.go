@@ -26,14 +26,7 @@ import (
 // tombstones.
 func TestChunkedInstallModel(t *testing.T) {
 	t.Parallel()
-	for _, tombs := range []bool{false, true} {
-		for seed := range uint64(4) {
-			t.Run(fmt.Sprintf("tombstones=%v/%d", tombs, seed), func(t *testing.T) {
-				t.Parallel()
-				chunkedInstall(t, seed, tombs)
-			})
-		}
-	}
+	eachModelRun(t, 4, chunkedInstall)
 }
 
 func chunkedInstall(t *testing.T, seed uint64, tombs bool) {

@@ -28,11 +28,17 @@ import (
 // it covers once no reader is older.
 func TestReadsAtOldVersionsModel(t *testing.T) {
 	t.Parallel()
+	eachModelRun(t, 8, readsAtOldVersions)
+}
+
+// eachModelRun runs run in parallel subtests, for seeds seeds, without
+// tombstones and with.
+func eachModelRun(t *testing.T, seeds uint64, run func(t *testing.T, seed uint64, tombs bool)) {
 	for _, tombs := range []bool{false, true} {
-		for seed := range uint64(8) {
+		for seed := range seeds {
 			t.Run(fmt.Sprintf("tombstones=%v/%d", tombs, seed), func(t *testing.T) {
 				t.Parallel()
-				readsAtOldVersions(t, seed, tombs)
+				run(t, seed, tombs)
 			})
 		}
 	}
