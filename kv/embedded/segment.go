@@ -97,7 +97,6 @@ func (s *segment) append(b []byte) error {
 	return err
 }
 
-func (s *segment) sync() error { return s.f.Sync() }
 
 // close cuts the reserved space after the records and closes the file.
 // The cut only gives the space back: recovery reads a zero tail as the

@@ -424,13 +424,10 @@ func (w *wal) write(group []*pending) error {
 	}
 	w.buf = w.buf[:0]
 	for _, p := range group {
-		payload := p.b.encode(p.ver)
-		if len(payload) > maxRecordSize {
-			return fmt.Errorf("log record of %d bytes", len(payload))
+		var err error
+		if w.buf, err = p.b.appendRecord(w.buf, p.ver); err != nil {
+			return err
 		}
-		w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(len(payload)))
-		w.buf = binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(payload, castagnoli))
-		w.buf = append(w.buf, payload...)
 	}
 	if err := w.seg.append(w.buf); err != nil {
 		return err
