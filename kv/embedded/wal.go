@@ -299,21 +299,16 @@ func (w *wal) run() {
 // under concurrent commits as it settles (enqueue), unless one before it is
 // not staged yet; the others here.
 func (w *wal) commitGroup(group []*pending) bool {
-	if err := w.write(group); err != nil {
+	s := w.s
+	// Installing a few keys takes less than handing the fsync to
+	// another goroutine and back: those are synced as they are written,
+	// in one call where the system has one (segment.appendSync).
+	overlap := w.sync == SyncFull && unstagedWrites(group) >= stageMin
+	if err := w.write(group, w.sync == SyncFull && !overlap); err != nil {
 		w.fail(err, group)
 		return false
 	}
-	s := w.s
-	switch {
-	case w.sync != SyncFull:
-	case unstagedWrites(group) < stageMin:
-		// Installing a few keys takes less than handing the fsync to
-		// another goroutine and back.
-		if err := w.syncSegment(); err != nil {
-			w.fail(err, group)
-			return false
-		}
-	default:
+	if overlap {
 		// The group is in the file, not yet on disk: the tree takes it
 		// while the fsync runs, at versions no reader reads yet (they
 		// read at s.version), and it becomes readable once the fsync
@@ -418,7 +413,9 @@ func (w *wal) gather() {
 	}
 }
 
-func (w *wal) write(group []*pending) error {
+// write writes a group's records to the log, and with sync makes them
+// durable, as syncSegment does.
+func (w *wal) write(group []*pending, sync bool) error {
 	if err := w.failure(); err != nil {
 		return err
 	}
@@ -429,8 +426,19 @@ func (w *wal) write(group []*pending) error {
 			return err
 		}
 	}
-	if err := w.seg.append(w.buf); err != nil {
-		return err
+	if !sync {
+		if err := w.seg.append(w.buf); err != nil {
+			return err
+		}
+	} else {
+		if err := w.seg.appendSync(w.buf); err != nil {
+			return err
+		}
+		if w.syncFault != nil {
+			if err := w.syncFault(); err != nil {
+				return err
+			}
+		}
 	}
 	w.sinceCkpt += int64(len(w.buf))
 	w.lastVer = group[len(group)-1].ver
