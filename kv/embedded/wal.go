@@ -300,10 +300,14 @@ func (w *wal) run() {
 // not staged yet; the others here.
 func (w *wal) commitGroup(group []*pending) bool {
 	s := w.s
-	// Installing a few keys takes less than handing the fsync to
-	// another goroutine and back: those are synced as they are written,
-	// in one call where the system has one (segment.appendSync).
-	overlap := w.sync == SyncFull && unstagedWrites(group) > 0
+	// A lone client's commit, and a group of many writes, hand their
+	// write and sync to another goroutine and install meanwhile; other
+	// groups (of commits staged as they settled, and a few more keys)
+	// are synced as they are written, in one call where the system has
+	// one (segment.appendSync): there the hand-off costs more than it
+	// saves.
+	unstaged := unstagedWrites(group)
+	overlap := w.sync == SyncFull && (unstaged >= stageMin || len(group) == 1 && unstaged > 0)
 	if !overlap {
 		if err := w.write(group, w.sync == SyncFull); err != nil {
 			w.fail(err, group)
