@@ -141,8 +141,17 @@ func (w *wal) start() {
 // to install each group's rows). A lone client's commit is staged by the
 // pen's holder (commitGroup), and so is every commit after one left to it
 // until it is staged, versions being staged in order.
+//
+// The pending is b's from its last commit, if it had one: that commit's
+// answer was received (txn.commit), and no one else holds the pending
+// (whoever answers one lets go of it).
 func (w *wal) enqueue(ver uint64, b *batch) <-chan error {
-	p := &pending{ver: ver, b: b, done: make(chan error, 1)}
+	p := b.logged
+	if p == nil {
+		p = &pending{done: make(chan error, 1)}
+		b.logged = p
+	}
+	*p = pending{ver: ver, b: b, done: p.done}
 	if w.unstaged == 0 && w.lastGroup.Load() > 1 {
 		p.touched, p.staged = w.s.stageLocked(ver, b), true
 	} else {
@@ -351,6 +360,7 @@ func (w *wal) commitGroup(group []*pending) bool {
 			w.stageLocked(p)
 		}
 		budget += s.publishLocked(p.ver, p.touched, p.b.bump)
+		p.touched = nil // the pending stays with the batch's buffers
 	}
 	s.gcLocked(now, budget)
 	w.live = int64(s.slabs.live)
