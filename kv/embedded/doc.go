@@ -113,7 +113,8 @@
 //	file.go        file databases: open modes, recovery
 //	wal.go         the write-ahead log: a lone commit writes it itself, else
 //	               the writer goroutine, one fsync per group
-//	segment.go     log segment files, their space written with zeros ahead
+//	segment.go     log segment files, their space written with zeros ahead;
+//	               segment_*.go their write and sync calls on each OS
 //	checkpoint.go  checkpoints: starting one, writing it, and dropping the log
 //	               it makes redundant
 //	lock.go        the directory lock; lock_*.go its call on each OS

@@ -66,9 +66,9 @@ func TestFileIOErrorFailsCleanly(t *testing.T) {
 // TestFileFsyncErrorHidesTheGroup: when the log's fsync fails, the
 // group's commits fail as maybe committed, and no reader ever sees them:
 // not a new key, not a new value of a key, not a key they delete, by a
-// point read or a range read. A group of stageMin writes or more was
-// staged in the tree while the fsync ran (and stays there, never
-// readable); a smaller one never got there.
+// point read or a range read. A lone commit, and a group of stageMin
+// writes or more, was staged in the tree while the fsync ran (and stays
+// there, never readable).
 func TestFileFsyncErrorHidesTheGroup(t *testing.T) {
 	t.Parallel()
 	for _, filler := range []int{0, stageMin} {

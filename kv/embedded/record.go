@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -25,6 +27,10 @@ type batch struct {
 	// pre holds the records of the plain sets, written ahead
 	// (prebuilt.go); nil for a batch read from the log.
 	pre prebuilt
+	// logged is the batch's place in the log's queue (wal.enqueue),
+	// kept with the transaction's buffers for their next commit: made
+	// afresh, it and its channel were three allocations a commit.
+	logged *pending
 }
 
 // Log record payload: uvarint version, uvarint #clears, each (bytes begin,
@@ -37,8 +43,14 @@ func appendBytes(dst, b []byte) []byte {
 	return append(binary.AppendUvarint(dst, uint64(len(b))), b...)
 }
 
-func (b *batch) encode(ver uint64) []byte {
-	n := 16
+// appendRecord appends the batch's log record at version ver to dst: the
+// header, then the payload, encoded in place. The log writes a group's
+// records from one buffer (wal.write); encoding each payload into a
+// buffer of its own and copying it there cost an allocation and a copy
+// of every commit's bytes. On error (a record too large), dst is
+// returned as it was.
+func (b *batch) appendRecord(dst []byte, ver uint64) ([]byte, error) {
+	n := recHeaderSize + 16
 	for _, r := range b.clears {
 		n += len(r.Begin) + len(r.End) + 4
 	}
@@ -48,7 +60,8 @@ func (b *batch) encode(ver uint64) []byte {
 			n += len(op.param) + 4
 		}
 	}
-	out := make([]byte, 0, n)
+	start := len(dst)
+	out := slices.Grow(dst, n)[:start+recHeaderSize]
 	out = append(out, recordFormat)
 	out = binary.AppendUvarint(out, ver)
 	out = binary.AppendUvarint(out, uint64(len(b.clears)))
@@ -67,7 +80,13 @@ func (b *batch) encode(ver uint64) []byte {
 			out = appendBytes(append(out, byte(op.kind)), op.param)
 		}
 	}
-	return out
+	payload := out[start+recHeaderSize:]
+	if len(payload) > maxRecordSize {
+		return out[:start], fmt.Errorf("log record of %d bytes", len(payload))
+	}
+	binary.LittleEndian.PutUint32(out[start:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(out[start+4:], crc32.Checksum(payload, castagnoli))
+	return out, nil
 }
 
 var errRecord = errors.New("malformed log record")

@@ -32,6 +32,7 @@ type segment struct {
 	// off is where the next record goes; alloc, the size of the reserved
 	// space (the file's size). Bytes from off to alloc are zero.
 	off, alloc int64
+	sys        segmentSys // what the system's own calls need (segment_*.go)
 }
 
 // createSegment starts a new log segment whose first record is version
@@ -44,6 +45,10 @@ func createSegment(dir string, first uint64) (*segment, error) {
 		return nil, err
 	}
 	s := &segment{f: f}
+	if err := s.sys.init(f); err != nil {
+		f.Close()
+		return nil, err
+	}
 	if err := s.create(dir); err != nil {
 		f.Close()
 		return nil, err
@@ -97,7 +102,31 @@ func (s *segment) append(b []byte) error {
 	return err
 }
 
-func (s *segment) sync() error { return s.f.Sync() }
+// appendSync writes b at the end of the records and makes it durable, as
+// append then sync do. Where the system writes and syncs in one call
+// (writeSynced), and b fits in the reserved space, it makes that call: a
+// commit then enters the kernel once, not twice. Such a call makes
+// durable only the bytes it writes, and those are all the file's bytes
+// not durable yet: under SyncFull every write of the log is synced before
+// the next (commitGroup), with the zeros a reserve wrote (append, then
+// sync below), and the segment's first chunk was synced when it was
+// created.
+func (s *segment) appendSync(b []byte) error {
+	if s.off+int64(len(b)) <= s.alloc {
+		n, done, err := s.writeSynced(b, s.off)
+		s.off += int64(n)
+		if done || err != nil {
+			return err
+		}
+		// Not written by that call, or only in part: the rest the
+		// usual way.
+		b = b[n:]
+	}
+	if err := s.append(b); err != nil {
+		return err
+	}
+	return s.sync()
+}
 
 // close cuts the reserved space after the records and closes the file.
 // The cut only gives the space back: recovery reads a zero tail as the

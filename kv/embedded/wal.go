@@ -88,6 +88,9 @@ type wal struct {
 	writerWaits bool
 	wake        chan struct{}
 	done        chan struct{}
+	// synced answers the pen's holder for a write and sync it handed to
+	// another goroutine (commitGroup): one at a time, so one channel.
+	synced chan error
 
 	// unstaged is how many queued commits are not staged yet; s.mu
 	// guards it.
@@ -124,6 +127,7 @@ func segName(first uint64) string { return fmt.Sprintf("wal-%020d.log", first) }
 func (w *wal) start() {
 	w.wake = make(chan struct{}, 1)
 	w.done = make(chan struct{})
+	w.synced = make(chan error, 1)
 	w.ckptDone = make(chan ckptResult, 1)
 	go w.run()
 }
@@ -141,8 +145,17 @@ func (w *wal) start() {
 // to install each group's rows). A lone client's commit is staged by the
 // pen's holder (commitGroup), and so is every commit after one left to it
 // until it is staged, versions being staged in order.
+//
+// The pending is b's from its last commit, if it had one: that commit's
+// answer was received (txn.commit), and no one else holds the pending
+// (whoever answers one lets go of it).
 func (w *wal) enqueue(ver uint64, b *batch) <-chan error {
-	p := &pending{ver: ver, b: b, done: make(chan error, 1)}
+	p := b.logged
+	if p == nil {
+		p = &pending{done: make(chan error, 1)}
+		b.logged = p
+	}
+	*p = pending{ver: ver, b: b, done: p.done}
 	if w.unstaged == 0 && w.lastGroup.Load() > 1 {
 		p.touched, p.staged = w.s.stageLocked(ver, b), true
 	} else {
@@ -299,21 +312,21 @@ func (w *wal) run() {
 // under concurrent commits as it settles (enqueue), unless one before it is
 // not staged yet; the others here.
 func (w *wal) commitGroup(group []*pending) bool {
-	if err := w.write(group); err != nil {
-		w.fail(err, group)
-		return false
-	}
 	s := w.s
-	switch {
-	case w.sync != SyncFull:
-	case unstagedWrites(group) < stageMin:
-		// Installing a few keys takes less than handing the fsync to
-		// another goroutine and back.
-		if err := w.syncSegment(); err != nil {
+	// A lone client's commit, and a group of many writes, hand their
+	// write and sync to another goroutine and install meanwhile; other
+	// groups (of commits staged as they settled, and a few more keys)
+	// are synced as they are written, in one call where the system has
+	// one (segment.appendSync): there the hand-off costs more than it
+	// saves.
+	unstaged := unstagedWrites(group)
+	overlap := w.sync == SyncFull && (unstaged >= stageMin || len(group) == 1 && unstaged > 0)
+	if !overlap {
+		if err := w.write(group, w.sync == SyncFull); err != nil {
 			w.fail(err, group)
 			return false
 		}
-	default:
+	} else {
 		// The group is in the file, not yet on disk: the tree takes it
 		// while the fsync runs, at versions no reader reads yet (they
 		// read at s.version), and it becomes readable once the fsync
@@ -326,8 +339,7 @@ func (w *wal) commitGroup(group []*pending) bool {
 		// whole group they waited for all of it, and the writer and
 		// the clients took turns on the cores (8 clients' 100-row
 		// INSERTs ran at 0.93 of one client's rate).
-		synced := make(chan error, 1)
-		go func() { synced <- w.syncSegment() }()
+		go func() { w.synced <- w.write(group, true) }()
 		for _, p := range group {
 			if !p.staged {
 				s.mu.Lock()
@@ -335,7 +347,7 @@ func (w *wal) commitGroup(group []*pending) bool {
 				s.mu.Unlock()
 			}
 		}
-		if err := <-synced; err != nil {
+		if err := <-w.synced; err != nil {
 			// The group stays in the tree, never readable: no version
 			// after it is published, and the database accepts no
 			// commit any more.
@@ -351,6 +363,7 @@ func (w *wal) commitGroup(group []*pending) bool {
 			w.stageLocked(p)
 		}
 		budget += s.publishLocked(p.ver, p.touched, p.b.bump)
+		p.touched = nil // the pending stays with the batch's buffers
 	}
 	s.gcLocked(now, budget)
 	w.live = int64(s.slabs.live)
@@ -418,22 +431,32 @@ func (w *wal) gather() {
 	}
 }
 
-func (w *wal) write(group []*pending) error {
+// write writes a group's records to the log, and with sync makes them
+// durable, as syncSegment does.
+func (w *wal) write(group []*pending, sync bool) error {
 	if err := w.failure(); err != nil {
 		return err
 	}
 	w.buf = w.buf[:0]
 	for _, p := range group {
-		payload := p.b.encode(p.ver)
-		if len(payload) > maxRecordSize {
-			return fmt.Errorf("log record of %d bytes", len(payload))
+		var err error
+		if w.buf, err = p.b.appendRecord(w.buf, p.ver); err != nil {
+			return err
 		}
-		w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(len(payload)))
-		w.buf = binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(payload, castagnoli))
-		w.buf = append(w.buf, payload...)
 	}
-	if err := w.seg.append(w.buf); err != nil {
-		return err
+	if !sync {
+		if err := w.seg.append(w.buf); err != nil {
+			return err
+		}
+	} else {
+		if err := w.seg.appendSync(w.buf); err != nil {
+			return err
+		}
+		if w.syncFault != nil {
+			if err := w.syncFault(); err != nil {
+				return err
+			}
+		}
 	}
 	w.sinceCkpt += int64(len(w.buf))
 	w.lastVer = group[len(group)-1].ver
