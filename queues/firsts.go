@@ -96,6 +96,10 @@ func (a *Attempt) Several() { a.several = true }
 // its range (a search clears the key of a cell it found empty).
 type dirRead struct {
 	k known
+	// dc is k decoded for the skip-scans (cells), once decoded is set;
+	// nil if it cannot answer them.
+	dc      *dirCells
+	decoded bool
 }
 
 // dirKnown returns the cell directory under base as one read, made now

@@ -209,6 +209,13 @@ func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
 		}
 		if k != nil {
 			x.ks = append(x.ks, *k)
+			if dc := pk.a.dir.cells(d.base, len(d.mins)); dc != nil && d.learn == nil {
+				defer d.release()
+				if err := cellsScan(x, dc, d.base, d.mins, d.maxs, fn); err != nil {
+					return err
+				}
+				return pk.record(x, true)
+			}
 		}
 	}
 	for _, a := range d.reads {
