@@ -89,7 +89,9 @@ func TestCellsScanAsSkipScan(t *testing.T) {
 
 	// What cells leaves to the skip-scan.
 	base := tuple.Tuple{"cells", "odd"}.Pack()
-	key := func(vs ...any) kv.KeyValue { return kv.KeyValue{Key: append(slices.Clone(base), tuple.Tuple(vs).Pack()...)} }
+	key := func(vs ...any) kv.KeyValue {
+		return kv.KeyValue{Key: append(slices.Clone(base), tuple.Tuple(vs).Pack()...)}
+	}
 	pr := kv.PrefixRange(base)
 	for _, c := range []struct {
 		name  string
