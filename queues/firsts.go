@@ -252,7 +252,7 @@ var firstsMems = sync.Pool{New: func() any { return &firstsMem{at: make(map[stri
 // forgetFirsts drops the attempt's remembered reads, and gives their
 // memory back for another attempt, once it is released.
 func (a *Attempt) forgetFirsts() {
-	a.dir = nil
+	a.dir, a.items = nil, nil
 	if a.firstAt == nil {
 		return
 	}
@@ -422,6 +422,19 @@ func covered(r kv.Range, reverse bool, e kv.KeyValue, ok bool) kv.Range {
 // wrote forgets the remembered reads whose ranges hold a key in [begin,
 // end): end nil stands for the one key begin.
 func (a *Attempt) wrote(begin, end []byte) {
+	a.wroteItems(begin, end, false)
+	a.writesElse(begin, end)
+}
+
+// wroteClear is wrote for a clear of the one key begin: the items read
+// drops just its row (wroteItems).
+func (a *Attempt) wroteClear(key []byte) {
+	a.wroteItems(key, nil, true)
+	a.writesElse(key, nil)
+}
+
+// writesElse is wrote but for the items read.
+func (a *Attempt) writesElse(begin, end []byte) {
 	a.writes++
 	if d := a.dir; d != nil && (end == nil && d.k.r.Contains(begin) ||
 		end != nil && bytes.Compare(begin, d.k.r.End) < 0 && bytes.Compare(d.k.r.Begin, end) < 0) {
@@ -484,7 +497,7 @@ func (a *Attempt) Set(key, value []byte) {
 }
 
 func (a *Attempt) Clear(key []byte) {
-	a.wrote(key, nil)
+	a.wroteClear(key)
 	a.Transaction.Clear(key)
 }
 
