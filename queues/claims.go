@@ -283,6 +283,10 @@ type pick struct {
 	// ahead is what the fit pop or lease read ahead, if anything
 	// (fitAhead).
 	ahead *fitAhead
+	// cells is the decoded cell directory the last skip-scan of the cell
+	// directory walked (cellsScan), if it did: its cells keep where their
+	// heads' reads are remembered (headSlot).
+	cells *dirCells
 }
 
 // What a pick does with the rows it chooses.

@@ -20,6 +20,11 @@ type dirCells struct {
 	d      int
 	coords []int64
 	rows   []kv.KeyValue
+	// at is the index of the cell cellsScan hands on.
+	at int
+	// heads are, per cell, where the attempt remembers the read of its
+	// head (cellHead), forward and in reverse.
+	heads [2][]headSlot
 }
 
 // cells returns the directory of r decoded into keys of d coordinates
@@ -98,6 +103,7 @@ func (s *cellScan) dim(prefix []byte, dim, lo, hi int, cur []int64) error {
 		// One range read of the coordinates, whole: it covers its range.
 		s.x.covered = append(s.x.covered, kv.Range{Begin: s.key(prefix, lim), End: s.key(prefix, top, 0)})
 		for ; i < hi && cs[i*d+dim] <= top; i++ {
+			s.dc.at = i
 			if err := s.fn(append(cur, cs[i*d+dim])); err != nil {
 				return err
 			}
@@ -126,4 +132,51 @@ func (s *cellScan) dim(prefix []byte, dim, lo, hi int, cur []int64) error {
 		}
 		from, i = s.key(prefix, v, tupleEnd), j
 	}
+}
+
+// headSlot is where an attempt remembers the read of a cell's head: the
+// index of the read in its firsts, and the read's key there, which tells
+// whether the index still holds it (reads forgotten and compacted away,
+// or the memory started over, move or drop it).
+type headSlot struct {
+	i   int
+	key string
+}
+
+// cellHead is issueFirst for the head of cell ci of dc, as a search of
+// the cells dc lists reads it (the first entry of r, in reverse for
+// reverse), answered by way of the cell's slot without looking the read
+// up by its key, when the attempt rd reads in remembers it there; r
+// returns the read's range, built only when it does not.
+func (dc *dirCells) cellHead(rd kv.ReadTransaction, ci int, reverse bool, r func() kv.Range, o *oneRow) kv.Range {
+	_, a, cr := attemptOf(rd)
+	if a == nil || !a.remembers() {
+		rr := r()
+		issueFirst(rd, rr, reverse, o)
+		return rr
+	}
+	dir := 0
+	if reverse {
+		dir = 1
+	}
+	if dc.heads[dir] == nil {
+		dc.heads[dir] = make([]headSlot, len(dc.rows))
+	}
+	sl := &dc.heads[dir][ci]
+	if sl.key != "" && sl.i < len(a.firsts) {
+		if f := &a.firsts[sl.i]; !f.gone && f.key == sl.key {
+			*o = oneRow{}
+			o.e, o.ok, o.err = a.answer(sl.i, cr == nil)
+			if o.err == nil && cr != nil {
+				cr.recordFirst(f.r, reverse, o.e, o.ok)
+			}
+			return f.r
+		}
+	}
+	rr := r()
+	issueFirst(rd, rr, reverse, o)
+	if i, ok := a.firstAt[string(a.firstKey(rr, reverse))]; ok {
+		*sl = headSlot{i: i, key: a.firsts[i].key}
+	}
+	return rr
 }

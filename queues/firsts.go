@@ -282,17 +282,24 @@ func (a *Attempt) recall(r kv.Range, reverse, serializable bool) (e kv.KeyValue,
 	if !hit {
 		return kv.KeyValue{}, false, false, nil
 	}
+	e, ok, err = a.answer(i, serializable)
+	return e, ok, err == nil, err
+}
+
+// answer answers a read from the remembered read firsts[i]; for a
+// serializable read the transaction gets the read's conflict range.
+func (a *Attempt) answer(i int, serializable bool) (kv.KeyValue, bool, error) {
 	f := &a.firsts[i]
 	if serializable && !f.conflicts {
 		if f.cov.End == nil {
-			f.cov = covered(f.r, reverse, f.e, f.ok) // f.r: never written
+			f.cov = covered(f.r, f.reverse, f.e, f.ok) // f.r: never written
 		}
 		if err := a.Transaction.AddReadConflictRange(f.cov); err != nil {
-			return kv.KeyValue{}, false, false, err
+			return kv.KeyValue{}, false, err
 		}
 		f.conflicts = true
 	}
-	return f.e, f.ok, true, nil
+	return f.e, f.ok, nil
 }
 
 // remember remembers the answer of a one-row read of r, made serializably
@@ -351,13 +358,7 @@ type firstMemo struct {
 // wait.
 func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
 	*o = oneRow{}
-	via, a, cr := rd, (*Attempt)(nil), (*conflictReader)(nil)
-	switch x := rd.(type) {
-	case *Attempt:
-		via, a = x.Transaction, x
-	case *conflictReader:
-		a, cr = x.a, x
-	}
+	via, a, cr := attemptOf(rd)
 	remember := a != nil && a.remembers()
 	if remember {
 		e, ok, hit, err := a.recall(r, reverse, cr == nil)
@@ -385,6 +386,19 @@ func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
 		o.mem = &firstMemo{a: a, r: r, reverse: reverse, writes: a.writes, serializable: cr == nil}
 	}
 	o.f = kv.GetRangeAsync(via, r, kv.RangeOptions{Limit: 1, Reverse: reverse})
+}
+
+// attemptOf returns the Attempt that rd (a pick's reader) reads in, if
+// any, and the conflictReader it is, if it is one; via is what reads the
+// engine: the Attempt's transaction, or rd.
+func attemptOf(rd kv.ReadTransaction) (via kv.ReadTransaction, a *Attempt, cr *conflictReader) {
+	switch x := rd.(type) {
+	case *Attempt:
+		return x.Transaction, x, nil
+	case *conflictReader:
+		return rd, x.a, x
+	}
+	return rd, nil, nil
 }
 
 // get returns the read's answer, waiting for it if need be.
