@@ -25,6 +25,7 @@ type dirCells struct {
 	// heads are, per cell, where the attempt remembers the read of its
 	// head (cellHead), forward and in reverse.
 	heads [2][]headSlot
+	to    []int // remap's scratch
 }
 
 // cells returns the directory of r decoded into keys of d coordinates
@@ -141,6 +142,25 @@ func (s *cellScan) dim(prefix []byte, dim, lo, hi int, cur []int64) error {
 type headSlot struct {
 	i   int
 	key string
+}
+
+// remap moves the slots after the attempt compacted its reads
+// (compactFirsts): the read at index i went to index to[i], or was
+// dropped (-1). A slot is checked before use all the same (cellHead):
+// remapping saves the lookups that would find the reads again.
+func (dc *dirCells) remap(to []int) {
+	for dir := range dc.heads {
+		for k := range dc.heads[dir] {
+			sl := &dc.heads[dir][k]
+			switch {
+			case sl.key == "":
+			case sl.i < len(to) && to[sl.i] >= 0:
+				sl.i = to[sl.i]
+			default:
+				*sl = headSlot{}
+			}
+		}
+	}
 }
 
 // cellHead is issueFirst for the head of cell ci of dc, as a search of

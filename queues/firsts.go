@@ -216,9 +216,21 @@ func (cr *carried) drop() {
 // compactFirsts drops the reads the attempt forgot (wrote) from firsts,
 // whose every write scans them.
 func (a *Attempt) compactFirsts() {
+	// The decoded directory's slots follow the reads (dirCells.remap).
+	var to []int
+	if a.dir != nil && a.dir.dc != nil {
+		to = bump(&a.dir.dc.to, len(a.firsts))
+		a.dir.dc.to = a.dir.dc.to[:0]
+	}
 	n := 0
 	for i := range a.firsts {
 		f := a.firsts[i]
+		if to != nil {
+			to[i] = n
+			if f.gone {
+				to[i] = -1
+			}
+		}
 		if f.gone {
 			continue
 		}
@@ -234,6 +246,9 @@ func (a *Attempt) compactFirsts() {
 	}
 	clear(a.firsts[n:])
 	a.firsts = a.firsts[:n]
+	if to != nil {
+		a.dir.dc.remap(to)
+	}
 }
 
 // firstsMem is the memory of an Attempt's remembered reads, kept for the
