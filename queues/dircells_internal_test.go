@@ -3,7 +3,6 @@ package queues
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -29,23 +28,7 @@ func TestCellsScanAsSkipScan(t *testing.T) {
 	for round := range 300 {
 		d := 1 + round%3
 		base := tuple.Tuple{"cells", int64(round)}.Pack()
-		require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
-			for range r.IntN(60) {
-				k := make([]int64, d)
-				for i := range k {
-					k[i] = r.Int64N(10) - 2
-				}
-				tr.Set(appendInts(slices.Clone(base), k...), nil)
-			}
-			return nil
-		}))
-		mins, maxs := make([]int64, d), make([]int64, d)
-		for i := range d {
-			mins[i], maxs[i] = math.MinInt64, r.Int64N(14)-3
-			if r.IntN(3) == 0 {
-				mins[i] = r.Int64N(10) - 3
-			}
-		}
+		_, mins, maxs := randomDir(t, db, r, base, d)
 		desc := fmt.Sprintf("round %d: %d coordinates within %v..%v", round, d, mins, maxs)
 
 		scan := func(decoded bool) ([][]int64, []kv.Range) {

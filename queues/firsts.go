@@ -114,12 +114,22 @@ func (a *Attempt) dirKnown(base []byte) (*known, error) {
 	if d := a.dir; d != nil && bytes.Equal(d.k.r.Begin, r.Begin) {
 		return &d.k, nil
 	}
-	rows, err := kv.GetRangeAsync(a.Transaction.Snapshot(), r, kv.RangeOptions{Limit: maxDirAhead, Mode: kv.StreamingModeWantAll}).Get()
+	k, err := a.readKnown(r, maxDirAhead)
 	if err != nil {
 		return nil, err
 	}
-	a.dir = &dirRead{k: newKnown(r, maxDirAhead, rows)}
+	a.dir = &dirRead{k: k}
 	return &a.dir.k, nil
+}
+
+// readKnown reads the first limit rows of r through the attempt's
+// snapshot, for the reads of its pops to be answered from (known).
+func (a *Attempt) readKnown(r kv.Range, limit int) (known, error) {
+	rows, err := kv.GetRangeAsync(a.Transaction.Snapshot(), r, kv.RangeOptions{Limit: limit, Mode: kv.StreamingModeWantAll}).Get()
+	if err != nil {
+		return known{}, err
+	}
+	return newKnown(r, limit, rows), nil
 }
 
 // committedAlone is an engine's transaction that tells, once it

@@ -43,11 +43,11 @@ func (a *Attempt) itemsKnown(prefix []byte) (*known, error) {
 	if it := a.items; it != nil && bytes.Equal(it.k.r.Begin, r.Begin) {
 		return &it.k, nil
 	}
-	rows, err := kv.GetRangeAsync(a.Transaction.Snapshot(), r, kv.RangeOptions{Limit: itemsAhead, Mode: kv.StreamingModeWantAll}).Get()
+	k, err := a.readKnown(r, itemsAhead)
 	if err != nil {
 		return nil, err
 	}
-	a.items = &itemsRead{k: newKnown(r, itemsAhead, rows)}
+	a.items = &itemsRead{k: k}
 	return &a.items.k, nil
 }
 
