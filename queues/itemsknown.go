@@ -35,8 +35,12 @@ const itemsAhead = 2 * sedimentBudget
 // (Several) on an engine that answers a read when it is issued
 // (kv.AnswersAtIssue: where reads wait, a fit pop reads step 1 ahead with
 // promote's, fitAhead); nil otherwise.
+//
+// It reads from the attempt's second pick on: the first reads for itself
+// through the engine, as a group of one pop (a lone consumer) would
+// otherwise pay for rows it does not scan.
 func (a *Attempt) itemsKnown(prefix []byte) (*known, error) {
-	if !a.several || !kv.AnswersAtIssue(a.Transaction) {
+	if !a.several || a.picks < 2 || !kv.AnswersAtIssue(a.Transaction) {
 		return nil, nil
 	}
 	r := kv.PrefixRange(prefix)
