@@ -123,6 +123,9 @@ type Attempt struct {
 	// dir is the cell directory it read whole for its skip-scans, if it
 	// did (firsts.go).
 	dir *dirRead
+	// items is the head of a queue's items it read for step 1 of its fit
+	// pops, if it did (itemsknown.go).
+	items *itemsRead
 	// adopted: a Several attempt looked for the reads of the attempt
 	// before it (adopt), at its first pick.
 	adopted bool
@@ -280,6 +283,10 @@ type pick struct {
 	// ahead is what the fit pop or lease read ahead, if anything
 	// (fitAhead).
 	ahead *fitAhead
+	// cells is the decoded cell directory the last skip-scan of the cell
+	// directory walked (cellsScan), if it did: its cells keep where their
+	// heads' reads are remembered (headSlot).
+	cells *dirCells
 }
 
 // What a pick does with the rows it chooses.

@@ -96,6 +96,10 @@ func (a *Attempt) Several() { a.several = true }
 // its range (a search clears the key of a cell it found empty).
 type dirRead struct {
 	k known
+	// dc is k decoded for the skip-scans (cells), once decoded is set;
+	// nil if it cannot answer them.
+	dc      *dirCells
+	decoded bool
 }
 
 // dirKnown returns the cell directory under base as one read, made now
@@ -110,12 +114,22 @@ func (a *Attempt) dirKnown(base []byte) (*known, error) {
 	if d := a.dir; d != nil && bytes.Equal(d.k.r.Begin, r.Begin) {
 		return &d.k, nil
 	}
-	rows, err := kv.GetRangeAsync(a.Transaction.Snapshot(), r, kv.RangeOptions{Limit: maxDirAhead, Mode: kv.StreamingModeWantAll}).Get()
+	k, err := a.readKnown(r, maxDirAhead)
 	if err != nil {
 		return nil, err
 	}
-	a.dir = &dirRead{k: newKnown(r, maxDirAhead, rows)}
+	a.dir = &dirRead{k: k}
 	return &a.dir.k, nil
+}
+
+// readKnown reads the first limit rows of r through the attempt's
+// snapshot, for the reads of its pops to be answered from (known).
+func (a *Attempt) readKnown(r kv.Range, limit int) (known, error) {
+	rows, err := kv.GetRangeAsync(a.Transaction.Snapshot(), r, kv.RangeOptions{Limit: limit, Mode: kv.StreamingModeWantAll}).Get()
+	if err != nil {
+		return known{}, err
+	}
+	return newKnown(r, limit, rows), nil
 }
 
 // committedAlone is an engine's transaction that tells, once it
@@ -212,9 +226,21 @@ func (cr *carried) drop() {
 // compactFirsts drops the reads the attempt forgot (wrote) from firsts,
 // whose every write scans them.
 func (a *Attempt) compactFirsts() {
+	// The decoded directory's slots follow the reads (dirCells.remap).
+	var to []int
+	if a.dir != nil && a.dir.dc != nil {
+		to = bump(&a.dir.dc.to, len(a.firsts))
+		a.dir.dc.to = a.dir.dc.to[:0]
+	}
 	n := 0
 	for i := range a.firsts {
 		f := a.firsts[i]
+		if to != nil {
+			to[i] = n
+			if f.gone {
+				to[i] = -1
+			}
+		}
 		if f.gone {
 			continue
 		}
@@ -230,6 +256,9 @@ func (a *Attempt) compactFirsts() {
 	}
 	clear(a.firsts[n:])
 	a.firsts = a.firsts[:n]
+	if to != nil {
+		a.dir.dc.remap(to)
+	}
 }
 
 // firstsMem is the memory of an Attempt's remembered reads, kept for the
@@ -248,7 +277,7 @@ var firstsMems = sync.Pool{New: func() any { return &firstsMem{at: make(map[stri
 // forgetFirsts drops the attempt's remembered reads, and gives their
 // memory back for another attempt, once it is released.
 func (a *Attempt) forgetFirsts() {
-	a.dir = nil
+	a.dir, a.items = nil, nil
 	if a.firstAt == nil {
 		return
 	}
@@ -278,17 +307,24 @@ func (a *Attempt) recall(r kv.Range, reverse, serializable bool) (e kv.KeyValue,
 	if !hit {
 		return kv.KeyValue{}, false, false, nil
 	}
+	e, ok, err = a.answer(i, serializable)
+	return e, ok, err == nil, err
+}
+
+// answer answers a read from the remembered read firsts[i]; for a
+// serializable read the transaction gets the read's conflict range.
+func (a *Attempt) answer(i int, serializable bool) (kv.KeyValue, bool, error) {
 	f := &a.firsts[i]
 	if serializable && !f.conflicts {
 		if f.cov.End == nil {
-			f.cov = covered(f.r, reverse, f.e, f.ok) // f.r: never written
+			f.cov = covered(f.r, f.reverse, f.e, f.ok) // f.r: never written
 		}
 		if err := a.Transaction.AddReadConflictRange(f.cov); err != nil {
-			return kv.KeyValue{}, false, false, err
+			return kv.KeyValue{}, false, err
 		}
 		f.conflicts = true
 	}
-	return f.e, f.ok, true, nil
+	return f.e, f.ok, nil
 }
 
 // remember remembers the answer of a one-row read of r, made serializably
@@ -347,13 +383,7 @@ type firstMemo struct {
 // wait.
 func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
 	*o = oneRow{}
-	via, a, cr := rd, (*Attempt)(nil), (*conflictReader)(nil)
-	switch x := rd.(type) {
-	case *Attempt:
-		via, a = x.Transaction, x
-	case *conflictReader:
-		a, cr = x.a, x
-	}
+	via, a, cr := attemptOf(rd)
 	remember := a != nil && a.remembers()
 	if remember {
 		e, ok, hit, err := a.recall(r, reverse, cr == nil)
@@ -381,6 +411,19 @@ func issueFirst(rd kv.ReadTransaction, r kv.Range, reverse bool, o *oneRow) {
 		o.mem = &firstMemo{a: a, r: r, reverse: reverse, writes: a.writes, serializable: cr == nil}
 	}
 	o.f = kv.GetRangeAsync(via, r, kv.RangeOptions{Limit: 1, Reverse: reverse})
+}
+
+// attemptOf returns the Attempt that rd (a pick's reader) reads in, if
+// any, and the conflictReader it is, if it is one; via is what reads the
+// engine: the Attempt's transaction, or rd.
+func attemptOf(rd kv.ReadTransaction) (via kv.ReadTransaction, a *Attempt, cr *conflictReader) {
+	switch x := rd.(type) {
+	case *Attempt:
+		return x.Transaction, x, nil
+	case *conflictReader:
+		return rd, x.a, x
+	}
+	return rd, nil, nil
 }
 
 // get returns the read's answer, waiting for it if need be.
@@ -418,6 +461,19 @@ func covered(r kv.Range, reverse bool, e kv.KeyValue, ok bool) kv.Range {
 // wrote forgets the remembered reads whose ranges hold a key in [begin,
 // end): end nil stands for the one key begin.
 func (a *Attempt) wrote(begin, end []byte) {
+	a.wroteItems(begin, end, false)
+	a.writesElse(begin, end)
+}
+
+// wroteClear is wrote for a clear of the one key begin: the items read
+// drops just its row (wroteItems).
+func (a *Attempt) wroteClear(key []byte) {
+	a.wroteItems(key, nil, true)
+	a.writesElse(key, nil)
+}
+
+// writesElse is wrote but for the items read.
+func (a *Attempt) writesElse(begin, end []byte) {
 	a.writes++
 	if d := a.dir; d != nil && (end == nil && d.k.r.Contains(begin) ||
 		end != nil && bytes.Compare(begin, d.k.r.End) < 0 && bytes.Compare(d.k.r.Begin, end) < 0) {
@@ -480,7 +536,7 @@ func (a *Attempt) Set(key, value []byte) {
 }
 
 func (a *Attempt) Clear(key []byte) {
-	a.wrote(key, nil)
+	a.wroteClear(key)
 	a.Transaction.Clear(key)
 }
 

@@ -157,6 +157,18 @@ func (q *Queue) scanFits(pk *pick, order Order, limits []int64, n, budget int) (
 		defer x.release()
 		x.ks = append(x.ks, newKnown(a.r, a.limit, rows))
 		rd = x
+	} else if pk.a != nil && (q.kind != Priority || order != Max) {
+		// A group's pops read the head of the items once (itemsKnown).
+		k, err := pk.a.itemsKnown(q.sub[tagItems])
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if k != nil {
+			x = newKnownReader(pk.rd, false)
+			defer x.release()
+			x.ks = append(x.ks, *k)
+			rd = x
+		}
 	}
 	stopped, err := q.scan(rd, order, func(e kv.KeyValue, p pos) (bool, error) {
 		// Only the resources, without allocating, for items that do not fit.

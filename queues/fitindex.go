@@ -103,17 +103,27 @@ func (s *indexSearch) offer(p pos) {
 func (s *indexSearch) cells(dir *dirAhead) error {
 	// Their coordinates, one after another.
 	whole, straddling := bump(&s.mem.ints, 64*len(s.limits))[:0], []int64(nil)
+	// And, when the skip-scan walked the directory decoded (pk.cells),
+	// the index there of each whole cell.
+	at := s.mem.at[:0]
 	if err := dir.scan(s.pk, func(cell []int64) error {
 		if straddles(cell, s.limits) {
 			straddling = append(straddling, cell...)
 		} else {
 			whole = append(whole, cell...)
+			if dc := s.pk.cells; dc != nil {
+				at = append(at, dc.at)
+			}
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	heads := s.readHeads(tagCells, whole)
+	s.mem.at = at
+	if s.pk.cells == nil {
+		at = nil
+	}
+	heads := s.readHeads(tagCells, whole, at)
 	strs := s.readStraddling(straddling)
 	if err := s.waitHeads(heads); err != nil {
 		return err
@@ -164,7 +174,11 @@ type cellHeadRead struct {
 // read just walked: which levels readLevels reads depends only on the
 // heads before, and a read answered when issued answers the same in any
 // order, as long as the search writes nothing in between.
-func (s *indexSearch) readHeads(tag int, flat []int64) []cellHeadRead {
+//
+// at, if not nil, holds the index of each cell in the decoded directory
+// the skip-scan walked (pk.cells), whose slots find the heads an attempt
+// remembers (dirCells.cellHead).
+func (s *indexSearch) readHeads(tag int, flat []int64, at []int) []cellHeadRead {
 	d := len(s.limits)
 	hs := bump(&s.mem.heads, len(flat)/d)
 	lv := s.levelRound()
@@ -172,8 +186,12 @@ func (s *indexSearch) readHeads(tag int, flat []int64) []cellHeadRead {
 	for i := range hs {
 		h := &hs[i]
 		h.coords = flat[i*d : (i+1)*d : (i+1)*d]
-		h.r = s.mem.extending(s.q.sub[tag], h.coords...)
-		issueFirst(s.tr, h.r, s.maxFirst, &h.top)
+		if at != nil {
+			h.r = s.pk.cells.cellHead(s.tr, at[i], s.maxFirst, func() kv.Range { return s.mem.extending(s.q.sub[tag], h.coords...) }, &h.top)
+		} else {
+			h.r = s.mem.extending(s.q.sub[tag], h.coords...)
+			issueFirst(s.tr, h.r, s.maxFirst, &h.top)
+		}
 		if inline && lv.next(s, h) != nil {
 			inline = false // waitHeads or readLevels returns the error
 		}

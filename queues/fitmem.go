@@ -20,6 +20,7 @@ type searchMem struct {
 	levels []oneRow
 	strs   []straddleRead
 	ints   []int64
+	at     []int // the whole cells' indexes in a decoded directory
 	bytes  []byte
 	// levelRows holds scanStraddleMax's entries of one priority.
 	levelRows []kv.KeyValue
@@ -72,6 +73,6 @@ func (m *searchMem) release() {
 	clear(m.heads)
 	clear(m.levels)
 	clear(m.strs)
-	m.heads, m.levels, m.strs, m.ints, m.bytes = m.heads[:0], m.levels[:0], m.strs[:0], m.ints[:0], m.bytes[:0]
+	m.heads, m.levels, m.strs, m.ints, m.at, m.bytes = m.heads[:0], m.levels[:0], m.strs[:0], m.ints[:0], m.at[:0], m.bytes[:0]
 	searchMems.Put(m)
 }

@@ -210,7 +210,7 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 	}); err != nil {
 		return err
 	}
-	heads := s.readHeads(tagShapes, shapes)
+	heads := s.readHeads(tagShapes, shapes, nil)
 	if err := s.waitHeads(heads); err != nil {
 		return err
 	}

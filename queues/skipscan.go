@@ -200,6 +200,7 @@ func (d *dirAhead) read(snap kv.ReadTransaction, r kv.Range, limit int) {
 func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
 	x := newKnownReader(pk.dirs(), true)
 	defer x.release()
+	pk.cells = nil
 	if d.cellDir && len(d.reads) == 0 && pk.a != nil {
 		// An attempt of several pops reads the directory once for all
 		// of them.
@@ -209,6 +210,14 @@ func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
 		}
 		if k != nil {
 			x.ks = append(x.ks, *k)
+			if dc := pk.a.dir.cells(d.base, len(d.mins)); dc != nil && d.learn == nil {
+				defer d.release()
+				pk.cells = dc
+				if err := cellsScan(x, dc, d.base, d.mins, d.maxs, fn); err != nil {
+					return err
+				}
+				return pk.record(x, true)
+			}
 		}
 	}
 	for _, a := range d.reads {

@@ -28,25 +28,7 @@ func TestDirAheadScansAsSkipScan(t *testing.T) {
 	for round := range 200 {
 		d := 1 + round%3
 		base := tuple.Tuple{"dir", int64(round)}.Pack()
-		var keys [][]int64
-		require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
-			for range r.IntN(40) {
-				k := make([]int64, d)
-				for i := range k {
-					k[i] = r.Int64N(12) - 2
-				}
-				keys = append(keys, k)
-				tr.Set(appendInts(slices.Clone(base), k...), nil)
-			}
-			return nil
-		}))
-		mins, maxs := make([]int64, d), make([]int64, d)
-		for i := range d {
-			mins[i], maxs[i] = math.MinInt64, r.Int64N(12)-2
-			if r.IntN(3) == 0 {
-				mins[i] = r.Int64N(8) - 2
-			}
-		}
+		keys, mins, maxs := randomDir(t, db, r, base, d)
 		// The first coordinates a search would have learned, made stale:
 		// some dropped, some added that the directory does not hold.
 		var firsts []int64
@@ -93,4 +75,29 @@ func TestDirAheadScansAsSkipScan(t *testing.T) {
 		require.Equal(t, wantListed, gotListed, desc)
 		require.Equal(t, wantConflicts, gotConflicts, desc)
 	}
+}
+
+// randomDir writes up to 40 keys of d random coordinates under base, and
+// returns them, with bounds for a skip-scan of them: each coordinate's
+// maximum below, inside or above theirs, its minimum mostly none.
+func randomDir(t *testing.T, db *embedded.DB, r *rand.Rand, base []byte, d int) (keys [][]int64, mins, maxs []int64) {
+	require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
+		for range r.IntN(40) {
+			k := make([]int64, d)
+			for i := range k {
+				k[i] = r.Int64N(12) - 2
+			}
+			keys = append(keys, k)
+			tr.Set(appendInts(slices.Clone(base), k...), nil)
+		}
+		return nil
+	}))
+	mins, maxs = make([]int64, d), make([]int64, d)
+	for i := range d {
+		mins[i], maxs[i] = math.MinInt64, r.Int64N(12)-2
+		if r.IntN(3) == 0 {
+			mins[i] = r.Int64N(8) - 2
+		}
+	}
+	return keys, mins, maxs
 }
