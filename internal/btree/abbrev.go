@@ -9,7 +9,8 @@ import (
 // orders its items by the bytes its key function returns, and each node
 // keeps, beside its items, a prefix every one of their keys starts with
 // (pre) and for each item an abbreviation (abbrs): the 8 bytes of its key
-// after the prefix, big endian, zero-padded past the key's end. A search
+// after the prefix, big endian, zero-padded past the key's end, in an
+// inner node; the first 4 of them in a leaf (see below). A search
 // compares the search key with the prefix once a node, then with the
 // abbreviations, and calls the key function for an item only on a tie:
 // where each comparison of a tree of records called it twice, each call a
@@ -28,6 +29,14 @@ import (
 // its keys may share now (lengthen), if two of its abbreviations are
 // equal: a node's keys, far down the tree, share more bytes than the node
 // they split from.
+//
+// Why leaves keep 4 bytes: they hold 99% of the items, and 4 bytes an item
+// less is a quarter of the tree (BenchmarkMemoryPerRow: 16 B a row); a
+// leaf's keys are close together, and after its prefix 4 bytes tell most
+// of them apart. An inner node's keys are far apart (each a leaf's worth
+// of keys from the next), and 4 bytes after their prefix are mostly a
+// cell's or a priority's, equal for runs of them: 8 keep searches from
+// calling the key function there (TestAbbrevsLoadFewKeys).
 
 // maxPre bounds a node's prefix: the bytes copied into each node.
 const maxPre = 48
@@ -50,6 +59,52 @@ func (tr *BTreeG[T]) keyOf(item T) []byte {
 	return tr.key(item)
 }
 
+// wide is the mask of an inner node's abbreviations; narrow, a leaf's:
+// its stored 32 bits, as the high half of an 8-byte abbreviation.
+const (
+	wide   = ^uint64(0)
+	narrow = wide &^ (1<<32 - 1)
+)
+
+// mask returns the bits of the abbreviations n keeps.
+func (n *node[T]) mask() uint64 {
+	if n.children == nil {
+		return narrow
+	}
+	return wide
+}
+
+// width returns the uint32s of abbrs an item of n takes.
+func (n *node[T]) width() int {
+	if n.children == nil {
+		return 1
+	}
+	return 2
+}
+
+// abbr returns the abbreviation of n's item i (the low half zero in a
+// leaf).
+func (n *node[T]) abbr(i int) uint64 {
+	if n.children == nil {
+		return uint64(n.abbrs[i]) << 32
+	}
+	return uint64(n.abbrs[2*i])<<32 | uint64(n.abbrs[2*i+1])
+}
+
+// setAbbr sets the abbreviation of n's item i to the bits of a n keeps.
+func (n *node[T]) setAbbr(i int, a uint64) {
+	if n.children == nil {
+		n.abbrs[i] = uint32(a >> 32)
+		return
+	}
+	n.abbrs[2*i], n.abbrs[2*i+1] = uint32(a>>32), uint32(a)
+}
+
+// growAbbrs makes room in n.abbrs for m items more.
+func (n *node[T]) growAbbrs(m int) {
+	n.abbrs = append(n.abbrs, make([]uint32, m*n.width())...)
+}
+
 // abbrAt returns the abbreviation of k after its first at bytes.
 func abbrAt(k []byte, at int) uint64 {
 	if len(k) >= at+8 {
@@ -66,7 +121,8 @@ func abbrAt(k []byte, at int) uint64 {
 }
 
 // reabbr returns the abbreviation after its first l bytes of a key with
-// prefix pre, of which a is the abbreviation after pre.
+// prefix pre, of which a is the abbreviation after pre. A leaf's a (its
+// low half zero) gives the high half right: pre's bytes, then a's first.
 func reabbr(a uint64, pre []byte, l int) uint64 {
 	d := len(pre) - l
 	switch {
@@ -93,13 +149,13 @@ func lcp(a, b []byte) int {
 
 // side tells where k lies against n's items when it does not start with
 // n's prefix: below them all (-1) or above (1); otherwise 0, and k's
-// abbreviation in n.
+// abbreviation in n (the bits n keeps).
 func side[T any](n *node[T], k []byte) (int, uint64) {
 	p := n.pre
 	i := lcp(p, k)
 	switch {
 	case i == len(p):
-		return 0, abbrAt(k, i)
+		return 0, abbrAt(k, i) & n.mask()
 	case i == len(k) || k[i] < p[i]:
 		return -1, 0
 	}
@@ -108,7 +164,7 @@ func side[T any](n *node[T], k []byte) (int, uint64) {
 
 // kcmp compares k, with abbreviation ab in n (side 0), with n's item i.
 func (tr *BTreeG[T]) kcmp(n *node[T], i int, k []byte, ab uint64) int {
-	if a := n.abbrs[i]; ab != a {
+	if a := n.abbr(i); ab != a {
 		if ab < a {
 			return -1
 		}
@@ -227,8 +283,9 @@ func admit[T any](n *node[T], k []byte) {
 		return
 	}
 	l := lcp(p, k)
-	for i, a := range n.abbrs {
-		n.abbrs[i] = reabbr(a, p, l)
+	// insertAt admits an item before making room for its abbreviation.
+	for i := range len(n.abbrs) / n.width() {
+		n.setAbbr(i, reabbr(n.abbr(i), p, l))
 	}
 	n.pre = p[:l]
 }
@@ -247,9 +304,10 @@ func (tr *BTreeG[T]) insertAt(n *node[T], i int, item T) {
 	} else {
 		admit(n, k)
 	}
-	n.abbrs = append(n.abbrs, 0)
-	copy(n.abbrs[i+1:], n.abbrs[i:])
-	n.abbrs[i] = abbrAt(k, len(n.pre))
+	n.growAbbrs(1)
+	w := n.width()
+	copy(n.abbrs[(i+1)*w:], n.abbrs[i*w:])
+	n.setAbbr(i, abbrAt(k, len(n.pre)))
 }
 
 // setAt puts item, of another key, at n's index i.
@@ -258,7 +316,7 @@ func (tr *BTreeG[T]) setAt(n *node[T], i int, item T) {
 	if tr.key != nil {
 		k := tr.key(item)
 		admit(n, k)
-		n.abbrs[i] = abbrAt(k, len(n.pre))
+		n.setAbbr(i, abbrAt(k, len(n.pre)))
 	}
 }
 
@@ -269,8 +327,9 @@ func (tr *BTreeG[T]) removeRange(n *node[T], i, j int) {
 	clear(n.items[end:])
 	n.items = n.items[:end]
 	if tr.key != nil {
-		copy(n.abbrs[i:], n.abbrs[j:])
-		n.abbrs = n.abbrs[:end]
+		w := n.width()
+		copy(n.abbrs[i*w:], n.abbrs[j*w:])
+		n.abbrs = n.abbrs[:end*w]
 	}
 }
 
@@ -281,20 +340,24 @@ func (tr *BTreeG[T]) removeAt(n *node[T], i int) T {
 	return item
 }
 
-// appendFrom appends src's items lo to hi-1 to dst.
+// appendFrom appends src's items lo to hi-1 to dst, a node of src's
+// level.
 func (tr *BTreeG[T]) appendFrom(dst, src *node[T], lo, hi int) {
+	at := len(dst.items)
 	dst.items = append(dst.items, src.items[lo:hi]...)
 	if tr.key == nil || lo == hi {
 		return
 	}
-	if len(dst.abbrs) == 0 {
+	if at == 0 {
+		w := src.width()
 		dst.pre = src.pre
-		dst.abbrs = append(dst.abbrs, src.abbrs[lo:hi]...)
+		dst.abbrs = append(dst.abbrs, src.abbrs[lo*w:hi*w]...)
 		return
 	}
 	admit(dst, src.pre)
-	for _, a := range src.abbrs[lo:hi] {
-		dst.abbrs = append(dst.abbrs, reabbr(a, src.pre, len(dst.pre)))
+	dst.growAbbrs(hi - lo)
+	for i := lo; i < hi; i++ {
+		dst.setAbbr(at+i-lo, reabbr(src.abbr(i), src.pre, len(dst.pre)))
 	}
 }
 
@@ -309,8 +372,8 @@ func (tr *BTreeG[T]) lengthen(n *node[T]) {
 		return
 	}
 	dup := false
-	for i := 1; i < len(n.abbrs) && !dup; i++ {
-		dup = n.abbrs[i] == n.abbrs[i-1]
+	for i := 1; i < len(n.items) && !dup; i++ {
+		dup = n.abbr(i) == n.abbr(i-1)
 	}
 	if !dup {
 		return
@@ -322,6 +385,6 @@ func (tr *BTreeG[T]) lengthen(n *node[T]) {
 	}
 	n.pre = bytes.Clone(f[:l])
 	for i, item := range n.items {
-		n.abbrs[i] = abbrAt(tr.key(item), l)
+		n.setAbbr(i, abbrAt(tr.key(item), l))
 	}
 }

@@ -18,7 +18,7 @@ func checkAbbrevs[T any](t *testing.T, tr *BTreeG[T], n *node[T]) {
 	if tr.key == nil {
 		return
 	}
-	if len(n.abbrs) != len(n.items) {
+	if len(n.abbrs) != len(n.items)*n.width() {
 		t.Fatalf("%d abbreviations for %d items", len(n.abbrs), len(n.items))
 	}
 	for i, item := range n.items {
@@ -26,8 +26,8 @@ func checkAbbrevs[T any](t *testing.T, tr *BTreeG[T], n *node[T]) {
 		if !bytes.HasPrefix(k, n.pre) {
 			t.Fatalf("key %q lacks its node's prefix %q", k, n.pre)
 		}
-		if a := abbrAt(k, len(n.pre)); n.abbrs[i] != a {
-			t.Fatalf("key %q after prefix %q: abbreviation %x, want %x", k, n.pre, n.abbrs[i], a)
+		if a := abbrAt(k, len(n.pre)) & n.mask(); n.abbr(i) != a {
+			t.Fatalf("key %q after prefix %q: abbreviation %x, want %x", k, n.pre, n.abbr(i), a)
 		}
 	}
 }
