@@ -10,7 +10,7 @@ import (
 // keeps, beside its items, a prefix every one of their keys starts with
 // (pre) and for each item an abbreviation (abbrs): the 8 bytes of its key
 // after the prefix, big endian, zero-padded past the key's end, in an
-// inner node; the first 4 of them in a leaf (see below). A search
+// inner node; the first 6 of them in a leaf (see below). A search
 // compares the search key with the prefix once a node, then with the
 // abbreviations, and calls the key function for an item only on a tie:
 // where each comparison of a tree of records called it twice, each call a
@@ -30,13 +30,20 @@ import (
 // equal: a node's keys, far down the tree, share more bytes than the node
 // they split from.
 //
-// Why leaves keep 4 bytes: they hold 99% of the items, and 4 bytes an item
-// less is a quarter of the tree (BenchmarkMemoryPerRow: 16 B a row); a
-// leaf's keys are close together, and after its prefix 4 bytes tell most
-// of them apart. An inner node's keys are far apart (each a leaf's worth
-// of keys from the next), and 4 bytes after their prefix are mostly a
-// cell's or a priority's, equal for runs of them: 8 keep searches from
-// calling the key function there (TestAbbrevsLoadFewKeys).
+// Why leaves keep 6 bytes: they hold 99% of the items, and 2 bytes an
+// item less is an eighth of the tree (a full leaf's abbreviations fit 768
+// bytes, where 8 bytes an item took 1,024; BenchmarkMemoryPerRow: 8 B a
+// row). A leaf's keys are close together, and 6 bytes after its prefix
+// tell them apart about as well as 8 do. 4 bytes saved another 8 B a
+// row, but a leaf's
+// abbreviations tied after most splits and shifts, and lengthen rewrote
+// them, a cold key load each: 5.3 key loads per key installed in
+// ApplyRandom's pattern, where 8 bytes took 4.0 and 6 take 4.1. An inner
+// node's keys are far apart (each a leaf's worth of keys from the next),
+// and 4 or 6 bytes after their prefix are mostly a cell's or a
+// priority's, equal for runs of them: 8 keep searches from calling the
+// key function there (TestAbbrevsLoadFewKeys: 8.1 calls a search with 4
+// bytes everywhere, 6.2 with 8 in inner nodes).
 
 // maxPre bounds a node's prefix: the bytes copied into each node.
 const maxPre = 48
@@ -60,10 +67,10 @@ func (tr *BTreeG[T]) keyOf(item T) []byte {
 }
 
 // wide is the mask of an inner node's abbreviations; narrow, a leaf's:
-// its stored 32 bits, as the high half of an 8-byte abbreviation.
+// its stored 48 bits, as the high ones of an 8-byte abbreviation.
 const (
 	wide   = ^uint64(0)
-	narrow = wide &^ (1<<32 - 1)
+	narrow = wide &^ (1<<16 - 1)
 )
 
 // mask returns the bits of the abbreviations n keeps.
@@ -74,30 +81,34 @@ func (n *node[T]) mask() uint64 {
 	return wide
 }
 
-// width returns the uint32s of abbrs an item of n takes.
+// width returns the uint16s of abbrs an item of n takes.
 func (n *node[T]) width() int {
 	if n.children == nil {
-		return 1
+		return 3
 	}
-	return 2
+	return 4
 }
 
-// abbr returns the abbreviation of n's item i (the low half zero in a
+// abbr returns the abbreviation of n's item i (the low 16 bits zero in a
 // leaf).
 func (n *node[T]) abbr(i int) uint64 {
 	if n.children == nil {
-		return uint64(n.abbrs[i]) << 32
+		a := n.abbrs[3*i : 3*i+3 : 3*i+3]
+		return uint64(a[0])<<48 | uint64(a[1])<<32 | uint64(a[2])<<16
 	}
-	return uint64(n.abbrs[2*i])<<32 | uint64(n.abbrs[2*i+1])
+	a := n.abbrs[4*i : 4*i+4 : 4*i+4]
+	return uint64(a[0])<<48 | uint64(a[1])<<32 | uint64(a[2])<<16 | uint64(a[3])
 }
 
 // setAbbr sets the abbreviation of n's item i to the bits of a n keeps.
 func (n *node[T]) setAbbr(i int, a uint64) {
 	if n.children == nil {
-		n.abbrs[i] = uint32(a >> 32)
+		b := n.abbrs[3*i : 3*i+3 : 3*i+3]
+		b[0], b[1], b[2] = uint16(a>>48), uint16(a>>32), uint16(a>>16)
 		return
 	}
-	n.abbrs[2*i], n.abbrs[2*i+1] = uint32(a>>32), uint32(a)
+	b := n.abbrs[4*i : 4*i+4 : 4*i+4]
+	b[0], b[1], b[2], b[3] = uint16(a>>48), uint16(a>>32), uint16(a>>16), uint16(a)
 }
 
 // grow lengthens s by m, reallocating it if it has no room: twice its
@@ -376,9 +387,9 @@ func (tr *BTreeG[T]) insertFrom(dst *node[T], at int, src *node[T], lo, hi int) 
 	// The moved keys lie between the first and the last of them: what
 	// those share with dst's prefix, all do. src's prefix may be shorter
 	// than its keys' common prefix, and admitting it would shorten dst's
-	// for nothing: in a leaf, its 4-byte abbreviations would tie, and
-	// lengthen rewrite them all, a key load each (12,000 rewrites of
-	// 127 loads in 400,000 appended keys, ApplyRandom's).
+	// for nothing: a leaf's abbreviations would tie, and lengthen
+	// rewrite them all, a key load each (ApplyRandom's pattern: 4.35 key
+	// loads per installed key, 4.07 admitting the keys).
 	admit(dst, tr.key(src.items[lo]))
 	admit(dst, tr.key(src.items[hi-1]))
 	tr.growAbbrs(dst, m)

@@ -34,7 +34,7 @@ type node[T any] struct {
 	// abbrev.go): items[i]'s is abbrs[i] in a leaf, abbrs[2i:2i+2] in an
 	// inner node (abbr, setAbbr); pre, the prefix before them, is never
 	// written to (nodes may share it).
-	abbrs []uint32
+	abbrs []uint16
 	pre   []byte
 }
 
@@ -401,7 +401,7 @@ func (tr *BTreeG[T]) copy(n *node[T]) *node[T] {
 	n2.items = make([]T, len(n.items), cap(n.items))
 	copy(n2.items, n.items)
 	if n.abbrs != nil {
-		n2.abbrs = make([]uint32, len(n.abbrs), cap(n.abbrs))
+		n2.abbrs = make([]uint16, len(n.abbrs), cap(n.abbrs))
 		copy(n2.abbrs, n.abbrs)
 		n2.pre = n.pre
 	}

@@ -99,6 +99,10 @@ func checkTree[T any](t *testing.T, tr *BTreeG[T], want int) {
 		if c != n.count {
 			t.Fatalf("node count %d, holds %d", n.count, c)
 		}
+		// A full node's arrays are the most a node allocates (grow).
+		if cap(n.items) > tr.max || cap(n.abbrs) > tr.max*n.width() {
+			t.Fatalf("capacities %d items, %d abbreviations, past a full node's %d", cap(n.items), cap(n.abbrs), tr.max)
+		}
 		checkAbbrevs(t, tr, n)
 		return c
 	}
