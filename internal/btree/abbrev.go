@@ -111,15 +111,20 @@ func (n *node[T]) setAbbr(i int, a uint64) {
 	b[0], b[1], b[2], b[3] = uint16(a>>48), uint16(a>>32), uint16(a>>16), uint16(a)
 }
 
-// grow lengthens s by m, reallocating it if it has no room: twice its
-// capacity, but never more than c, a full node's. A node never holds more
-// than tr.max items, and append's doubling past that (from a capacity
-// over half of it) would round up to the next size class: 1,792 bytes for
-// a leaf's 127 pointers, where 1,024 hold them.
+// grow lengthens s by m, reallocating it if it has no room: to twice its
+// capacity, or to c, a full node's, once that is more than half of it. A
+// node never holds more than tr.max items, and append's doubling past
+// that (from a capacity over half of it) would round up to the next size
+// class: 1,792 bytes for a leaf's 127 pointers, where 1,024 hold them;
+// and doubling short of it would reallocate again to fill the node.
 func grow[E any](s []E, m, c int) []E {
 	l := len(s) + m
 	if l > cap(s) {
-		s2 := make([]E, len(s), max(l, min(2*cap(s), c)))
+		n := max(l, 2*cap(s))
+		if 2*n > c {
+			n = c
+		}
+		s2 := make([]E, len(s), n)
 		copy(s2, s)
 		s = s2
 	}
