@@ -9,8 +9,7 @@ import (
 // orders its items by the bytes its key function returns, and each node
 // keeps, beside its items, a prefix every one of their keys starts with
 // (pre) and for each item an abbreviation (abbrs): the 8 bytes of its key
-// after the prefix, big endian, zero-padded past the key's end, in an
-// inner node; the first 6 of them in a leaf (see below). A search
+// after the prefix, big endian, zero-padded past the key's end. A search
 // compares the search key with the prefix once a node, then with the
 // abbreviations, and calls the key function for an item only on a tie:
 // where each comparison of a tree of records called it twice, each call a
@@ -30,20 +29,15 @@ import (
 // equal: a node's keys, far down the tree, share more bytes than the node
 // they split from.
 //
-// Why leaves keep 6 bytes: they hold 99% of the items, and 2 bytes an
-// item less is an eighth of the tree (a full leaf's abbreviations fit 768
-// bytes, where 8 bytes an item took 1,024; BenchmarkMemoryPerRow: 8 B a
-// row). A leaf's keys are close together, and 6 bytes after its prefix
-// tell them apart about as well as 8 do. 4 bytes saved another 8 B a
-// row, but a leaf's
-// abbreviations tied after most splits and shifts, and lengthen rewrote
-// them, a cold key load each: 5.3 key loads per key installed in
-// ApplyRandom's pattern, where 8 bytes took 4.0 and 6 take 4.1. An inner
-// node's keys are far apart (each a leaf's worth of keys from the next),
-// and 4 or 6 bytes after their prefix are mostly a cell's or a
-// priority's, equal for runs of them: 8 keep searches from calling the
-// key function there (TestAbbrevsLoadFewKeys: 8.1 calls a search with 4
-// bytes everywhere, 6.2 with 8 in inner nodes).
+// Why 8 bytes in leaves too: a leaf holds 99% of the items, and fewer
+// bytes were tried (fdbqueue's heap session). 4 bytes (a full leaf's in
+// 512 bytes, not 1,024) took BenchmarkMemoryPerRow's tree from 65.6 to
+// 50.0 B a row, 6 bytes (3 uint16s, 768) to 57.6; but a leaf's
+// abbreviations then tied after splits and shifts, lengthen rewrote them
+// from the keys (cold loads), and wider abbreviations in inner nodes
+// (runs of a cell's keys tie in 4 bytes) cost more code in every
+// comparison: ApplyRandom's thread CPU was 20-30% above 8 bytes' with
+// either, where the abbreviations bought 10-20%.
 
 // maxPre bounds a node's prefix: the bytes copied into each node.
 const maxPre = 48
@@ -66,77 +60,6 @@ func (tr *BTreeG[T]) keyOf(item T) []byte {
 	return tr.key(item)
 }
 
-// wide is the mask of an inner node's abbreviations; narrow, a leaf's:
-// its stored 48 bits, as the high ones of an 8-byte abbreviation.
-const (
-	wide   = ^uint64(0)
-	narrow = wide &^ (1<<16 - 1)
-)
-
-// mask returns the bits of the abbreviations n keeps.
-func (n *node[T]) mask() uint64 {
-	if n.children == nil {
-		return narrow
-	}
-	return wide
-}
-
-// width returns the uint16s of abbrs an item of n takes.
-func (n *node[T]) width() int {
-	if n.children == nil {
-		return 3
-	}
-	return 4
-}
-
-// abbr returns the abbreviation of n's item i (the low 16 bits zero in a
-// leaf).
-func (n *node[T]) abbr(i int) uint64 {
-	if n.children == nil {
-		a := n.abbrs[3*i : 3*i+3 : 3*i+3]
-		return uint64(a[0])<<48 | uint64(a[1])<<32 | uint64(a[2])<<16
-	}
-	a := n.abbrs[4*i : 4*i+4 : 4*i+4]
-	return uint64(a[0])<<48 | uint64(a[1])<<32 | uint64(a[2])<<16 | uint64(a[3])
-}
-
-// setAbbr sets the abbreviation of n's item i to the bits of a n keeps.
-func (n *node[T]) setAbbr(i int, a uint64) {
-	if n.children == nil {
-		b := n.abbrs[3*i : 3*i+3 : 3*i+3]
-		b[0], b[1], b[2] = uint16(a>>48), uint16(a>>32), uint16(a>>16)
-		return
-	}
-	b := n.abbrs[4*i : 4*i+4 : 4*i+4]
-	b[0], b[1], b[2], b[3] = uint16(a>>48), uint16(a>>32), uint16(a>>16), uint16(a)
-}
-
-// grow lengthens s by m, reallocating it if it has no room: to twice its
-// capacity, or to c, a full node's, once that is more than half of it. A
-// node never holds more than tr.max items, and append's doubling past
-// that (from a capacity over half of it) would round up to the next size
-// class: 1,792 bytes for a leaf's 127 pointers, where 1,024 hold them;
-// and doubling short of it would reallocate again to fill the node.
-func grow[E any](s []E, m, c int) []E {
-	l := len(s) + m
-	if l > cap(s) {
-		n := max(l, 2*cap(s))
-		if 2*n > c {
-			n = c
-		}
-		s2 := make([]E, len(s), n)
-		copy(s2, s)
-		s = s2
-	}
-	return s[:l]
-}
-
-// growAbbrs makes room in n.abbrs for m items more.
-func (tr *BTreeG[T]) growAbbrs(n *node[T], m int) {
-	w := n.width()
-	n.abbrs = grow(n.abbrs, m*w, tr.max*w)
-}
-
 // abbrAt returns the abbreviation of k after its first at bytes.
 func abbrAt(k []byte, at int) uint64 {
 	if len(k) >= at+8 {
@@ -153,8 +76,7 @@ func abbrAt(k []byte, at int) uint64 {
 }
 
 // reabbr returns the abbreviation after its first l bytes of a key with
-// prefix pre, of which a is the abbreviation after pre. A leaf's a (its
-// low half zero) gives the high half right: pre's bytes, then a's first.
+// prefix pre, of which a is the abbreviation after pre.
 func reabbr(a uint64, pre []byte, l int) uint64 {
 	d := len(pre) - l
 	switch {
@@ -181,13 +103,13 @@ func lcp(a, b []byte) int {
 
 // side tells where k lies against n's items when it does not start with
 // n's prefix: below them all (-1) or above (1); otherwise 0, and k's
-// abbreviation in n (the bits n keeps).
+// abbreviation in n.
 func side[T any](n *node[T], k []byte) (int, uint64) {
 	p := n.pre
 	i := lcp(p, k)
 	switch {
 	case i == len(p):
-		return 0, abbrAt(k, i) & n.mask()
+		return 0, abbrAt(k, i)
 	case i == len(k) || k[i] < p[i]:
 		return -1, 0
 	}
@@ -196,7 +118,7 @@ func side[T any](n *node[T], k []byte) (int, uint64) {
 
 // kcmp compares k, with abbreviation ab in n (side 0), with n's item i.
 func (tr *BTreeG[T]) kcmp(n *node[T], i int, k []byte, ab uint64) int {
-	if a := n.abbr(i); ab != a {
+	if a := n.abbrs[i]; ab != a {
 		if ab < a {
 			return -1
 		}
@@ -315,9 +237,8 @@ func admit[T any](n *node[T], k []byte) {
 		return
 	}
 	l := lcp(p, k)
-	// insertAt admits an item before making room for its abbreviation.
-	for i := range len(n.abbrs) / n.width() {
-		n.setAbbr(i, reabbr(n.abbr(i), p, l))
+	for i, a := range n.abbrs {
+		n.abbrs[i] = reabbr(a, p, l)
 	}
 	n.pre = p[:l]
 }
@@ -336,10 +257,9 @@ func (tr *BTreeG[T]) insertAt(n *node[T], i int, item T) {
 	} else {
 		admit(n, k)
 	}
-	tr.growAbbrs(n, 1)
-	w := n.width()
-	copy(n.abbrs[(i+1)*w:], n.abbrs[i*w:])
-	n.setAbbr(i, abbrAt(k, len(n.pre)))
+	n.abbrs = grow(n.abbrs, 1, tr.max)
+	copy(n.abbrs[i+1:], n.abbrs[i:])
+	n.abbrs[i] = abbrAt(k, len(n.pre))
 }
 
 // setAt puts item, of another key, at n's index i.
@@ -348,7 +268,7 @@ func (tr *BTreeG[T]) setAt(n *node[T], i int, item T) {
 	if tr.key != nil {
 		k := tr.key(item)
 		admit(n, k)
-		n.setAbbr(i, abbrAt(k, len(n.pre)))
+		n.abbrs[i] = abbrAt(k, len(n.pre))
 	}
 }
 
@@ -359,9 +279,8 @@ func (tr *BTreeG[T]) removeRange(n *node[T], i, j int) {
 	clear(n.items[end:])
 	n.items = n.items[:end]
 	if tr.key != nil {
-		w := n.width()
-		copy(n.abbrs[i*w:], n.abbrs[j*w:])
-		n.abbrs = n.abbrs[:end*w]
+		copy(n.abbrs[i:], n.abbrs[j:])
+		n.abbrs = n.abbrs[:end]
 	}
 }
 
@@ -370,6 +289,26 @@ func (tr *BTreeG[T]) removeAt(n *node[T], i int) T {
 	item := n.items[i]
 	tr.removeRange(n, i, i+1)
 	return item
+}
+
+// grow lengthens s by m, reallocating it if it has no room: to twice its
+// capacity, or to c, a full node's, once that is more than half of it. A
+// node never holds more than tr.max items, and append's doubling past
+// that (from a capacity over half of it) would round up to the next size
+// class: 1,792 bytes for a leaf's 127 pointers, where 1,024 hold them;
+// and doubling short of it would reallocate again to fill the node.
+func grow[E any](s []E, m, c int) []E {
+	l := len(s) + m
+	if l > cap(s) {
+		n := max(l, 2*cap(s))
+		if 2*n > c {
+			n = c
+		}
+		s2 := make([]E, len(s), n)
+		copy(s2, s)
+		s = s2
+	}
+	return s[:l]
 }
 
 // insertFrom inserts src's items lo to hi-1 into dst, a node of src's
@@ -382,34 +321,17 @@ func (tr *BTreeG[T]) insertFrom(dst *node[T], at int, src *node[T], lo, hi int) 
 	if tr.key == nil || m == 0 {
 		return
 	}
-	w := src.width()
 	if len(dst.abbrs) == 0 {
 		dst.pre = src.pre
-		dst.abbrs = grow(dst.abbrs, m*w, tr.max*w)
-		copy(dst.abbrs, src.abbrs[lo*w:hi*w])
+		dst.abbrs = grow(dst.abbrs, m, tr.max)
+		copy(dst.abbrs, src.abbrs[lo:hi])
 		return
 	}
-	// The moved keys lie between the first and the last of them: what
-	// those share with dst's prefix, all do. src's prefix may be shorter
-	// than its keys' common prefix, and admitting it would shorten dst's
-	// for nothing: a leaf's abbreviations would tie, and lengthen
-	// rewrite them all, a key load each (ApplyRandom's pattern: 4.35 key
-	// loads per installed key, 4.07 admitting the keys).
-	admit(dst, tr.key(src.items[lo]))
-	admit(dst, tr.key(src.items[hi-1]))
-	tr.growAbbrs(dst, m)
-	copy(dst.abbrs[(at+m)*w:], dst.abbrs[at*w:])
-	l := len(dst.pre)
-	for i := lo; i < hi; i++ {
-		a := uint64(0)
-		if l <= len(src.pre) {
-			a = reabbr(src.abbr(i), src.pre, l)
-		} else {
-			// dst's prefix is longer: the bytes after it are past
-			// src's abbreviation.
-			a = abbrAt(tr.key(src.items[i]), l)
-		}
-		dst.setAbbr(at+i-lo, a)
+	admit(dst, src.pre)
+	dst.abbrs = grow(dst.abbrs, m, tr.max)
+	copy(dst.abbrs[at+m:], dst.abbrs[at:])
+	for i, a := range src.abbrs[lo:hi] {
+		dst.abbrs[at+i] = reabbr(a, src.pre, len(dst.pre))
 	}
 }
 
@@ -424,8 +346,8 @@ func (tr *BTreeG[T]) lengthen(n *node[T]) {
 		return
 	}
 	dup := false
-	for i := 1; i < len(n.items) && !dup; i++ {
-		dup = n.abbr(i) == n.abbr(i-1)
+	for i := 1; i < len(n.abbrs) && !dup; i++ {
+		dup = n.abbrs[i] == n.abbrs[i-1]
 	}
 	if !dup {
 		return
@@ -437,6 +359,6 @@ func (tr *BTreeG[T]) lengthen(n *node[T]) {
 	}
 	n.pre = bytes.Clone(f[:l])
 	for i, item := range n.items {
-		n.setAbbr(i, abbrAt(tr.key(item), l))
+		n.abbrs[i] = abbrAt(tr.key(item), l)
 	}
 }

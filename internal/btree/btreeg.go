@@ -31,10 +31,9 @@ type node[T any] struct {
 	items    []T
 	children *[]*node[T]
 	// A NewBTreeGKeyed tree's abbreviated keys (fdbqueue's change,
-	// abbrev.go): items[i]'s is abbrs[i] in a leaf, abbrs[2i:2i+2] in an
-	// inner node (abbr, setAbbr); pre, the prefix before them, is never
-	// written to (nodes may share it).
-	abbrs []uint16
+	// abbrev.go): abbrs[i] is items[i]'s; pre, the prefix before them, is
+	// never written to (nodes may share it).
+	abbrs []uint64
 	pre   []byte
 }
 
@@ -282,9 +281,8 @@ func (tr *BTreeG[T]) nodeSplit(n *node[T]) (right *node[T], median T) {
 
 	if tr.key != nil {
 		// Both halves have n's prefix; theirs may be longer.
-		w := n.width()
-		right.pre, right.abbrs = n.pre, n.abbrs[(i+1)*w:]
-		n.abbrs = n.abbrs[: i*w : i*w]
+		right.pre, right.abbrs = n.pre, n.abbrs[i+1:]
+		n.abbrs = n.abbrs[:i:i]
 		tr.lengthen(n)
 		tr.lengthen(right)
 	}
@@ -401,7 +399,7 @@ func (tr *BTreeG[T]) copy(n *node[T]) *node[T] {
 	n2.items = make([]T, len(n.items), cap(n.items))
 	copy(n2.items, n.items)
 	if n.abbrs != nil {
-		n2.abbrs = make([]uint16, len(n.abbrs), cap(n.abbrs))
+		n2.abbrs = make([]uint64, len(n.abbrs), cap(n.abbrs))
 		copy(n2.abbrs, n.abbrs)
 		n2.pre = n.pre
 	}

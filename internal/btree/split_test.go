@@ -100,7 +100,7 @@ func checkTree[T any](t *testing.T, tr *BTreeG[T], want int) {
 			t.Fatalf("node count %d, holds %d", n.count, c)
 		}
 		// A full node's arrays are the most a node allocates (grow).
-		if cap(n.items) > tr.max || cap(n.abbrs) > tr.max*n.width() {
+		if cap(n.items) > tr.max || cap(n.abbrs) > tr.max {
 			t.Fatalf("capacities %d items, %d abbreviations, past a full node's %d", cap(n.items), cap(n.abbrs), tr.max)
 		}
 		checkAbbrevs(t, tr, n)

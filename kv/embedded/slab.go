@@ -19,8 +19,8 @@ import (
 //	uvarint value length, key, value.
 //
 // The tree holds recs by value, so a key costs the tree one pointer (and
-// the 6 bytes of its abbreviation: the tree orders recs by rec.key, and
-// compares the 6 bytes of each key after its leaf's prefix before it reads
+// the 8 bytes of its abbreviation: the tree orders recs by rec.key, and
+// compares the 8 bytes of each key after its node's prefix before it reads
 // a record, internal/btree's abbrev.go) and its record 8 bytes more than
 // its key and value when both are shorter than 128 bytes: no per-key
 // object, header or size-class rounding. A slab lives
