@@ -232,35 +232,3 @@ func TestAbbrevsLoadFewKeys(t *testing.T) {
 	t.Logf("key calls a search: %.1f", perSearch)
 	require.Less(t, perSearch, 8.0)
 }
-
-// TestLeafBytes: a keyed tree of engine-like keys appended at a few
-// tails (a queue's priorities) takes under 16.5 bytes an item in its
-// leaves' arrays: 8 for the item, 8 for its abbreviation, the nodes full
-// (shiftLeft) and their arrays no larger than a full node's (grow).
-func TestLeafBytes(t *testing.T) {
-	t.Parallel()
-	tr := NewBTreeGKeyed(strKey, Options{NoLocks: true, Degree: 64})
-	var hint PathHint
-	const n = 100_000
-	for i := range n {
-		tail, seq := i%10, i
-		tr.SetHint("\x02fdbqueue\x00\x02t\x00\x15\x01\x15\x00\x15"+string([]byte{byte(tail), 0x17, byte(seq >> 16), byte(seq >> 8), byte(seq), 0x17, byte(seq >> 16), byte(seq >> 8), byte(seq)}), &hint)
-	}
-	checkTree(t, tr, n)
-	var items, bytes int
-	var walk func(nd *node[string])
-	walk = func(nd *node[string]) {
-		if !nd.leaf() {
-			for _, c := range *nd.children {
-				walk(c)
-			}
-			return
-		}
-		items += len(nd.items)
-		bytes += 8*cap(nd.items) + 8*cap(nd.abbrs)
-	}
-	walk(tr.root)
-	perItem := float64(bytes) / float64(items)
-	t.Logf("leaves: %.2f bytes an item", perItem)
-	require.Less(t, perItem, 16.5)
-}
