@@ -30,14 +30,16 @@ import (
 // they split from.
 //
 // Why 8 bytes in leaves too: a leaf holds 99% of the items, and fewer
-// bytes were tried (fdbqueue's heap session). 4 bytes (a full leaf's in
-// 512 bytes, not 1,024) took BenchmarkMemoryPerRow's tree from 65.6 to
-// 50.0 B a row, 6 bytes (3 uint16s, 768) to 57.6; but a leaf's
-// abbreviations then tied after splits and shifts, lengthen rewrote them
-// from the keys (cold loads), and wider abbreviations in inner nodes
-// (runs of a cell's keys tie in 4 bytes) cost more code in every
-// comparison: ApplyRandom's thread CPU was 20-30% above 8 bytes' with
-// either, where the abbreviations bought 10-20%.
+// bytes were tried. 4 bytes (a full leaf's in 512 bytes, not 1,024; inner
+// nodes kept 8, as a cell's keys tie in 4 there) took
+// BenchmarkMemoryPerRow's tree from 65.6 to 50.0 B a row, 6 bytes (3
+// uint16s, 768) to 57.6; but ApplyRandom's thread CPU was 20-30% above 8
+// bytes' with either (alternated runs), more than the abbreviations
+// bought. With 4, a leaf's abbreviations tied after most splits and
+// shifts, and lengthen rewrote them from the keys: 7.8 key loads per
+// installed key, 4.0 with 8 bytes. With 6 the loads were 4.1, and the
+// cost was in the comparisons themselves (pprof: abbr, lengthen,
+// memmove), not found in the time there was.
 
 // maxPre bounds a node's prefix: the bytes copied into each node.
 const maxPre = 48
@@ -245,7 +247,7 @@ func admit[T any](n *node[T], k []byte) {
 
 // insertAt inserts item into n at index i.
 func (tr *BTreeG[T]) insertAt(n *node[T], i int, item T) {
-	n.items = grow(n.items, 1, tr.max)
+	n.items = append(n.items, tr.empty)
 	copy(n.items[i+1:], n.items[i:])
 	n.items[i] = item
 	if tr.key == nil {
@@ -257,7 +259,7 @@ func (tr *BTreeG[T]) insertAt(n *node[T], i int, item T) {
 	} else {
 		admit(n, k)
 	}
-	n.abbrs = grow(n.abbrs, 1, tr.max)
+	n.abbrs = append(n.abbrs, 0)
 	copy(n.abbrs[i+1:], n.abbrs[i:])
 	n.abbrs[i] = abbrAt(k, len(n.pre))
 }
@@ -291,47 +293,20 @@ func (tr *BTreeG[T]) removeAt(n *node[T], i int) T {
 	return item
 }
 
-// grow lengthens s by m, reallocating it if it has no room: to twice its
-// capacity, or to c, a full node's, once that is more than half of it. A
-// node never holds more than tr.max items, and append's doubling past
-// that (from a capacity over half of it) would round up to the next size
-// class: 1,792 bytes for a leaf's 127 pointers, where 1,024 hold them;
-// and doubling short of it would reallocate again to fill the node.
-func grow[E any](s []E, m, c int) []E {
-	l := len(s) + m
-	if l > cap(s) {
-		n := max(l, 2*cap(s))
-		if 2*n > c {
-			n = c
-		}
-		s2 := make([]E, len(s), n)
-		copy(s2, s)
-		s = s2
-	}
-	return s[:l]
-}
-
-// insertFrom inserts src's items lo to hi-1 into dst, a node of src's
-// level, at index at.
-func (tr *BTreeG[T]) insertFrom(dst *node[T], at int, src *node[T], lo, hi int) {
-	m := hi - lo
-	dst.items = grow(dst.items, m, tr.max)
-	copy(dst.items[at+m:], dst.items[at:])
-	copy(dst.items[at:], src.items[lo:hi])
-	if tr.key == nil || m == 0 {
+// appendFrom appends src's items lo to hi-1 to dst.
+func (tr *BTreeG[T]) appendFrom(dst, src *node[T], lo, hi int) {
+	dst.items = append(dst.items, src.items[lo:hi]...)
+	if tr.key == nil || lo == hi {
 		return
 	}
 	if len(dst.abbrs) == 0 {
 		dst.pre = src.pre
-		dst.abbrs = grow(dst.abbrs, m, tr.max)
-		copy(dst.abbrs, src.abbrs[lo:hi])
+		dst.abbrs = append(dst.abbrs, src.abbrs[lo:hi]...)
 		return
 	}
 	admit(dst, src.pre)
-	dst.abbrs = grow(dst.abbrs, m, tr.max)
-	copy(dst.abbrs[at+m:], dst.abbrs[at:])
-	for i, a := range src.abbrs[lo:hi] {
-		dst.abbrs[at+i] = reabbr(a, src.pre, len(dst.pre))
+	for _, a := range src.abbrs[lo:hi] {
+		dst.abbrs = append(dst.abbrs, reabbr(a, src.pre, len(dst.pre)))
 	}
 }
 

@@ -3,10 +3,7 @@
 // license that can be found in the LICENSE file.
 package btree
 
-import (
-	"slices"
-	"sync"
-)
+import "sync"
 
 type BTreeG[T any] struct {
 	isoid        uint64
@@ -315,7 +312,7 @@ func (tr *BTreeG[T]) shiftLeft(n *node[T], i int, item T) bool {
 	left := tr.isoLoad(&(*n.children)[i-1], true)
 	moved := m
 	tr.insertAt(left, len(left.items), n.items[i-1])
-	tr.insertFrom(left, len(left.items), child, 0, m-1)
+	tr.appendFrom(left, child, 0, m-1)
 	tr.setAt(n, i-1, child.items[m-1])
 	tr.removeRange(child, 0, m)
 	// The prefixes may be longer now: left's took in child's, and child's
@@ -333,51 +330,6 @@ func (tr *BTreeG[T]) shiftLeft(n *node[T], i int, item T) bool {
 		*child.children = kids[:len(kids)-m]
 	}
 	left.count += moved
-	child.count -= moved
-	return true
-}
-
-// shiftRight is shiftLeft's mirror: it makes room in n's full child i,
-// into which item goes, by moving half the room of its right sibling of
-// the child's last items there, through the separator between them, and
-// reports whether it moved any. An append moves none: the items after
-// which the child's keys arrive would move into the sibling, and the
-// child be half empty for good; shiftLeft or a split serve it. Why: a
-// full node that keys arrive in the middle of (the tail of one of the
-// fit index's thousands of shapes, each followed by another's entries)
-// split in the middle, leaving a half-empty node behind for good where a
-// sibling had room (fdbqueue's change to tidwall/btree).
-func (tr *BTreeG[T]) shiftRight(n *node[T], i int, item T) bool {
-	if i == len(n.items) {
-		return false
-	}
-	child := (*n.children)[i] // made n's own by nodeSet
-	c := len(child.items)
-	if tr.after(child, c-1, item, tr.keyOf(item)) {
-		return false
-	}
-	m := (tr.max - len((*n.children)[i+1].items)) / 2
-	if m < 1 {
-		return false
-	}
-	right := tr.isoLoad(&(*n.children)[i+1], true)
-	moved := m
-	tr.insertFrom(right, 0, child, c-m+1, c)
-	tr.insertAt(right, m-1, n.items[i])
-	tr.setAt(n, i, child.items[c-m])
-	tr.removeRange(child, c-m, c)
-	tr.lengthen(right)
-	tr.lengthen(child)
-	if !right.leaf() {
-		kids := *child.children
-		for _, k := range kids[c-m+1:] {
-			moved += k.count
-		}
-		*right.children = slices.Insert(*right.children, 0, kids[c-m+1:]...)
-		clear(kids[c-m+1:])
-		*child.children = kids[:c-m+1]
-	}
-	right.count += moved
 	child.count -= moved
 	return true
 }
@@ -456,7 +408,7 @@ func (tr *BTreeG[T]) nodeSet(cn **node[T], item T,
 		return tr.empty, false, false
 	}
 	prev, replaced, split = tr.nodeSet(&(*n.children)[i], item, hint, depth+1)
-	if split && (tr.shiftLeft(n, i, item) || tr.shiftRight(n, i, item)) {
+	if split && tr.shiftLeft(n, i, item) {
 		return tr.nodeSet(&n, item, hint, depth)
 	}
 	if split {
@@ -1069,7 +1021,7 @@ func (tr *BTreeG[T]) nodeRebalance(n *node[T], i int) {
 
 		// merge (left,item,right)
 		tr.insertAt(left, len(left.items), n.items[i])
-		tr.insertFrom(left, len(left.items), right, 0, len(right.items))
+		tr.appendFrom(left, right, 0, len(right.items))
 		if !left.leaf() {
 			*left.children = append(*left.children, *right.children...)
 		}

@@ -1,8 +1,8 @@
 // Package btree is github.com/tidwall/btree v1.8.1's generic B-tree
 // (btreeg.go, and from map.go what it needs: iso.go), MIT-licensed (see
 // LICENSE), with three changes. The first: a full node first moves items
-// into its left sibling, or its right one, if that has room, and splits
-// only if not (shiftLeft, shiftRight, as a B*-tree does).
+// into its left sibling, if that has room, and splits only if not
+// (shiftLeft, as a B*-tree does).
 //
 // Why: the engine's tree gets most of its keys appended in order at a few
 // tails (each priority's and each fit-index cell's tail of a queue,
@@ -28,7 +28,7 @@
 // To update: copy btreeg.go and the tests from upstream again, and carry
 // the changes over (search for "fdbqueue's change"; next.go and abbrev.go
 // are ours; an upstream line that moves items becomes a call of insertAt,
-// setAt, removeAt, removeRange or insertFrom, which keep the
+// setAt, removeAt, removeRange or appendFrom, which keep the
 // abbreviations); upstream's tests of BTreeG run here (btreeg_test.go, but
 // TestContiguous*) beside the changes' own (split_test.go, next_test.go,
 // abbrev_test.go).

@@ -1,12 +1,8 @@
 package btree
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // fill returns the share of the slots of tr's nodes that hold an item.
@@ -103,66 +99,10 @@ func checkTree[T any](t *testing.T, tr *BTreeG[T], want int) {
 		if c != n.count {
 			t.Fatalf("node count %d, holds %d", n.count, c)
 		}
-		// A full node's arrays are the most a node allocates (grow).
-		if cap(n.items) > tr.max || cap(n.abbrs) > tr.max {
-			t.Fatalf("capacities %d items, %d abbreviations, past a full node's %d", cap(n.items), cap(n.abbrs), tr.max)
-		}
 		checkAbbrevs(t, tr, n)
 		return c
 	}
 	if tr.root != nil {
 		walk(tr.root, true)
-	}
-}
-
-// TestFullNodeShiftsRight: a key arriving in the middle of a full leaf
-// whose left sibling is full and whose right sibling has room moves the
-// leaf's last items into the right sibling (shiftRight), in a plain and a
-// keyed tree: no node is added, and the tree holds what it should.
-func TestFullNodeShiftsRight(t *testing.T) {
-	t.Parallel()
-	for _, keyed := range []bool{false, true} {
-		var tr *BTreeG[string]
-		if keyed {
-			tr = NewBTreeGKeyed(strKey, Options{NoLocks: true, Degree: 3})
-		} else {
-			tr = NewBTreeGOptions(func(a, b string) bool { return a < b }, Options{NoLocks: true, Degree: 3})
-		}
-		// Three leaves under the root (max 5 items a node): full, full,
-		// and two items, made by appending keys with even last digits.
-		keys := []string{}
-		for i := 0; i < 30; i += 2 {
-			keys = append(keys, fmt.Sprintf("k%02d", i))
-		}
-		for _, k := range keys {
-			tr.Set(k)
-		}
-		leaves := func() (n int, sizes []int) {
-			for _, c := range *tr.root.children {
-				n++
-				sizes = append(sizes, len(c.items))
-			}
-			return n, sizes
-		}
-		n, sizes := leaves()
-		// Find a full leaf, its left sibling full, its right one with room.
-		at := -1
-		for i := 1; i+1 < len(sizes); i++ {
-			if sizes[i-1] == tr.max && sizes[i] == tr.max && sizes[i+1] < tr.max-1 {
-				at = i
-				break
-			}
-		}
-		require.GreaterOrEqual(t, at, 0, "leaf sizes %v", sizes)
-		mid := (*tr.root.children)[at].items[1]
-		k := mid + "x" // after the leaf's second item, before its third
-		tr.Set(k)
-		keys = append(keys, k)
-		slices.Sort(keys)
-		n2, sizes2 := leaves()
-		require.Equal(t, n, n2, "keyed=%v: leaves %v, then %v: a split", keyed, sizes, sizes2)
-		require.Greater(t, sizes2[at+1], sizes[at+1], "keyed=%v: the right sibling took none", keyed)
-		require.Equal(t, keys, tr.Items())
-		checkTree(t, tr, len(keys))
 	}
 }
