@@ -450,3 +450,98 @@ func TestChunkedInstallMetadataVersion(t *testing.T) {
 	now := mdv()
 	require.Greater(t, string(now), string(old))
 }
+
+// TestChunkedInstallConcurrentTombs is TestChunkedInstallConcurrent with
+// tombstones: each commit clears its client's whole range (a tombstone)
+// and writes a generation of keys in it, while other clients read and
+// remove the keys under older tombstones (tombSlice) between the chunks.
+// A reader finds one generation, whole. Run with -race.
+func TestChunkedInstallConcurrentTombs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := embedded.Open("", embedded.Config{})
+	defer db.Close()
+	embedded.SetTombMinKeys(db, 1)
+	const writers, keysPer, commits = 2, 3 * embedded.InstallChunk, 15
+	key := func(w, i int) []byte { return []byte(fmt.Sprintf("w%d/%04d", w, i)) }
+	span := func(w int) kv.Range { return kv.Range{Begin: key(w, 0), End: key(w, keysPer)} }
+	// want is how many keys generation gen holds: every other one of the
+	// upper half of them in odd generations.
+	want := func(gen int) int {
+		if gen%2 == 1 {
+			return keysPer - keysPer/4
+		}
+		return keysPer
+	}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for gen := range commits {
+				require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+					tr.ClearRange(span(w))
+					for i := range keysPer {
+						if gen%2 == 1 && i >= keysPer/2 && i%2 == 1 {
+							continue
+						}
+						tr.Set(key(w, i), []byte(fmt.Sprint(gen)))
+					}
+					return nil
+				}))
+			}
+		}()
+	}
+	var stop atomic.Bool
+	var others sync.WaitGroup
+	others.Add(1)
+	go func() {
+		defer others.Done()
+		for !stop.Load() {
+			embedded.CollectTombs(db)
+			runtime.Gosched()
+		}
+	}()
+	var reads atomic.Int64
+	for r := range 2 {
+		others.Add(1)
+		go func() {
+			defer others.Done()
+			for !stop.Load() {
+				require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+					for w := range writers {
+						got, err := kv.Collect(tr.GetRange(span(w), kv.RangeOptions{Reverse: r == 1}))
+						if err != nil {
+							return err
+						}
+						if len(got) == 0 {
+							continue // before the first commit
+						}
+						gen := string(got[0].Value)
+						for _, e := range got {
+							require.Equal(t, gen, string(e.Value), "writer %d: keys of two generations", w)
+						}
+						var g int
+						_, err = fmt.Sscan(gen, &g)
+						require.NoError(t, err)
+						require.Equal(t, want(g), len(got), "writer %d generation %d", w, g)
+						// A key the odd generations skip, read alone.
+						v, err := tr.Get(key(w, keysPer-1))
+						require.NoError(t, err)
+						if g%2 == 1 {
+							require.Nil(t, v, "writer %d generation %d", w, g)
+						} else {
+							require.Equal(t, gen, string(v), "writer %d", w)
+						}
+					}
+					return nil
+				}))
+				reads.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	stop.Store(true)
+	others.Wait()
+	require.Positive(t, reads.Load())
+}
