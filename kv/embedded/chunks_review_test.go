@@ -545,3 +545,62 @@ func TestChunkedInstallConcurrentTombs(t *testing.T) {
 	others.Wait()
 	require.Positive(t, reads.Load())
 }
+
+// TestChunkedInstallFarBehind reads between the chunks of a large commit
+// from a reader more than a hundred commits old, whose range reads take
+// the keys deleted since from the deleted keys' tree rather than from the
+// commits since (deadSinceLocked): the commit's deletions so far are among
+// them.
+func TestChunkedInstallFarBehind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(5, 19))
+	start := time.Now()
+	db := embedded.Open("", embedded.Config{Clock: func() time.Time { return start }})
+	defer db.Close()
+	const keys = 300
+	model := map[string]string{}
+	commit := func(ops []modelOp, step int) {
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			applyOps(tr, ops, step)
+			return nil
+		}))
+		modelApply(model, ops, step)
+	}
+	var fill []modelOp
+	for i := range keys {
+		fill = append(fill, modelOp{kind: 0, i: i})
+	}
+	commit(fill, 0)
+	old, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	defer old.Cancel()
+	_, err = old.GetReadVersion()
+	require.NoError(t, err)
+	oldWant := maps.Clone(model)
+	for step := 1; step <= 130; step++ {
+		commit(randomOps(rng, 1+rng.IntN(4), keys), step)
+	}
+	before := maps.Clone(model)
+	checked := 0
+	embedded.SetChunkHook(db, func() {
+		checked++
+		inHook(func() {
+			checkModel(t, rng, old, oldWant, keys, 40)
+			fresh, err := db.CreateTransaction(ctx)
+			require.NoError(t, err)
+			defer fresh.Cancel()
+			checkModel(t, rng, fresh, before, keys, 40)
+		})
+	})
+	var clears []modelOp
+	for i := range keys {
+		if rng.IntN(3) > 0 {
+			clears = append(clears, modelOp{kind: 2, i: i})
+		}
+	}
+	commit(clears, 131)
+	embedded.SetChunkHook(db, nil)
+	require.Positive(t, checked)
+	checkModel(t, rng, old, oldWant, keys, 40)
+}
