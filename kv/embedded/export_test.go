@@ -27,3 +27,17 @@ func Collect(db *DB) {
 
 // InstallChunk is how many keys a chunked install takes a hold at a time.
 const InstallChunk = installChunk
+
+// CollectTombs removes the keys under the tombstones no reader is older
+// than, a slice per hold of the lock, as the tombstone worker and the
+// commits that made them do (tombSlice), until none is left to remove now.
+func CollectTombs(db *DB) {
+	for {
+		if _, collected := db.s.tombSlice(^uint64(0), false); !collected {
+			return
+		}
+	}
+}
+
+// ArmedWatches returns how many watches db holds armed.
+func ArmedWatches(db *DB) int64 { return db.s.registered.Load() }
