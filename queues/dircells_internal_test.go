@@ -3,6 +3,7 @@ package queues
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -88,5 +89,78 @@ func TestCellsScanAsSkipScan(t *testing.T) {
 		dr := &dirRead{k: newKnown(pr, c.limit, c.rows)}
 		require.Nil(t, dr.cells(base, 2), c.name)
 		require.Nil(t, dr.cells(base, 2), c.name)
+	}
+}
+
+// TestCellsScanAsSkipScanAtExtremes is TestCellsScanAsSkipScan with
+// coordinates and bounds at the ends of int64 and around the encoding's
+// length changes: a last coordinate equal to the maximum (the read after
+// it is empty), bounds of math.MaxInt64, and minimums above maximums.
+func TestCellsScanAsSkipScanAtExtremes(t *testing.T) {
+	t.Parallel()
+	db := embedded.Open("", embedded.Config{})
+	defer db.Close()
+	r := rand.New(rand.NewPCG(11, 13))
+	vals := []int64{math.MinInt64, math.MinInt64 + 1, -256, -255, -1, 0, 1, 255, 256, 1 << 32, math.MaxInt64 - 1, math.MaxInt64}
+	pickVal := func() int64 { return vals[r.IntN(len(vals))] }
+	for round := range 300 {
+		d := 1 + round%3
+		base := tuple.Tuple{"cellsx", int64(round)}.Pack()
+		require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
+			for range r.IntN(30) {
+				k := make([]int64, d)
+				for i := range k {
+					k[i] = pickVal()
+				}
+				tr.Set(appendInts(slices.Clone(base), k...), nil)
+			}
+			return nil
+		}))
+		mins, maxs := make([]int64, d), make([]int64, d)
+		for i := range d {
+			mins[i], maxs[i] = math.MinInt64, pickVal()
+			if r.IntN(3) == 0 {
+				mins[i] = pickVal()
+			}
+			if r.IntN(4) == 0 {
+				maxs[i] = math.MaxInt64
+			}
+		}
+		desc := fmt.Sprintf("round %d: %d coordinates within %v..%v", round, d, mins, maxs)
+		scan := func(decoded bool) ([][]int64, []kv.Range) {
+			tr, err := db.CreateTransaction(context.Background())
+			require.NoError(t, err)
+			defer tr.Cancel()
+			log := &conflictLog{Transaction: tr}
+			var listed [][]int64
+			fn := func(c []int64) error {
+				listed = append(listed, slices.Clone(c))
+				return nil
+			}
+			if !decoded {
+				log.on = true
+				require.NoError(t, skipScan(log, base, mins, maxs, fn), desc)
+			} else {
+				pr := kv.PrefixRange(base)
+				rows, err := kv.GetRangeAsync(tr.Snapshot(), pr, kv.RangeOptions{Limit: maxDirAhead}).Get()
+				require.NoError(t, err)
+				dr := &dirRead{k: newKnown(pr, maxDirAhead, rows)}
+				dc := dr.cells(base, d)
+				require.NotNil(t, dc, desc)
+				x := newKnownReader(log, true)
+				defer x.release()
+				x.ks = append(x.ks, dr.k)
+				log.on = true
+				require.NoError(t, cellsScan(x, dc, base, mins, maxs, fn), desc)
+				require.NoError(t, (&pick{rd: log, tr: log}).record(x, true))
+			}
+			conflicts, err := log.conflicts()
+			require.NoError(t, err)
+			return listed, conflicts
+		}
+		wantListed, wantConflicts := scan(false)
+		gotListed, gotConflicts := scan(true)
+		require.Equal(t, wantListed, gotListed, desc)
+		require.Equal(t, wantConflicts, gotConflicts, desc)
 	}
 }
