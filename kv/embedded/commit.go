@@ -15,10 +15,10 @@ func (t *txn) hasWrites() bool {
 // writes sorted once here if no read needed them sorted before. Its
 // records are not built yet (prebuild): the size limit is checked first.
 // The batch is the buffers' (txnBufs), no one's once the transaction
-// ends; its place in the log's queue is kept for the next.
+// ends.
 func (t *txn) batch() *batch {
 	b := &t.buffers().batch
-	*b = batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped, logged: b.logged}
+	*b = batch{clears: t.clears.ranges(), writes: t.sortedWrites(), bump: t.bumped}
 	return b
 }
 

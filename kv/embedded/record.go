@@ -27,10 +27,6 @@ type batch struct {
 	// pre holds the records of the plain sets, written ahead
 	// (prebuilt.go); nil for a batch read from the log.
 	pre prebuilt
-	// logged is the batch's place in the log's queue (wal.enqueue),
-	// kept with the transaction's buffers for their next commit: made
-	// afresh, it and its channel were three allocations a commit.
-	logged *pending
 }
 
 // Log record payload: uvarint version, uvarint #clears, each (bytes begin,

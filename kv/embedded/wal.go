@@ -146,16 +146,13 @@ func (w *wal) start() {
 // pen's holder (commitGroup), and so is every commit after one left to it
 // until it is staged, versions being staged in order.
 //
-// The pending is b's from its last commit, if it had one: that commit's
-// answer was received (txn.commit), and no one else holds the pending
-// (whoever answers one lets go of it).
+// Each call makes an entry of its own, even for a batch queued before: a
+// transaction's buffers are zeroed when they go back to the pool
+// (release), so an entry kept with them would serve only a commit after
+// an unanswered one (Commit called from two goroutines at once), where
+// one entry for both wrote one version twice and the other never.
 func (w *wal) enqueue(ver uint64, b *batch) <-chan error {
-	p := b.logged
-	if p == nil {
-		p = &pending{done: make(chan error, 1)}
-		b.logged = p
-	}
-	*p = pending{ver: ver, b: b, done: p.done}
+	p := &pending{ver: ver, b: b, done: make(chan error, 1)}
 	if w.unstaged == 0 && w.lastGroup.Load() > 1 {
 		p.touched, p.staged = w.s.stageLocked(ver, b), true
 	} else {
@@ -363,7 +360,6 @@ func (w *wal) commitGroup(group []*pending) bool {
 			w.stageLocked(p)
 		}
 		budget += s.publishLocked(p.ver, p.touched, p.b.bump)
-		p.touched = nil // the pending stays with the batch's buffers
 	}
 	s.gcLocked(now, budget)
 	w.live = int64(s.slabs.live)
