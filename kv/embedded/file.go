@@ -270,9 +270,13 @@ func (s *store) recover(dir string, readOnly bool) (RecoveryStats, error) {
 			st.TornBytes = info.Size() - good
 		}
 		// Cut a torn end, or the space a segment reserved and a crash
-		// left unused: the log is written from a new segment on.
+		// left unused: the log is written from a new segment on. The
+		// cut is synced before that segment takes commits: where syncing
+		// a file does not persist another's size (btrfs logs each file
+		// apart), a power loss could bring the torn end back behind a
+		// later segment, and the next open would refuse the log.
 		if info.Size() > good && !readOnly {
-			if err := os.Truncate(name, good); err != nil {
+			if err := truncateSynced(name, good); err != nil {
 				return st, fmt.Errorf("fdbqueue: cutting the end of %s after its last record: %w", name, err)
 			}
 		}

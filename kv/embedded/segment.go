@@ -137,6 +137,23 @@ func (s *segment) close() error {
 	return s.f.Close()
 }
 
+// truncateSynced cuts the file at name to size and makes the cut durable.
+func truncateSynced(name string, size int64) error {
+	f, err := os.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

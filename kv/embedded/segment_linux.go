@@ -52,7 +52,10 @@ func (s *segment) sync() error {
 // complete "as though each write(2) was followed by a call to
 // fdatasync(2)". It returns the bytes written, and done once all of b is
 // written and durable. A kernel or file system without the flag leaves
-// the write to the caller, from then on.
+// the write to the caller, from then on; so does EPERM, which a seccomp
+// filter (older container runtimes' defaults) answers for a system call
+// it does not know, and which the caller's pwrite would meet too if the
+// file itself refused the write.
 func (s *segment) writeSynced(b []byte, off int64) (n int, done bool, err error) {
 	if s.sys.noDsync {
 		return 0, false, nil
@@ -66,7 +69,7 @@ func (s *segment) writeSynced(b []byte, off int64) (n int, done bool, err error)
 	case err == nil:
 		s.sys.dsyncs++
 		return n, n == len(b), nil
-	case errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL):
+	case errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EPERM):
 		s.sys.noDsync = true
 		return 0, false, nil
 	}
