@@ -131,62 +131,56 @@ func setFiller(tr kv.Transaction, n int) {
 // TestFileGroupReadableOnceDurable: while a group's fsync runs, its writes
 // are in the tree but no reader sees them, not even one that starts
 // during the fsync; once it returns they are readable, and the commit
-// returns. A lone commit, written and synced by another goroutine while
-// its committer stages it, as well as a group of stageMin writes.
+// returns.
 func TestFileGroupReadableOnceDurable(t *testing.T) {
 	t.Parallel()
-	for _, filler := range []int{0, stageMin} {
-		t.Run(fmt.Sprint("filler=", filler), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			db, err := OpenFile(t.TempDir(), FileConfig{})
-			require.NoError(t, err)
-			defer db.Close()
-			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-				tr.Set([]byte("changed"), []byte("old"))
-				tr.Set([]byte("deleted"), []byte("old"))
-				return nil
-			}))
-			syncing, free := holdFirstFsync(db)
-			defer free() // before db.Close, which waits for the log's writer
-			committed := make(chan error, 1)
-			go func() {
-				committed <- db.Transact(ctx, func(tr kv.Transaction) error {
-					tr.Set([]byte("changed"), []byte("new"))
-					tr.Clear([]byte("deleted"))
-					tr.Set([]byte("added"), []byte("new"))
-					setFiller(tr, filler) // a lone commit, or a group this large, is staged
-					return nil
-				})
-			}()
-			<-syncing
-			staged := func() bool {
-				db.s.mu.RLock()
-				defer db.s.mu.RUnlock()
-				_, ok := db.s.tree.Get(probe(new([]byte), []byte("added")))
-				return ok
-			}
-			require.Eventually(t, staged, 10*time.Second, time.Millisecond, "the group is staged while its fsync runs")
-			var seen []kv.KeyValue
-			require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-				seen, err = kv.Collect(tr.GetRange(kv.Range{Begin: []byte("a"), End: []byte("z")}, kv.RangeOptions{}))
-				return err
-			}))
-			require.Equal(t, []kv.KeyValue{{Key: []byte("changed"), Value: []byte("old")}, {Key: []byte("deleted"), Value: []byte("old")}}, seen, "during the fsync")
-			select {
-			case err := <-committed:
-				t.Fatalf("the commit returned before its fsync: %v", err)
-			default:
-			}
-			free()
-			require.NoError(t, <-committed)
-			require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-				seen, err = kv.Collect(tr.GetRange(kv.Range{Begin: []byte("a"), End: []byte("z")}, kv.RangeOptions{}))
-				return err
-			}))
-			require.Equal(t, []kv.KeyValue{{Key: []byte("added"), Value: []byte("new")}, {Key: []byte("changed"), Value: []byte("new")}}, seen, "after it")
+	ctx := context.Background()
+	db, err := OpenFile(t.TempDir(), FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte("changed"), []byte("old"))
+		tr.Set([]byte("deleted"), []byte("old"))
+		return nil
+	}))
+	syncing, free := holdFirstFsync(db)
+	defer free() // before db.Close, which waits for the log's writer
+	committed := make(chan error, 1)
+	go func() {
+		committed <- db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte("changed"), []byte("new"))
+			tr.Clear([]byte("deleted"))
+			tr.Set([]byte("added"), []byte("new"))
+			setFiller(tr, stageMin) // a group this large is staged
+			return nil
 		})
+	}()
+	<-syncing
+	staged := func() bool {
+		db.s.mu.RLock()
+		defer db.s.mu.RUnlock()
+		_, ok := db.s.tree.Get(probe(new([]byte), []byte("added")))
+		return ok
 	}
+	require.Eventually(t, staged, 10*time.Second, time.Millisecond, "the group is staged while its fsync runs")
+	var seen []kv.KeyValue
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		seen, err = kv.Collect(tr.GetRange(kv.Range{Begin: []byte("a"), End: []byte("z")}, kv.RangeOptions{}))
+		return err
+	}))
+	require.Equal(t, []kv.KeyValue{{Key: []byte("changed"), Value: []byte("old")}, {Key: []byte("deleted"), Value: []byte("old")}}, seen, "during the fsync")
+	select {
+	case err := <-committed:
+		t.Fatalf("the commit returned before its fsync: %v", err)
+	default:
+	}
+	free()
+	require.NoError(t, <-committed)
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		seen, err = kv.Collect(tr.GetRange(kv.Range{Begin: []byte("a"), End: []byte("z")}, kv.RangeOptions{}))
+		return err
+	}))
+	require.Equal(t, []kv.KeyValue{{Key: []byte("added"), Value: []byte("new")}, {Key: []byte("changed"), Value: []byte("new")}}, seen, "after it")
 }
 
 // TestFileGroupOfManyStagedUnseen: a group of several large commits is
