@@ -27,18 +27,26 @@ type groupShape struct {
 	others   int   // at most, attempts beside a group that claimed a row
 }
 
-// TestGroupShapesChooseAndConflictAsAlone is
-// TestGroupReadsChooseAndConflictAsAlone over other shapes: one to three
-// resources, one or many priorities, tiny queues (the head read whole,
-// emptied mid-group) and large ones (a scan past the rows read ahead), a
-// head of sediment longer than itemsAhead, and groups that also remove,
-// ack, plain-pop and push through the attempt between their fit pops.
-// Groups that commit alone hand what they remember to the next (carried).
-// Each group's choices and read conflicts must be those of the same picks
-// in an attempt that shares nothing and carries nothing.
+// TestGroupShapesChooseAndConflictAsAlone: what the pops of one attempt
+// of several share (Attempt.Several: the head of the items read once for
+// step 1, itemsKnown; the cell directory read once and decoded, cells;
+// each cell's remembered head found by its slot) must leave each pop's
+// choice and read conflicts those of the same pops in an attempt that
+// shares nothing and carries nothing. Groups of fit pops in either order,
+// multi-row fit pops, fit leases, plain pops, removes, acks and pushes
+// through the attempt (some at the head), some beside other attempts that
+// claimed a row, with delayed items and leases coming due between groups
+// and between a group's picks, and other transactions' pushes, removes
+// and acks between groups; groups that commit alone hand what they
+// remember to the next (carried). The shapes: one to three resources, one
+// or many priorities, tiny queues (the head read whole, emptied
+// mid-group) and large ones (a scan past the rows read ahead), and a head
+// of sediment, tasks only the largest consumers take, longer than
+// itemsAhead.
 func TestGroupShapesChooseAndConflictAsAlone(t *testing.T) {
 	t.Parallel()
 	shapes := []groupShape{
+		{name: "2dims", dims: 2, prios: 6, size: 400, sediment: 60, maxRes: 8, picks: 8, others: 1},
 		{name: "3dims", dims: 3, prios: 4, size: 300, sediment: 40, maxRes: 6, picks: 10, others: 2},
 		{name: "1dim-manyprios", dims: 1, prios: 40, size: 200, sediment: 10, maxRes: 16, picks: 8, others: 1},
 		{name: "tiny", dims: 2, prios: 3, size: 6, sediment: 2, maxRes: 4, picks: 12, others: 1},
@@ -221,18 +229,9 @@ func shapesScenario(t *testing.T, out *strings.Builder, kind Kind, sh groupShape
 			if a.items != nil {
 				shared++
 			}
-			ids := make([]int64, len(took))
-			for j, it := range took {
-				ids[j] = it.ID
-			}
-			so, err := log.conflicts()
-			require.NoError(t, err)
-			fmt.Fprintf(out, "step %d pick %d %s %v %v: %v conflicts %x\n", step, i, what, order, lim, ids, digest(so))
+			log.logPick(t, out, step, i, what, order, lim, took)
 		}
-		log.on = false
-		fmt.Fprintf(out, "step %d cleared %s\n", step, strings.Join(log.cleared, " "))
-		require.NoError(t, tr.Commit())
-		a.Release(true)
+		log.endGroup(t, out, step, a)
 		for _, o := range others {
 			o.Cancel()
 			o.Release(false)
@@ -243,4 +242,25 @@ func shapesScenario(t *testing.T, out *strings.Builder, kind Kind, sh groupShape
 		require.Positive(t, claims.adopted.Load(), "no group took over the reads of the one before")
 	}
 	return shared
+}
+
+// logPick writes a pick's line to out: what it took, and the read
+// conflicts so far.
+func (l *conflictLog) logPick(t *testing.T, out *strings.Builder, step, i int, what string, order Order, limits []int64, took []Item) {
+	ids := make([]int64, len(took))
+	for j, it := range took {
+		ids[j] = it.ID
+	}
+	so, err := l.conflicts()
+	require.NoError(t, err)
+	fmt.Fprintf(out, "step %d pick %d %s %v %v: %v conflicts %x\n", step, i, what, order, limits, ids, digest(so))
+}
+
+// endGroup writes what the group's attempt a cleared, commits it and lets
+// the attempt go.
+func (l *conflictLog) endGroup(t *testing.T, out *strings.Builder, step int, a *Attempt) {
+	l.on = false
+	fmt.Fprintf(out, "step %d cleared %s\n", step, strings.Join(l.cleared, " "))
+	require.NoError(t, l.Commit())
+	a.Release(true)
 }
