@@ -32,43 +32,7 @@ func TestCellsScanAsSkipScan(t *testing.T) {
 		_, mins, maxs := randomDir(t, db, r, base, d)
 		desc := fmt.Sprintf("round %d: %d coordinates within %v..%v", round, d, mins, maxs)
 
-		scan := func(decoded bool) ([][]int64, []kv.Range) {
-			tr, err := db.CreateTransaction(context.Background())
-			require.NoError(t, err)
-			defer tr.Cancel()
-			log := &conflictLog{Transaction: tr}
-			var listed [][]int64
-			fn := func(c []int64) error {
-				listed = append(listed, slices.Clone(c))
-				return nil
-			}
-			if !decoded {
-				log.on = true
-				require.NoError(t, skipScan(log, base, mins, maxs, fn), desc)
-			} else {
-				pr := kv.PrefixRange(base)
-				rows, err := kv.GetRangeAsync(tr.Snapshot(), pr, kv.RangeOptions{Limit: maxDirAhead}).Get()
-				require.NoError(t, err)
-				dr := &dirRead{k: newKnown(pr, maxDirAhead, rows)}
-				dc := dr.cells(base, d)
-				require.NotNil(t, dc, desc)
-				require.Same(t, dc, dr.cells(base, d), "decoded once")
-				require.Nil(t, dr.cells(base, d+1), "decoded for %d coordinates", d)
-				x := newKnownReader(log, true)
-				defer x.release()
-				x.ks = append(x.ks, dr.k)
-				log.on = true
-				require.NoError(t, cellsScan(x, dc, base, mins, maxs, fn), desc)
-				require.NoError(t, (&pick{rd: log, tr: log}).record(x, true))
-			}
-			conflicts, err := log.conflicts()
-			require.NoError(t, err)
-			return listed, conflicts
-		}
-		wantListed, wantConflicts := scan(false)
-		gotListed, gotConflicts := scan(true)
-		require.Equal(t, wantListed, gotListed, desc)
-		require.Equal(t, wantConflicts, gotConflicts, desc)
+		scanAsSkipScan(t, db, base, d, mins, maxs, desc)
 	}
 
 	// What cells leaves to the skip-scan.
@@ -127,40 +91,49 @@ func TestCellsScanAsSkipScanAtExtremes(t *testing.T) {
 			}
 		}
 		desc := fmt.Sprintf("round %d: %d coordinates within %v..%v", round, d, mins, maxs)
-		scan := func(decoded bool) ([][]int64, []kv.Range) {
-			tr, err := db.CreateTransaction(context.Background())
-			require.NoError(t, err)
-			defer tr.Cancel()
-			log := &conflictLog{Transaction: tr}
-			var listed [][]int64
-			fn := func(c []int64) error {
-				listed = append(listed, slices.Clone(c))
-				return nil
-			}
-			if !decoded {
-				log.on = true
-				require.NoError(t, skipScan(log, base, mins, maxs, fn), desc)
-			} else {
-				pr := kv.PrefixRange(base)
-				rows, err := kv.GetRangeAsync(tr.Snapshot(), pr, kv.RangeOptions{Limit: maxDirAhead}).Get()
-				require.NoError(t, err)
-				dr := &dirRead{k: newKnown(pr, maxDirAhead, rows)}
-				dc := dr.cells(base, d)
-				require.NotNil(t, dc, desc)
-				x := newKnownReader(log, true)
-				defer x.release()
-				x.ks = append(x.ks, dr.k)
-				log.on = true
-				require.NoError(t, cellsScan(x, dc, base, mins, maxs, fn), desc)
-				require.NoError(t, (&pick{rd: log, tr: log}).record(x, true))
-			}
-			conflicts, err := log.conflicts()
-			require.NoError(t, err)
-			return listed, conflicts
-		}
-		wantListed, wantConflicts := scan(false)
-		gotListed, gotConflicts := scan(true)
-		require.Equal(t, wantListed, gotListed, desc)
-		require.Equal(t, wantConflicts, gotConflicts, desc)
+		scanAsSkipScan(t, db, base, d, mins, maxs, desc)
 	}
+}
+
+// scanAsSkipScan requires cellsScan over the decoded directory under base
+// (d coordinates) to list the cells within mins..maxs, and add the read
+// conflicts, that skipScan does.
+func scanAsSkipScan(t *testing.T, db kv.Database, base []byte, d int, mins, maxs []int64, desc string) {
+	scan := func(decoded bool) ([][]int64, []kv.Range) {
+		tr, err := db.CreateTransaction(context.Background())
+		require.NoError(t, err)
+		defer tr.Cancel()
+		log := &conflictLog{Transaction: tr}
+		var listed [][]int64
+		fn := func(c []int64) error {
+			listed = append(listed, slices.Clone(c))
+			return nil
+		}
+		if !decoded {
+			log.on = true
+			require.NoError(t, skipScan(log, base, mins, maxs, fn), desc)
+		} else {
+			pr := kv.PrefixRange(base)
+			rows, err := kv.GetRangeAsync(tr.Snapshot(), pr, kv.RangeOptions{Limit: maxDirAhead}).Get()
+			require.NoError(t, err)
+			dr := &dirRead{k: newKnown(pr, maxDirAhead, rows)}
+			dc := dr.cells(base, d)
+			require.NotNil(t, dc, desc)
+			require.Same(t, dc, dr.cells(base, d), "decoded once")
+			require.Nil(t, dr.cells(base, d+1), "decoded for %d coordinates", d)
+			x := newKnownReader(log, true)
+			defer x.release()
+			x.ks = append(x.ks, dr.k)
+			log.on = true
+			require.NoError(t, cellsScan(x, dc, base, mins, maxs, fn), desc)
+			require.NoError(t, (&pick{rd: log, tr: log}).record(x, true))
+		}
+		conflicts, err := log.conflicts()
+		require.NoError(t, err)
+		return listed, conflicts
+	}
+	wantListed, wantConflicts := scan(false)
+	gotListed, gotConflicts := scan(true)
+	require.Equal(t, wantListed, gotListed, desc)
+	require.Equal(t, wantConflicts, gotConflicts, desc)
 }
