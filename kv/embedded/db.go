@@ -106,9 +106,6 @@ type store struct {
 	probeBuf []byte
 	// fing remembers where the last commits' keys went (fingers.go).
 	fing fingers
-	// chunkHook, if set (tests), runs between two chunks of a chunked
-	// install (mvcc.go), without mu held.
-	chunkHook func()
 	// arena gives committing clients space for their records, which
 	// they write before the lock (prebuilt.go).
 	arena recArena
@@ -117,10 +114,9 @@ type store struct {
 	// It is written under mu and read under activeMu (by read-version
 	// requests).
 	version atomic.Uint64
-	// nextVer is the last version handed to a commit. In memory mode it
-	// runs ahead of version only while a commit is installed in chunks
-	// (mvcc.go); in file mode, while commits wait for the log. Guarded by
-	// mu.
+	// nextVer is the last version handed to a commit. It equals version
+	// in memory mode; in file mode it runs ahead while commits wait for
+	// the log. Guarded by mu.
 	nextVer uint64
 	// log is the write-ahead log of a file database, nil in memory.
 	log *wal

@@ -3,7 +3,6 @@ package embedded_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -28,182 +27,13 @@ import (
 // it covers once no reader is older.
 func TestReadsAtOldVersionsModel(t *testing.T) {
 	t.Parallel()
-	eachModelRun(t, 8, readsAtOldVersions)
-}
-
-// eachModelRun runs run in parallel subtests, for seeds seeds, without
-// tombstones and with.
-func eachModelRun(t *testing.T, seeds uint64, run func(t *testing.T, seed uint64, tombs bool)) {
 	for _, tombs := range []bool{false, true} {
-		for seed := range seeds {
+		for seed := range uint64(8) {
 			t.Run(fmt.Sprintf("tombstones=%v/%d", tombs, seed), func(t *testing.T) {
 				t.Parallel()
-				run(t, seed, tombs)
+				readsAtOldVersions(t, seed, tombs)
 			})
 		}
-	}
-}
-
-// modelKey is the model tests' key i.
-func modelKey(i int) []byte { return []byte(fmt.Sprintf("k%04d", i)) }
-
-// modelOp is one write of a model test's commit: a set, a clear, a clear
-// of the keys [i, j) or an add of 1, by kind.
-type modelOp struct{ kind, i, j int }
-
-// randomOps returns n random writes to keys keys.
-func randomOps(rng *rand.Rand, n, keys int) []modelOp {
-	ops := make([]modelOp, n)
-	for k := range ops {
-		i := rng.IntN(keys)
-		ops[k] = modelOp{rng.IntN(6), i, min(keys, i+1+rng.IntN(6))}
-	}
-	return ops
-}
-
-// applyOps writes ops into tr, as commit step.
-func applyOps(tr kv.Transaction, ops []modelOp, step int) {
-	for _, o := range ops {
-		switch o.kind {
-		case 0, 1:
-			tr.Set(modelKey(o.i), []byte(fmt.Sprintf("v%d.%d", step, o.i)))
-		case 2, 3:
-			tr.Clear(modelKey(o.i))
-		case 4:
-			tr.ClearRange(kv.Range{Begin: modelKey(o.i), End: modelKey(o.j)})
-		default:
-			tr.Add(modelKey(o.i), 1)
-		}
-	}
-}
-
-// modelApply applies ops, commit step, to model.
-func modelApply(model map[string]string, ops []modelOp, step int) {
-	for _, o := range ops {
-		k := string(modelKey(o.i))
-		switch o.kind {
-		case 0, 1:
-			model[k] = fmt.Sprintf("v%d.%d", step, o.i)
-		case 2, 3:
-			delete(model, k)
-		case 4:
-			for i := o.i; i < o.j; i++ {
-				delete(model, string(modelKey(i)))
-			}
-		default: // FoundationDB's ADD: little-endian, as long as the parameter
-			v := []byte(model[k])
-			sum, carry := make([]byte, 8), 1
-			for b := range sum {
-				if b < len(v) {
-					carry += int(v[b])
-				}
-				sum[b], carry = byte(carry), carry>>8
-			}
-			model[k] = string(sum)
-		}
-	}
-}
-
-// checkModel checks what tr reads of the keys keys against want: every
-// key by Get and by GetMany, and random ranges forward and reverse, some
-// with limits of up to maxLimit, by range reads and First.
-func checkModel(t *testing.T, rng *rand.Rand, tr kv.ReadTransaction, want map[string]string, keys, maxLimit int) {
-	all := make([][]byte, keys)
-	for i := range keys {
-		all[i] = modelKey(i)
-		v, err := tr.Get(all[i])
-		require.NoError(t, err)
-		w, ok := want[string(all[i])]
-		require.Equal(t, ok, v != nil, "key %s", all[i])
-		require.Equal(t, w, string(v), "key %s", all[i])
-	}
-	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	vals, err := kv.GetMany(tr, all)
-	require.NoError(t, err)
-	for i, k := range all {
-		require.Equal(t, want[string(k)], string(vals[i]), "key %s by GetMany", k)
-	}
-	var sorted []kv.KeyValue
-	for k, v := range want {
-		sorted = append(sorted, kv.KeyValue{Key: []byte(k), Value: []byte(v)})
-	}
-	slices.SortFunc(sorted, func(a, b kv.KeyValue) int { return slices.Compare(a.Key, b.Key) })
-	for range 4 {
-		lo, hi := rng.IntN(keys+1), rng.IntN(keys+1)
-		if lo > hi {
-			lo, hi = hi, lo
-		}
-		rg := kv.Range{Begin: modelKey(lo), End: modelKey(hi)}
-		var in []kv.KeyValue
-		for _, e := range sorted {
-			if string(e.Key) >= string(rg.Begin) && string(e.Key) < string(rg.End) {
-				in = append(in, e)
-			}
-		}
-		for _, reverse := range []bool{false, true} {
-			exp := slices.Clone(in)
-			if reverse {
-				slices.Reverse(exp)
-			}
-			limit := 0
-			if rng.IntN(2) == 0 {
-				limit = 1 + rng.IntN(maxLimit)
-				exp = exp[:min(limit, len(exp))]
-			}
-			got, err := kv.Collect(tr.GetRange(rg, kv.RangeOptions{Reverse: reverse, Limit: limit}))
-			require.NoError(t, err)
-			require.Equal(t, len(exp), len(got), "range %s..%s reverse %v limit %d", rg.Begin, rg.End, reverse, limit)
-			for i := range exp {
-				require.Equal(t, string(exp[i].Key), string(got[i].Key))
-				require.Equal(t, string(exp[i].Value), string(got[i].Value))
-			}
-			first, ok, err := kv.First(tr, rg, reverse)
-			require.NoError(t, err)
-			require.Equal(t, len(exp) > 0, ok)
-			if ok {
-				require.Equal(t, string(exp[0].Key), string(first.Key))
-			}
-		}
-	}
-}
-
-// oldReaders are transactions kept open at older versions, each with the
-// model as of its version.
-type oldReaders []oldReader
-
-type oldReader struct {
-	tr   kv.Transaction
-	want map[string]string
-}
-
-// churn adds a reader at the current version, model, now and then (or if
-// there is none), and cancels one now and then, or when there are more
-// than most.
-func (rs *oldReaders) churn(t *testing.T, rng *rand.Rand, db *embedded.DB, model map[string]string, most int) {
-	if rng.IntN(3) == 0 || len(*rs) == 0 {
-		tr, err := db.CreateTransaction(context.Background())
-		require.NoError(t, err)
-		_, err = tr.GetReadVersion()
-		require.NoError(t, err)
-		*rs = append(*rs, oldReader{tr: tr, want: maps.Clone(model)})
-	}
-	if len(*rs) > most || rng.IntN(6) == 0 {
-		i := rng.IntN(len(*rs))
-		(*rs)[i].tr.Cancel()
-		*rs = slices.Delete(*rs, i, i+1)
-	}
-}
-
-// check checks each reader against its model (checkModel).
-func (rs oldReaders) check(t *testing.T, rng *rand.Rand, keys, maxLimit int) {
-	for _, r := range rs {
-		checkModel(t, rng, r.tr, r.want, keys, maxLimit)
-	}
-}
-
-func (rs oldReaders) cancel() {
-	for _, r := range rs {
-		r.tr.Cancel()
 	}
 }
 
@@ -216,23 +46,148 @@ func readsAtOldVersions(t *testing.T, seed uint64, tombs bool) {
 		embedded.SetTombMinKeys(db, 1)
 	}
 	const keys = 48
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%03d", i)) }
 	model := map[string]string{}
-	var readers oldReaders
-	defer func() { readers.cancel() }()
+	snapshot := func() map[string]string {
+		c := make(map[string]string, len(model))
+		for k, v := range model {
+			c[k] = v
+		}
+		return c
+	}
+	type reader struct {
+		tr   kv.Transaction
+		want map[string]string
+	}
+	var readers []reader
+	defer func() {
+		for _, r := range readers {
+			r.tr.Cancel()
+		}
+	}()
+	check := func(r reader) {
+		var want []kv.KeyValue
+		for k, v := range r.want {
+			want = append(want, kv.KeyValue{Key: []byte(k), Value: []byte(v)})
+		}
+		slices.SortFunc(want, func(a, b kv.KeyValue) int { return slices.Compare(a.Key, b.Key) })
+		// Every key by Get.
+		for i := range keys {
+			v, err := r.tr.Get(key(i))
+			require.NoError(t, err)
+			w, ok := r.want[string(key(i))]
+			if !ok {
+				require.Nil(t, v, "key %s", key(i))
+			} else {
+				require.Equal(t, w, string(v), "key %s", key(i))
+			}
+		}
+		// Range reads of random bounds, forward and reverse, some limited.
+		for range 4 {
+			lo, hi := rng.IntN(keys+1), rng.IntN(keys+1)
+			if lo > hi {
+				lo, hi = hi, lo
+			}
+			rg := kv.Range{Begin: key(lo), End: key(hi)}
+			var in []kv.KeyValue
+			for _, e := range want {
+				if string(e.Key) >= string(rg.Begin) && string(e.Key) < string(rg.End) {
+					in = append(in, e)
+				}
+			}
+			for _, reverse := range []bool{false, true} {
+				exp := slices.Clone(in)
+				if reverse {
+					slices.Reverse(exp)
+				}
+				limit := 0
+				if rng.IntN(2) == 0 {
+					limit = 1 + rng.IntN(12)
+					exp = exp[:min(limit, len(exp))]
+				}
+				got, err := kv.Collect(r.tr.GetRange(rg, kv.RangeOptions{Reverse: reverse, Limit: limit}))
+				require.NoError(t, err)
+				require.Equal(t, len(exp), len(got), "range %s..%s reverse %v limit %d", rg.Begin, rg.End, reverse, limit)
+				for i := range exp {
+					require.Equal(t, string(exp[i].Key), string(got[i].Key))
+					require.Equal(t, string(exp[i].Value), string(got[i].Value))
+				}
+				first, ok, err := kv.First(r.tr, rg, reverse)
+				require.NoError(t, err)
+				require.Equal(t, len(exp) > 0, ok)
+				if ok {
+					require.Equal(t, string(exp[0].Key), string(first.Key))
+				}
+			}
+		}
+	}
 	for step := range 300 {
-		ops := randomOps(rng, 1+rng.IntN(6), keys)
+		// A commit: sets, clears and range clears, in random order,
+		// applied to the model as well.
+		type op struct{ kind, i, j int }
+		var ops []op
+		for range 1 + rng.IntN(6) {
+			i := rng.IntN(keys)
+			ops = append(ops, op{rng.IntN(6), i, min(keys, i+1+rng.IntN(6))})
+		}
 		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-			applyOps(tr, ops, step)
+			for _, o := range ops {
+				switch o.kind {
+				case 0, 1:
+					tr.Set(key(o.i), []byte(fmt.Sprintf("v%d.%d", step, o.i)))
+				case 2, 3:
+					tr.Clear(key(o.i))
+				case 4:
+					tr.ClearRange(kv.Range{Begin: key(o.i), End: key(o.j)})
+				default:
+					tr.Add(key(o.i), 1)
+				}
+			}
 			return nil
 		}))
-		modelApply(model, ops, step)
+		for _, o := range ops {
+			switch o.kind {
+			case 0, 1:
+				model[string(key(o.i))] = fmt.Sprintf("v%d.%d", step, o.i)
+			case 2, 3:
+				delete(model, string(key(o.i)))
+			case 4:
+				for i := o.i; i < o.j; i++ {
+					delete(model, string(key(i)))
+				}
+			default: // FoundationDB's ADD: little-endian, as long as the parameter
+				v := []byte(model[string(key(o.i))])
+				sum, carry := make([]byte, 8), 1
+				for b := range sum {
+					if b < len(v) {
+						carry += int(v[b])
+					}
+					sum[b], carry = byte(carry), carry>>8
+				}
+				model[string(key(o.i))] = string(sum)
+			}
+		}
 		// A reader at the newest version.
 		fresh, err := db.CreateTransaction(ctx)
 		require.NoError(t, err)
-		checkModel(t, rng, fresh, model, keys, 12)
+		check(reader{tr: fresh, want: snapshot()})
 		fresh.Cancel()
-		readers.churn(t, rng, db, model, 4)
-		readers.check(t, rng, keys, 12)
+		// Readers come and go; each is checked against its version.
+		if rng.IntN(3) == 0 || len(readers) == 0 {
+			tr, err := db.CreateTransaction(ctx)
+			require.NoError(t, err)
+			_, err = tr.GetReadVersion()
+			require.NoError(t, err)
+			readers = append(readers, reader{tr: tr, want: snapshot()})
+		}
+		if len(readers) > 4 || rng.IntN(6) == 0 {
+			i := rng.IntN(len(readers))
+			readers[i].tr.Cancel()
+			readers = slices.Delete(readers, i, i+1)
+		}
+		for _, r := range readers {
+			check(r)
+		}
 	}
 }
 

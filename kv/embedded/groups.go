@@ -105,8 +105,7 @@ func (s *store) settle(r *commitReq) {
 // wal.enqueue), and the lock is let go and taken again after a large
 // commit: a 100-row INSERT installs hundreds of keys, and the clients
 // preparing their next statements read between two, where they waited for
-// the whole group (as in wal.commitGroup). In memory, a large commit's
-// install lets go of it between chunks too (installChunkedLocked).
+// the whole group (as in wal.commitGroup).
 func (s *store) settleGroup(group []*commitReq) {
 	s.wlock()
 	defer s.mu.Unlock()
@@ -162,7 +161,7 @@ func (s *store) settleLocked(r *commitReq) error {
 	r.writes.ver = ver
 	s.history = append(s.history, r.writes)
 	if s.log == nil {
-		r.gcBudget = s.installChunkedLocked(ver, r.b)
+		r.gcBudget = s.applyAtLocked(ver, r.b)
 		return nil
 	}
 	// File: the log writer makes the batch durable with others (group

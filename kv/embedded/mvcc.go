@@ -288,46 +288,8 @@ func (s *store) applyAtLocked(ver uint64, b *batch) int {
 // a reader's range read finds there the keys deleted since its version.
 // Callers hold s.mu.
 func (s *store) stageLocked(ver uint64, b *batch) []rec {
-	s.gcq = append(s.gcq, gcRecord{ver: ver})
-	return s.applyLocked(ver, b, false)
-}
-
-// installChunkedLocked applies b at version ver and makes it readable, as
-// applyAtLocked does, but lets go of s.mu every installChunk keys (see
-// applyLocked). Only the commit leader (settleGroup) calls it, in memory
-// mode, where nothing else installs: nothing else moves s.fing, stages a
-// version or appends to s.gcq while the lock is let go.
-func (s *store) installChunkedLocked(ver uint64, b *batch) int {
-	s.gcq = append(s.gcq, gcRecord{ver: ver})
-	return s.publishLocked(ver, s.applyLocked(ver, b, true), b.bump)
-}
-
-// A 100-row INSERT writes about 350 keys, and installing them under one
-// hold of s.mu kept every reader waiting for all of them: with 8 clients
-// on 2 cores, the clients preparing their next statements (reading their
-// queue's tails and ids) waited in RLock about as long as the run lasted,
-// and a core sat partly idle. A large commit is installed installChunk
-// keys at a time, the lock let go in between: the readers, all at s.version
-// or older, read between two chunks and see none of the commit, whose
-// version is published only once all of it is in (publishLocked), as a
-// file database stages a commit while its fsync runs.
-//
-// Between two chunks the commit's records so far are in its s.gcq entry,
-// where a reader's range read finds the keys it deleted (deadSinceLocked);
-// s.dead's span is read again, as the collector may have shrunk it; path
-// hints and fingers hold across (any path is safe, as btree.TrySetNext and
-// SetHintPast check where it leads). Nothing else installs meanwhile: the
-// leader settles one commit at a time, and tombstones' removals
-// (tombSlice) touch only keys older than a published version.
-const installChunk = 64
-
-// applyLocked installs b at version ver, into the last entry of s.gcq
-// (its records), and returns the records it wrote. If chunked, it lets go
-// of s.mu and takes it again after every installChunk writes. Callers hold
-// s.mu.
-func (s *store) applyLocked(ver uint64, b *batch, chunked bool) []rec {
-	touched := s.applyWritesLocked(ver, b, chunked)
-	s.gcq[len(s.gcq)-1].entries = touched
+	touched := s.applyLocked(ver, b)
+	s.gcq = append(s.gcq, gcRecord{ver: ver, entries: touched})
 	return touched
 }
 
@@ -361,9 +323,9 @@ func (s *store) supersedeLocked(r, prev rec) {
 	r.mark(flagOlder)
 }
 
-// applyWritesLocked installs b at version ver and returns the records it
-// wrote, chunked or not (applyLocked). Callers hold s.mu.
-func (s *store) applyWritesLocked(ver uint64, b *batch, chunked bool) []rec {
+// applyLocked installs b at version ver and returns the records it wrote.
+// Callers hold s.mu.
+func (s *store) applyLocked(ver uint64, b *batch) []rec {
 	var touched []rec
 	if len(b.clears) > 0 {
 		touched = s.applyClearsLocked(ver, b.clears, touched)
@@ -389,23 +351,14 @@ func (s *store) applyWritesLocked(ver uint64, b *batch, chunked bool) []rec {
 	// The keys s.dead holds span [deadLo, deadHi]: a key outside, most
 	// of them (a dropped table's deletions sit under its own prefix,
 	// which no later table shares), is not looked up there.
-	deadLo, deadHi := s.deadSpanLocked()
-	pause := len(b.writes) // where the lock is let go next
-	if chunked {
-		pause = installChunk
+	var deadLo, deadHi []byte
+	if s.dead.Len() > 0 {
+		lo, _ := s.dead.Min()
+		hi, _ := s.dead.Max()
+		deadLo, deadHi = lo.key(), hi.key()
 	}
 	s.fing.start()
 	for i, w := range b.writes {
-		if i == pause {
-			pause += installChunk
-			s.gcq[len(s.gcq)-1].entries = touched
-			s.mu.Unlock()
-			if s.chunkHook != nil {
-				s.chunkHook()
-			}
-			s.wlock()
-			deadLo, deadHi = s.deadSpanLocked()
-		}
 		if len(w.ops) == 0 && w.base != baseDB {
 			// A plain set or clear does not depend on the value it
 			// replaces: one search does it, where reading the current
@@ -452,17 +405,6 @@ func (s *store) applyWritesLocked(ver uint64, b *batch, chunked bool) []rec {
 	}
 	s.fing.finish(ver)
 	return touched
-}
-
-// deadSpanLocked returns the least and the greatest key in s.dead, nil if
-// it is empty. Callers hold s.mu.
-func (s *store) deadSpanLocked() (lo, hi []byte) {
-	if s.dead.Len() == 0 {
-		return nil, nil
-	}
-	l, _ := s.dead.Min()
-	h, _ := s.dead.Max()
-	return l.key(), h.key()
 }
 
 // replaceLocked applies w, a plain set or clear (no atomic operations), at
