@@ -125,7 +125,7 @@ type Attempt struct {
 	dir *dirRead
 	// items is the head of a queue's items it read for step 1 of its fit
 	// pops, if it did (itemsknown.go).
-	items *itemsRead
+	items *known
 	// adopted: a Several attempt looked for the reads of the attempt
 	// before it (adopt), at its first pick.
 	adopted bool

@@ -7,8 +7,8 @@ import (
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
-// itemsRead is the head of a queue's items, read once through the
-// snapshot by an attempt of several fit pops, for step 1 of each of them
+// An attempt of several fit pops reads the head of a queue's items once
+// through the snapshot (Attempt.items), for step 1 of each of them
 // (scanFits): every pop of a combined group read the same first rows again
 // through the engine, about twenty a pop (random limits, where the head
 // fills with tasks only large consumers take), 6-9 us a pop with 8
@@ -21,9 +21,6 @@ import (
 // row it holds (a pop's removal) drops the row, as the engine's view of
 // the transaction does; any other write before its end (a promotion moving
 // an item whose delay ended back, a lease, a push) drops the whole read.
-type itemsRead struct {
-	k known
-}
 
 // itemsAhead is how many rows itemsKnown reads: about what step 1 of a
 // group's pops reads, most under sedimentBudget; a scan that goes on past
@@ -44,15 +41,15 @@ func (a *Attempt) itemsKnown(prefix []byte) (*known, error) {
 		return nil, nil
 	}
 	r := kv.PrefixRange(prefix)
-	if it := a.items; it != nil && bytes.Equal(it.k.r.Begin, r.Begin) {
-		return &it.k, nil
+	if it := a.items; it != nil && bytes.Equal(it.r.Begin, r.Begin) {
+		return it, nil
 	}
 	k, err := a.readKnown(r, itemsAhead)
 	if err != nil {
 		return nil, err
 	}
-	a.items = &itemsRead{k: k}
-	return &a.items.k, nil
+	a.items = &k
+	return a.items, nil
 }
 
 // wroteItems keeps the items read (itemsKnown) what the transaction reads
@@ -60,21 +57,21 @@ func (a *Attempt) itemsKnown(prefix []byte) (*known, error) {
 // the write clears the key.
 func (a *Attempt) wroteItems(begin, end []byte, clear bool) {
 	it := a.items
-	if it == nil || bytes.Compare(begin, it.k.upTo) >= 0 {
+	if it == nil || bytes.Compare(begin, it.upTo) >= 0 {
 		return
 	}
 	if end == nil {
-		if bytes.Compare(begin, it.k.r.Begin) < 0 {
+		if bytes.Compare(begin, it.r.Begin) < 0 {
 			return
 		}
-		i, found := slices.BinarySearchFunc(it.k.rows, begin, func(e kv.KeyValue, key []byte) int { return bytes.Compare(e.Key, key) })
+		i, found := slices.BinarySearchFunc(it.rows, begin, func(e kv.KeyValue, key []byte) int { return bytes.Compare(e.Key, key) })
 		if clear {
 			if found {
-				it.k.rows = slices.Delete(it.k.rows, i, i+1)
+				it.rows = slices.Delete(it.rows, i, i+1)
 			}
 			return
 		}
-	} else if bytes.Compare(end, it.k.r.Begin) <= 0 {
+	} else if bytes.Compare(end, it.r.Begin) <= 0 {
 		return
 	}
 	a.items = nil

@@ -18,22 +18,24 @@ func TestWroteItemsKeepsWhatTheTransactionReads(t *testing.T) {
 	r := kv.Range{Begin: []byte("i\x00"), End: []byte("i\xff")}
 	row := func(s string) kv.KeyValue { return kv.KeyValue{Key: []byte("i\x00" + s), Value: []byte(s)} }
 	key := func(s string) []byte { return []byte("i\x00" + s) }
-	full := func() *itemsRead { // read to its limit: knows up to just past c
-		return &itemsRead{k: newKnown(r, 3, []kv.KeyValue{row("a"), row("b"), row("c")})}
+	full := func() *known { // read to its limit: knows up to just past c
+		k := newKnown(r, 3, []kv.KeyValue{row("a"), row("b"), row("c")})
+		return &k
 	}
-	whole := func() *itemsRead { // read whole
-		return &itemsRead{k: newKnown(r, 3, []kv.KeyValue{row("a"), row("c")})}
+	whole := func() *known { // read whole
+		k := newKnown(r, 3, []kv.KeyValue{row("a"), row("c")})
+		return &k
 	}
-	keys := func(it *itemsRead) []string {
+	keys := func(it *known) []string {
 		var ks []string
-		for _, e := range it.k.rows {
+		for _, e := range it.rows {
 			ks = append(ks, string(e.Value))
 		}
 		return ks
 	}
 	for _, tc := range []struct {
 		name  string
-		start func() *itemsRead
+		start func() *known
 		write func(a *Attempt)
 		keeps []string // nil: dropped
 	}{

@@ -12,12 +12,7 @@ type segmentSys struct{}
 
 func (segmentSys) init(*os.File) error { return nil }
 
-func (s *segment) sync() error {
-	if err := s.f.Sync(); err != nil {
-		return err
-	}
-	return nil
-}
+func (s *segment) sync() error { return s.f.Sync() }
 
 // writeSynced leaves every write to append and sync.
 func (s *segment) writeSynced([]byte, int64) (int, bool, error) { return 0, false, nil }

@@ -387,8 +387,11 @@ func unstagedWrites(group []*pending) int {
 }
 
 // syncSegment fsyncs the log segment, or fails as syncFault says.
-func (w *wal) syncSegment() error {
-	err := w.seg.sync()
+func (w *wal) syncSegment() error { return w.afterSync(w.seg.sync()) }
+
+// afterSync returns a sync's error, or after a sync that succeeded the
+// fault a test injects (syncFault).
+func (w *wal) afterSync(err error) error {
 	if w.syncFault != nil && err == nil {
 		err = w.syncFault()
 	}
@@ -432,19 +435,14 @@ func (w *wal) write(group []*pending, sync bool) error {
 			return err
 		}
 	}
-	if !sync {
-		if err := w.seg.append(w.buf); err != nil {
-			return err
-		}
+	var err error
+	if sync {
+		err = w.afterSync(w.seg.appendSync(w.buf))
 	} else {
-		if err := w.seg.appendSync(w.buf); err != nil {
-			return err
-		}
-		if w.syncFault != nil {
-			if err := w.syncFault(); err != nil {
-				return err
-			}
-		}
+		err = w.seg.append(w.buf)
+	}
+	if err != nil {
+		return err
 	}
 	w.sinceCkpt += int64(len(w.buf))
 	w.lastVer = group[len(group)-1].ver
