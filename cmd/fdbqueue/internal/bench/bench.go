@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,7 +121,8 @@ push,pop. Every JSON object carries "processes"; push and pop objects also
 stop (halt: stopped by another's count), since process 0's clients, which
 skip the socket, can outrun the others. $FDBQUEUE_BENCH_CPUPROFILE=FILE
 ($FDBQUEUE_BENCH_TRACE=FILE) has each process write a CPU profile (an
-execution trace) of its life to FILE-N.
+execution trace) of its life to FILE-N; without --processes, this one
+writes FILE-0.
 
 Output: a table on standard output, or with --json one JSON object a run
 (bench, mode, clients, consumers, rows, rows_per_s, p50_ms, p99_ms, stop,
@@ -555,6 +558,22 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		<-ctx.Done()
 		stop()
 	}()
+	if o.processes == 1 {
+		// One process: it is process 0, and the profile or trace is its.
+		stopProfile, err := childProfile(procProfileEnv, 0, pprof.StartCPUProfile, pprof.StopCPUProfile)
+		if err == nil {
+			defer stopProfile()
+			var stopTrace func()
+			stopTrace, err = childProfile(procTraceEnv, 0, trace.Start, trace.Stop)
+			if err == nil {
+				defer stopTrace()
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, prefixed(err))
+			return 1
+		}
+	}
 	if err := benchMain(ctx, o, stdout, stderr, benchFaults{}); err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "fdbqueue: bench: interrupted")

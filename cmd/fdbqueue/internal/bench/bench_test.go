@@ -835,3 +835,27 @@ func jsonField(t *testing.T, line, field string) any {
 	require.NoError(t, json.Unmarshal([]byte(line), &v))
 	return v[field]
 }
+
+// Without --processes, $FDBQUEUE_BENCH_CPUPROFILE and $FDBQUEUE_BENCH_TRACE
+// still give a profile and a trace: this process's, as FILE-0. (Not
+// parallel: a process runs one CPU profile at a time.)
+func TestBenchProfilesOneProcess(t *testing.T) {
+	dir := t.TempDir()
+	prof, tr := filepath.Join(dir, "cpu"), filepath.Join(dir, "trace")
+	t.Setenv(procProfileEnv, prof)
+	t.Setenv(procTraceEnv, tr)
+	_, errs, code := shellRun(t, "", "bench", "--bench", "push", "--batch", "1", "--clients", "1", "--limit-ops", "20", "memory:")
+	require.Equal(t, 0, code, errs)
+	for _, f := range []string{prof + "-0", tr + "-0"} {
+		st, err := os.Stat(f)
+		require.NoError(t, err)
+		require.NotZero(t, st.Size(), f)
+	}
+
+	// A profile it cannot write fails the bench before it runs, and says
+	// why.
+	t.Setenv(procProfileEnv, filepath.Join(dir, "missing", "cpu"))
+	_, errs, code = shellRun(t, "", "bench", "--bench", "push", "--batch", "1", "--clients", "1", "--limit-ops", "20", "memory:")
+	require.Equal(t, 1, code)
+	require.Contains(t, errs, "no such file or directory")
+}
