@@ -12,3 +12,24 @@ func Tombs(db *DB) int {
 	defer db.s.mu.RUnlock()
 	return len(db.s.tombs)
 }
+
+// HoldFsync makes the log's next fsync wait until free is called. staged
+// reports that a commit waits in it with every queued commit staged in
+// the tree (wal.commitGroup), not yet readable.
+func HoldFsync(db *DB) (staged func() bool, free func()) {
+	syncing, free := holdFirstFsync(db)
+	return func() bool {
+		select {
+		case <-syncing:
+		default:
+			return false
+		}
+		s := db.s
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		return s.log.unstaged == 0 && s.nextVer > s.version.Load()
+	}, free
+}
+
+// ArmedWatches returns how many watches db holds armed.
+func ArmedWatches(db *DB) int { return int(db.s.registered.Load()) }

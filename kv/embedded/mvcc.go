@@ -294,12 +294,12 @@ func (s *store) stageLocked(ver uint64, b *batch) []rec {
 }
 
 // publishLocked makes ver, staged with the records touched, the version
-// new readers read, and fires the watches of its keys; a commit that
-// bumped the metadata version makes ver its version too, in the same hold
-// of activeMu, under which readers take both (acquireReadVersion). It
-// returns a collection budget for gcLocked. Callers hold s.mu.
+// new readers read, then fires the watches its changes fire: a watcher
+// woken reads at ver or later. A commit that bumped the metadata version
+// makes ver its version too, in the same hold of activeMu, under which
+// readers take both (acquireReadVersion). It returns a collection budget
+// for gcLocked. Callers hold s.mu exclusively.
 func (s *store) publishLocked(ver uint64, touched []rec, bump bool) int {
-	s.fireWatchesLocked(touched)
 	if bump {
 		s.activeMu.Lock()
 		s.mdv = stamp(ver)
@@ -308,6 +308,7 @@ func (s *store) publishLocked(ver uint64, touched []rec, bump bool) int {
 	} else {
 		s.version.Store(ver)
 	}
+	s.fireWatchesLocked(ver, touched)
 	return 2*len(touched) + 64
 }
 

@@ -71,8 +71,8 @@ func (s *store) clearManyLocked(ver uint64, r kv.Range) bool {
 		return false
 	}
 	r = kv.Range{Begin: bytes.Clone(r.Begin), End: bytes.Clone(r.End)}
+	// Its watches fire once ver is readable (fireWatchesLocked).
 	s.tombs = append(s.tombs, tomb{r: r, ver: ver, next: r.Begin})
-	s.fireWatchesInLocked(r)
 	return true
 }
 

@@ -1,5 +1,5 @@
-// Watches: a key's value compared at commit, then at every change applied
-// to the key, firing once when it differs.
+// Watches: a key's value compared at commit, then at every change to the
+// key as it becomes readable, firing once when it differs.
 
 package embedded
 
@@ -13,8 +13,9 @@ import (
 
 // watch implements kv.Watch. It compares against the value its transaction
 // read (or wrote before the call); once its transaction commits it is
-// registered in the store under its key, and every commit that changes the
-// key's latest value fires it.
+// registered in the store under its key, and the first commit that
+// changes the key's value fires it, once readable: a reader it wakes sees
+// the change.
 type watch struct {
 	s       *store
 	key     []byte
@@ -125,24 +126,25 @@ func (t *txn) settleWatches(err error) {
 		s.watchMu.Unlock()
 		return
 	}
-	// Compare with the latest value under the read lock, so that no commit
-	// lands between the comparison and the registration: a change that
-	// did land since the transaction read fires the watch now.
+	// Compare with the readable value (s.version's) under the read lock,
+	// so that no commit becomes readable between the comparison and the
+	// registration: a change readable since the transaction read fires
+	// the watch now, and one staged but not yet readable (a file
+	// database's, while its fsync runs) fires it once readable
+	// (fireWatchesLocked). Compared with the staged value, it fired at
+	// once, and a consumer woken so read the old value, watched again and
+	// was woken again, until the commit was readable.
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
+	rv := s.version.Load()
 	var scratch []byte
 	for _, w := range ws {
 		if w.state != watchCreated {
 			continue // cancelled meanwhile
 		}
-		var val []byte
-		ok := false
-		if r, found := s.tree.Get(probe(&scratch, w.key)); found {
-			val, ok = s.at(r, verMask)
-		}
-		if w.differs(val, ok) {
+		if w.differs(s.valueLocked(rv, w.key, &scratch)) {
 			w.settleLocked(nil)
 			continue
 		}
@@ -152,45 +154,64 @@ func (t *txn) settleWatches(err error) {
 	}
 }
 
-// fireWatchesLocked fires the watches on the entries a commit just
-// changed whose new value differs from the watched one. Callers hold s.mu.
-func (s *store) fireWatchesLocked(touched []rec) {
+// valueLocked returns the value of key a read at rv sees; unlike get, rv
+// may be older than a version staged in the tree. Callers hold s.mu.
+func (s *store) valueLocked(rv uint64, key []byte, scratch *[]byte) ([]byte, bool) {
+	p := probe(scratch, key)
+	r, ok := s.tree.Get(p)
+	if !ok && s.dead.Len() > 0 {
+		// A key whose newest version is a deletion, perhaps one staged
+		// after rv, is in s.dead.
+		r, ok = s.dead.Get(p)
+	}
+	if !ok {
+		return nil, false
+	}
+	return s.at(r, rv)
+}
+
+// fireWatchesLocked fires, as version ver becomes readable, the watches
+// on the keys its commit changed: those of touched, the records it wrote,
+// and those its tombstones cover (a range clear of many keys writes no
+// record per key, tombs.go). A watch fires if the key's value at ver
+// differs from the watched one: a commit that clears a key and sets it
+// again to the value it had changes nothing. Each version readable in
+// turn fires the watches it changes, even if a later one, readable in
+// the same hold of the lock, changes the key back. Callers hold s.mu
+// exclusively, and have made ver readable.
+func (s *store) fireWatchesLocked(ver uint64, touched []rec) {
 	if s.registered.Load() == 0 {
 		return
 	}
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
+	var scratch []byte
 	for _, r := range touched {
-		key, val := r.kv()
-		ws := s.watches[string(key)]
-		if len(ws) == 0 {
+		if ws := s.watches[string(r.key())]; len(ws) > 0 {
+			s.fireKeyLocked(ver, r.key(), ws, &scratch)
+		}
+	}
+	// The tombstones are in version order; ver's are the newest readable.
+	for i := len(s.tombs) - 1; i >= 0 && s.tombs[i].ver >= ver; i-- {
+		if s.tombs[i].ver > ver {
 			continue
 		}
-		ok := !r.del()
-		for _, w := range slices.Clone(ws) {
-			if w.differs(val, ok) {
-				w.settleLocked(nil)
+		r := s.tombs[i].r
+		for key, ws := range s.watches {
+			if r.Contains([]byte(key)) {
+				s.fireKeyLocked(ver, []byte(key), ws, &scratch)
 			}
 		}
 	}
 }
 
-// fireWatchesInLocked fires the watches on the keys in r, just cleared by
-// a tombstone, that watch a value. Callers hold s.mu.
-func (s *store) fireWatchesInLocked(r kv.Range) {
-	if s.registered.Load() == 0 {
-		return
-	}
-	s.watchMu.Lock()
-	defer s.watchMu.Unlock()
-	for key, ws := range s.watches {
-		if !r.Contains([]byte(key)) {
-			continue
-		}
-		for _, w := range slices.Clone(ws) {
-			if w.differs(nil, false) {
-				w.settleLocked(nil)
-			}
+// fireKeyLocked fires the watches ws, on key, that differ from its value
+// at ver. Callers hold s.mu and s.watchMu.
+func (s *store) fireKeyLocked(ver uint64, key []byte, ws []*watch, scratch *[]byte) {
+	val, ok := s.valueLocked(ver, key, scratch)
+	for _, w := range slices.Clone(ws) {
+		if w.differs(val, ok) {
+			w.settleLocked(nil)
 		}
 	}
 }
