@@ -146,6 +146,7 @@ type store struct {
 	watches        map[string][]*watch // armed watches by key
 	pendingWatches int                 // watches not yet settled, armed or not
 	registered     atomic.Int64        // len of all of watches' lists, read without watchMu
+	closedErr      error               // set as the store closes: watches armed later fail with it
 }
 
 func newStore(name string, cfg Config) *store {

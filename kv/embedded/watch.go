@@ -141,8 +141,12 @@ func (t *txn) settleWatches(err error) {
 	rv := s.version.Load()
 	var scratch []byte
 	for _, w := range ws {
-		if w.state != watchCreated {
+		switch {
+		case w.state != watchCreated:
 			continue // cancelled meanwhile
+		case s.closedErr != nil:
+			w.settleLocked(s.closedErr)
+			continue
 		}
 		if w.differs(s.valueLocked(rv, w.key, &scratch)) {
 			w.settleLocked(nil)
@@ -216,10 +220,13 @@ func (s *store) fireKeyLocked(ver uint64, key []byte, ws []*watch, scratch *[]by
 	}
 }
 
-// failWatches fails every watch the store holds, as it closes.
+// failWatches fails every watch the store holds, as it closes, and those
+// armed later (settleWatches): no commit is coming to fire them (a
+// transaction begun before the close may still commit without writes).
 func (s *store) failWatches(err error) {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
+	s.closedErr = err
 	for _, ws := range s.watches {
 		for _, w := range slices.Clone(ws) {
 			w.settleLocked(err)

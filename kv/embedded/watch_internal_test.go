@@ -157,3 +157,38 @@ func TestWatchUnchangedKeyStaysArmed(t *testing.T) {
 		})
 	}
 }
+
+// A watch armed once its database closed fails, as the watches armed
+// before did, rather than wait for a commit that no longer comes.
+func TestWatchArmedAfterCloseFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, open := range map[string]func() *DB{
+		"file": func() *DB {
+			db, err := OpenFile(t.TempDir(), FileConfig{})
+			require.NoError(t, err)
+			return db
+		},
+		"memory": func() *DB { return Open(t.Name()+"/memory", Config{}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open()
+			before := watchKey(t, db, "k")
+			tr, err := db.CreateTransaction(ctx)
+			require.NoError(t, err)
+			defer tr.Cancel()
+			w := tr.Watch([]byte("k"))
+			defer w.Cancel()
+			require.NoError(t, db.Close())
+			require.Error(t, before.Wait(ctx), "armed before the close")
+			require.NoError(t, tr.Commit())
+			select {
+			case <-w.Done():
+			default:
+				t.Fatal("a watch armed after the close is still pending")
+			}
+			require.Equal(t, kv.CodeClientInvalidOperation, kv.Code(w.Err()), "%v", w.Err())
+		})
+	}
+}
