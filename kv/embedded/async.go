@@ -149,6 +149,9 @@ func (t *txn) collect(rows []kv.KeyValue, r kv.Range, opts kv.RangeOptions, snap
 		n := len(rows)
 		var done bool
 		rows, done = t.s.fetch(t.rv, begin, beginEx, end, opts.Reverse, n+size, rows, &t.eprobe)
+		if err := t.expired(); err != nil {
+			return rows[:n], err
+		}
 		for i := n; i < len(rows); i++ {
 			rows[i].Value = presence(rows[i].Value, true)
 		}

@@ -4,6 +4,7 @@
 package embedded
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -38,6 +39,10 @@ type readerQueue struct {
 	live   int
 	pinned map[uint64]uint64 // ticket -> rv, of pinned readers
 	next   uint64            // the next pinned reader's ticket (counted apart)
+	// expired is the ticket of the last reader oldest expired: the
+	// collector may have pruned what the readers up to it read
+	// (txn.expired).
+	expired atomic.Uint64
 }
 
 // add queues a reader at rv and returns its ticket (never 0).
@@ -81,6 +86,7 @@ func (rq *readerQueue) trim() {
 // can only fail now.
 func (rq *readerQueue) oldest(now time.Time) (uint64, bool) {
 	for len(rq.q) > 0 && now.Sub(rq.q[0].since) > kv.MaxTransactionAge {
+		rq.expired.Store(rq.first + 1)
 		rq.q[0].done = true
 		rq.live--
 		rq.trim()
@@ -109,6 +115,20 @@ func (s *store) acquireReadVersion(t *txn, now time.Time) uint64 {
 	t.ticket = s.active.add(rv, now)
 	s.activeMu.Unlock()
 	return rv
+}
+
+// expired fails a read made after t's age check, once the collector has
+// expired t's reader (oldest): by the collector's clock, which may have
+// passed the 5-second limit between t's check and its read, t is too
+// old, and the versions it read may be gone, or the history of the
+// writes since its read version that its commit is checked against.
+// Checked after the read, it sees every expiry before it: the collector
+// expires readers and prunes under s.mu exclusively.
+func (t *txn) expired() error {
+	if !t.hasRV || t.pinned || t.ticket > t.s.active.expired.Load() {
+		return nil
+	}
+	return kv.Errorf(kv.CodeTransactionTooOld, "read version is older than %v", kv.MaxTransactionAge)
 }
 
 func (s *store) releaseReadVersion(t *txn) {

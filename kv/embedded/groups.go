@@ -134,6 +134,12 @@ func (s *store) settleLocked(r *commitReq) error {
 	if age := r.now.Sub(t.grvTime); age > kv.MaxTransactionAge {
 		return kv.Errorf(kv.CodeTransactionTooOld, "read version is %v old at commit", age.Round(time.Millisecond))
 	}
+	// Its clock read before the lock: the collector, whose clock may have
+	// passed the limit since, may have dropped history it is checked
+	// against.
+	if err := t.expired(); err != nil {
+		return err
+	}
 	// A failed log comes first: the history holds the versions of the
 	// group whose write failed, never installed, and a conflict with one of
 	// them would pass an I/O error off as a retryable conflict.

@@ -133,6 +133,11 @@ func (it *rangeIter) nextDB() (kv.KeyValue, bool) {
 		return kv.KeyValue{}, false
 	}
 	it.batch, it.dbDone = it.t.s.fetch(it.t.rv, it.begin, it.beginEx, it.end, it.reverse, it.batchSize, it.batch[:0], &it.t.eprobe)
+	if err := it.t.expired(); err != nil {
+		it.batch = it.batch[:0]
+		it.fail(err)
+		return kv.KeyValue{}, false
+	}
 	it.bi = 0
 	if it.batchSize < maxBatch {
 		it.batchSize *= 2
@@ -323,6 +328,9 @@ func (t *txn) firstRow(r kv.Range, reverse, snapshot bool) (kv.KeyValue, bool, e
 		return kv.KeyValue{}, false, err
 	}
 	e, found := t.s.first(t.rv, r.Begin, r.End, reverse, &t.eprobe)
+	if err := t.expired(); err != nil {
+		return kv.KeyValue{}, false, err
+	}
 	if !snapshot {
 		// As the iterator records it: what the read covered, up to the
 		// key it returned, or the whole range when it found nothing.

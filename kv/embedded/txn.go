@@ -228,6 +228,9 @@ func (t *txn) get(key []byte, snapshot bool) ([]byte, error) {
 		return nil, nil
 	}
 	v, ok := t.s.get(t.rv, key, &t.eprobe)
+	if err := t.expired(); err != nil {
+		return nil, err
+	}
 	if !snapshot {
 		t.addReadKey(key)
 	}
@@ -276,6 +279,9 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 	}
 	slices.SortFunc(fromStore, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
 	t.s.getMany(t.rv, keys, fromStore, vals, oks, &t.eprobe)
+	if err := t.expired(); err != nil {
+		return nil, err
+	}
 	for _, i := range fromStore {
 		if !snapshot {
 			t.addReadKey(keys[i])
