@@ -108,6 +108,7 @@
 //	gc.go          read versions in use and pruning what none can read
 //	record.go      a commit's batch and its log record encoding
 //	watch.go       watches: compared at commit, fired by a change to the key
+//	               once it is readable
 //	metadata.go    the metadata version, handed out with the read version
 //	certain.go     CertainCommits: this engine's commits are never unknown
 //	file.go        file databases: open modes, recovery
