@@ -32,6 +32,40 @@ func (c *trapClock) Now() time.Time {
 
 func (c *trapClock) set(d time.Duration) { c.now.Store(int64(d)) }
 
+// agedReader opens a database holding k = "v1", opens a reader of it and
+// calls prepare with it, then sets k to "v2". The returned gap arranges
+// that the reader's next clock reading is 4.9 s after it took its read
+// version and that, before the reader acts on that reading, a commit at
+// 5.1 s collects what no reader younger than 5 s needs; gap's result
+// reports that the commit ran.
+func agedReader(t *testing.T, prepare func(reader kv.Transaction)) (reader kv.Transaction, gap func() (collected func() bool)) {
+	ctx := context.Background()
+	clock := &trapClock{base: time.Now()}
+	db := embedded.Open("", embedded.Config{Clock: clock.Now})
+	t.Cleanup(func() { _ = db.Close() })
+	set := func(k, v string) {
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte(k), []byte(v))
+			return nil
+		}))
+	}
+	set("k", "v1")
+	reader, err := db.CreateTransaction(ctx)
+	require.NoError(t, err)
+	t.Cleanup(reader.Cancel)
+	prepare(reader)
+	set("k", "v2")
+	return reader, func() func() bool {
+		clock.set(4900 * time.Millisecond)
+		collect := func() {
+			clock.set(5100 * time.Millisecond)
+			set("other", "v")
+		}
+		clock.trap.Store(&collect)
+		return func() bool { return clock.trap.Load() == nil }
+	}
+}
+
 // A read whose age check passes, and that reads once the collector,
 // whose clock passed the 5-second limit meanwhile, dropped its reader and
 // pruned the versions it reads, fails as too old: it read the key absent,
@@ -77,36 +111,14 @@ func TestReadAfterItsAgeCheckSeesItsVersion(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			clock := &trapClock{base: time.Now()}
-			db := embedded.Open("", embedded.Config{Clock: clock.Now})
-			defer db.Close()
-			set := func(k, v string) {
-				require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-					tr.Set([]byte(k), []byte(v))
-					return nil
-				}))
-			}
-			set("k", "v1")
-			reader, err := db.CreateTransaction(ctx)
-			require.NoError(t, err)
-			defer reader.Cancel()
-			_, err = reader.GetReadVersion()
-			require.NoError(t, err)
-			set("k", "v2")
+			reader, gap := agedReader(t, func(reader kv.Transaction) {
+				_, err := reader.GetReadVersion()
+				require.NoError(t, err)
+			})
 			readK := read(reader)
-
-			// The reader's read checks its age at 4.9 s; before it
-			// reads, a commit at 5.1 s collects what no reader younger
-			// than 5 s needs.
-			clock.set(4900 * time.Millisecond)
-			collect := func() {
-				clock.set(5100 * time.Millisecond)
-				set("other", "v")
-			}
-			clock.trap.Store(&collect)
+			collected := gap()
 			v, err := readK()
-			require.Nil(t, clock.trap.Load(), "the trap ran")
+			require.True(t, collected(), "the collector ran between the read's age check and the read")
 			if err == nil {
 				require.Equal(t, "v1", string(v), "the read sees the value at its read version")
 			} else {
@@ -123,33 +135,14 @@ func TestReadAfterItsAgeCheckSeesItsVersion(t *testing.T) {
 // since, and committing it would lose that write.
 func TestCommitAfterItsAgeCheckSeesItsConflicts(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	clock := &trapClock{base: time.Now()}
-	db := embedded.Open("", embedded.Config{Clock: clock.Now})
-	defer db.Close()
-	set := func(k, v string) {
-		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-			tr.Set([]byte(k), []byte(v))
-			return nil
-		}))
-	}
-	set("k", "v1")
-	reader, err := db.CreateTransaction(ctx)
-	require.NoError(t, err)
-	defer reader.Cancel()
-	v, err := reader.Get([]byte("k"))
-	require.NoError(t, err)
-	reader.Set([]byte("k"), append(v, '+'))
-	set("k", "v2")
-
-	clock.set(4900 * time.Millisecond)
-	collect := func() {
-		clock.set(5100 * time.Millisecond)
-		set("other", "v")
-	}
-	clock.trap.Store(&collect)
-	err = reader.Commit()
-	require.Nil(t, clock.trap.Load(), "the trap ran")
+	reader, gap := agedReader(t, func(reader kv.Transaction) {
+		v, err := reader.Get([]byte("k"))
+		require.NoError(t, err)
+		reader.Set([]byte("k"), append(v, '+'))
+	})
+	collected := gap()
+	err := reader.Commit()
+	require.True(t, collected(), "the collector ran between the commit's age check and the commit")
 	require.Error(t, err, "the commit would lose the write of v2")
 	require.Contains(t, []int{kv.CodeTransactionTooOld, kv.CodeNotCommitted}, kv.Code(err), "%v", err)
 }
