@@ -213,13 +213,14 @@ type carried struct {
 	buf    []byte
 	lo, hi []byte
 	dir    *dirRead
+	items  *known
 }
 
 // carryLocked hands what the attempt, of several pops and just committed,
 // remembers to the next attempt of its Claims, if its commit was alone
 // (committedAlone). Callers hold the Claims' mu.
 func (a *Attempt) carryLocked() {
-	if !a.carries || a.firstAt == nil && a.dir == nil {
+	if !a.carries || a.firstAt == nil && a.dir == nil && a.items == nil {
 		return
 	}
 	ca, ok := a.Transaction.(committedAlone)
@@ -238,8 +239,8 @@ func (a *Attempt) carryLocked() {
 		old.drop()
 	}
 	a.compactFirsts()
-	c.carry = &carried{ver: ver, firsts: a.firsts, at: a.firstAt, buf: a.firstBuf, lo: a.firstLo, hi: a.firstHi, dir: a.dir}
-	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir = nil, nil, nil, nil, nil, nil
+	c.carry = &carried{ver: ver, firsts: a.firsts, at: a.firstAt, buf: a.firstBuf, lo: a.firstLo, hi: a.firstHi, dir: a.dir, items: a.items}
+	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir, a.items = nil, nil, nil, nil, nil, nil, nil
 }
 
 // adopt takes over what the attempt before it carried (carryLocked), if
@@ -260,7 +261,7 @@ func (a *Attempt) adopt() (took, carried bool) {
 	// Writes before the first pick (a fit pop's promote, moving items
 	// whose delay ended back into the indexes) had nothing to forget:
 	// what was carried does not hold them.
-	if err != nil || rv != cr.ver || a.firstAt != nil || a.dir != nil || a.writes != 0 {
+	if err != nil || rv != cr.ver || a.firstAt != nil || a.dir != nil || a.items != nil || a.writes != 0 {
 		c.refused.Add(1)
 		a.missedAlone()
 		cr.drop()
@@ -270,7 +271,7 @@ func (a *Attempt) adopt() (took, carried bool) {
 	for i := range cr.firsts {
 		cr.firsts[i].conflicts = false // none in this attempt yet
 	}
-	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir = cr.firsts, cr.at, cr.buf, cr.lo, cr.hi, cr.dir
+	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir, a.items = cr.firsts, cr.at, cr.buf, cr.lo, cr.hi, cr.dir, cr.items
 	return true, true
 }
 
