@@ -59,6 +59,10 @@ type firstRead struct {
 	// cov is the read's conflict range, once an answer from memory added
 	// it: kept for the attempts it is carried to (carried).
 	cov kv.Range
+	// at is, once decoded, the position of e, the entry of a fit index
+	// cell's head (dirCells.cellHead).
+	at      pos
+	decoded bool
 }
 
 // first reads the first key-value of r through rd (the Attempt's
@@ -438,6 +442,10 @@ type oneRow struct {
 	ok  bool
 	err error
 	mem *firstMemo // set: the answer is to be remembered once it is in
+	// at is e's position as a fit index entry, if decoded (as a cell's
+	// head answered from memory is: dirCells.cellHead).
+	at      pos
+	decoded bool
 }
 
 // firstMemo is what an Attempt needs to remember a one-row read issued in
