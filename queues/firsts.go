@@ -163,8 +163,8 @@ type dirRead struct {
 
 // dirKnown returns the cell directory under base as one read, made now
 // if the attempt has none, when the attempt carries its reads (Several,
-// carryAlone); nil otherwise. The directory is read up to maxDirAhead keys: past them
-// the skip-scan reads the rest itself.
+// carryAlone); nil otherwise. The directory is read up to maxDirAhead
+// keys: past them the skip-scan reads the rest itself.
 func (a *Attempt) dirKnown(base []byte) (*known, error) {
 	if !a.carries {
 		return nil, nil
@@ -220,9 +220,10 @@ type carried struct {
 	items  *known
 }
 
-// carryLocked hands what the attempt, of several pops and just committed,
-// remembers to the next attempt of its Claims, if its commit was alone
-// (committedAlone). Callers hold the Claims' mu.
+// carryLocked hands what the attempt, which carries its reads (Several,
+// carryAlone) and just committed, remembers to the next attempt of its
+// Claims, if its commit was alone (committedAlone). Callers hold the
+// Claims' mu.
 func (a *Attempt) carryLocked() {
 	if !a.carries || a.firstAt == nil && a.dir == nil && a.items == nil {
 		return
