@@ -200,11 +200,12 @@ type committedAlone interface {
 	CommittedAlone() (version int64, alone bool)
 }
 
-// carried is what an attempt of several pops remembered (its one-row
-// reads, its read of the cell directory) when it committed alone: what
-// its own writes did not make it forget is still the database's at its
-// commit's version. The next attempt of several pops that reads at that
-// version takes it over from its first pick (adopt): a group of pops
+// carried is what an attempt that carries its reads (Several,
+// carryAlone) remembered (its one-row reads, its reads of the cell
+// directory and of the items' head) when it committed alone: what its own
+// writes did not make it forget is still the database's at its commit's
+// version. The next such attempt that reads at that version takes it
+// over from its first pick (adopt): a group of pops
 // reads the heads of most cells, and the next group, without this, read
 // them all again (the heads the engine answered were 30% of a pop's
 // time with 8 consumers, memory:). Its read conflicts are the same: a
