@@ -78,6 +78,10 @@ type Claims struct {
 	// adopted and refused count the attempts that took over what the
 	// attempt before them carried, and those that found it stale (tests).
 	adopted, refused atomic.Int64
+	// aloneMissed counts what attempts alone carried and no one took
+	// over, in a row, and aloneSkipped the attempts alone since the last
+	// that carried (carryAlone).
+	aloneMissed, aloneSkipped atomic.Int64
 }
 
 // claim is a row's claim: by the attempt holding it, or, once its pop
@@ -117,9 +121,12 @@ type Attempt struct {
 	firstLo, firstHi []byte
 	picks            int    // the pops and leases it made
 	writes           uint64 // the writes it made
-	// several: it runs several statements that pick (Several), and
-	// remembers its reads from its first pick on.
+	// several: it runs several statements that pick (Several).
 	several bool
+	// carries: it remembers its reads from its first pick on, and
+	// carries them to the next attempt once it committed alone (Several,
+	// carryAlone).
+	carries bool
 	// dir is the cell directory it read whole for its skip-scans, if it
 	// did (firsts.go).
 	dir *dirRead
@@ -169,8 +176,11 @@ func (a *Attempt) Release(committed bool) {
 		}
 	}
 	a.mine, a.remove = nil, nil
-	if committed {
+	switch {
+	case committed:
 		a.carryLocked()
+	case a.carries:
+		a.missedAlone()
 	}
 	a.forgetFirsts()
 	oldest := c.seq + 1

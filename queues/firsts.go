@@ -30,7 +30,10 @@ import (
 //
 // An attempt of several pops whose commit was the only one since its read
 // version hands what it remembers on to the next such attempt that reads
-// at its commit (carried).
+// at its commit (carried); so does a lone fit pop's attempt, while the
+// next takes it over (carryAlone): a lone consumer's pop then reads the
+// heads of the cells the pop before changed, not of fifty (memory:,
+// 100,000 tasks, random limits, one consumer: 65 -> 44 us of CPU a pop).
 //
 // Measured (memory:, 100,000 tasks, fit pops with random limits through
 // database/sql, medians of 3 interleaved runs): 32 consumers 10.2k ->
@@ -56,6 +59,10 @@ type firstRead struct {
 	// cov is the read's conflict range, once an answer from memory added
 	// it: kept for the attempts it is carried to (carried).
 	cov kv.Range
+	// at is, once decoded, the position of e, the entry of a fit index
+	// cell's head (dirCells.cellHead).
+	at      pos
+	decoded bool
 }
 
 // first reads the first key-value of r through rd (the Attempt's
@@ -79,15 +86,67 @@ func (a *Attempt) first(rd kv.ReadTransaction, r kv.Range, reverse, serializable
 }
 
 // remembers reports whether the attempt remembers its reads: from its
-// second pick, or its first when it runs several (Several).
-func (a *Attempt) remembers() bool { return a.picks >= 2 || a.several }
+// second pick, or its first when it carries them (Several, carryAlone).
+func (a *Attempt) remembers() bool { return a.picks >= 2 || a.carries }
 
 // Several says that the attempt runs several statements that pick (a
 // combined group of pops, exec/combine.go): it remembers its reads from
 // its first pick, and reads the cell directory of a fit pop's search once
 // (dirKnown), rather than from its second pick, when a lone pop would
-// only pay for the memory.
-func (a *Attempt) Several() { a.several = true }
+// only pay for the memory; and it carries what it remembers to the next
+// such attempt (carried).
+func (a *Attempt) Several() { a.several, a.carries = true, true }
+
+// carryAlone decides, at the first pick of a fit pop or lease in an
+// attempt that does not run several (Several), whether the attempt
+// remembers its reads from that pick on and carries them, as an attempt
+// of several pops does: a lone consumer's pops, one attempt each, each
+// read the heads of about fifty cells and skip-scan the directory, where
+// the pop before changed one cell. It does on an engine whose commits
+// tell that they were alone (committedAlone) and that answers a read when
+// it is issued (kv.AnswersAtIssue: where reads wait, reads are issued in
+// rounds instead), when it takes over what the attempt before it carried
+// (adopt), and otherwise unless what attempts alone carried was wasted
+// lately (aloneMissed): remembering and reading the directory whole cost
+// a lone pop a third more (memory:, random limits) when no one takes
+// them over, as where pushes commit between pops or pops run in
+// attempts of their own concurrently. After m wasted in a row it carries
+// again once 2^(m-1)-1 attempts did not, at most aloneProbe-1.
+func (a *Attempt) carryAlone() {
+	if a.several || a.picks > 0 || a.adopted {
+		return
+	}
+	if _, ok := a.Transaction.(committedAlone); !ok || !kv.AnswersAtIssue(a.Transaction) {
+		return
+	}
+	c := a.claims
+	if took, _ := a.adopt(); took {
+		c.aloneMissed.Store(0)
+		c.aloneSkipped.Store(0)
+		a.carries = true
+		return
+	}
+	m, skipped := c.aloneMissed.Load(), c.aloneSkipped.Load()
+	if m > 0 && skipped < min(1<<min(m-1, 30)-1, int64(aloneProbe)-1) {
+		c.aloneSkipped.Add(1)
+		return
+	}
+	c.aloneSkipped.Store(0)
+	a.carries = true
+}
+
+// aloneProbe bounds how many attempts alone in a row do not carry their
+// reads once carrying was wasted (carryAlone).
+const aloneProbe = 64
+
+// missedAlone counts what an attempt alone carried, or was carried to it,
+// as wasted: its commit was not alone, it failed, or it found what was
+// carried to it stale (carryAlone).
+func (a *Attempt) missedAlone() {
+	if !a.several {
+		a.claims.aloneMissed.Add(1)
+	}
+}
 
 // dirRead is the cell directory of a queue, read whole through the
 // snapshot by an attempt that runs several fit pops: their skip-scans
@@ -103,11 +162,11 @@ type dirRead struct {
 }
 
 // dirKnown returns the cell directory under base as one read, made now
-// if the attempt has none, when the attempt runs several pops (Several);
-// nil otherwise. The directory is read up to maxDirAhead keys: past them
-// the skip-scan reads the rest itself.
+// if the attempt has none, when the attempt carries its reads (Several,
+// carryAlone); nil otherwise. The directory is read up to maxDirAhead
+// keys: past them the skip-scan reads the rest itself.
 func (a *Attempt) dirKnown(base []byte) (*known, error) {
-	if !a.several {
+	if !a.carries {
 		return nil, nil
 	}
 	r := kv.PrefixRange(base)
@@ -141,11 +200,12 @@ type committedAlone interface {
 	CommittedAlone() (version int64, alone bool)
 }
 
-// carried is what an attempt of several pops remembered (its one-row
-// reads, its read of the cell directory) when it committed alone: what
-// its own writes did not make it forget is still the database's at its
-// commit's version. The next attempt of several pops that reads at that
-// version takes it over from its first pick (adopt): a group of pops
+// carried is what an attempt that carries its reads (Several,
+// carryAlone) remembered (its one-row reads, its reads of the cell
+// directory and of the items' head) when it committed alone: what its own
+// writes did not make it forget is still the database's at its commit's
+// version. The next such attempt that reads at that version takes it
+// over from its first pick (adopt): a group of pops
 // reads the heads of most cells, and the next group, without this, read
 // them all again (the heads the engine answered were 30% of a pop's
 // time with 8 consumers, memory:). Its read conflicts are the same: a
@@ -158,13 +218,15 @@ type carried struct {
 	buf    []byte
 	lo, hi []byte
 	dir    *dirRead
+	items  *known
 }
 
-// carryLocked hands what the attempt, of several pops and just committed,
-// remembers to the next attempt of its Claims, if its commit was alone
-// (committedAlone). Callers hold the Claims' mu.
+// carryLocked hands what the attempt, which carries its reads (Several,
+// carryAlone) and just committed, remembers to the next attempt of its
+// Claims, if its commit was alone (committedAlone). Callers hold the
+// Claims' mu.
 func (a *Attempt) carryLocked() {
-	if !a.several || a.firstAt == nil && a.dir == nil {
+	if !a.carries || a.firstAt == nil && a.dir == nil && a.items == nil {
 		return
 	}
 	ca, ok := a.Transaction.(committedAlone)
@@ -173,6 +235,9 @@ func (a *Attempt) carryLocked() {
 	}
 	ver, alone := ca.CommittedAlone()
 	if !alone {
+		if a.writes > 0 { // (a commit without writes tells nothing)
+			a.missedAlone()
+		}
 		return
 	}
 	c := a.claims
@@ -180,14 +245,15 @@ func (a *Attempt) carryLocked() {
 		old.drop()
 	}
 	a.compactFirsts()
-	c.carry = &carried{ver: ver, firsts: a.firsts, at: a.firstAt, buf: a.firstBuf, lo: a.firstLo, hi: a.firstHi, dir: a.dir}
-	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir = nil, nil, nil, nil, nil, nil
+	c.carry = &carried{ver: ver, firsts: a.firsts, at: a.firstAt, buf: a.firstBuf, lo: a.firstLo, hi: a.firstHi, dir: a.dir, items: a.items}
+	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir, a.items = nil, nil, nil, nil, nil, nil, nil
 }
 
 // adopt takes over what the attempt before it carried (carryLocked), if
-// it reads at that attempt's commit: at the first pick of an attempt of
-// several pops, before it remembers anything of its own.
-func (a *Attempt) adopt() {
+// it reads at that attempt's commit, and reports whether it did, and
+// whether anything was carried: at the first pick of an attempt that
+// carries its reads, before it remembers anything of its own.
+func (a *Attempt) adopt() (took, carried bool) {
 	a.adopted = true
 	c := a.claims
 	c.mu.Lock()
@@ -195,22 +261,24 @@ func (a *Attempt) adopt() {
 	c.carry = nil
 	c.mu.Unlock()
 	if cr == nil {
-		return
+		return false, false
 	}
 	rv, err := a.Transaction.GetReadVersion()
 	// Writes before the first pick (a fit pop's promote, moving items
 	// whose delay ended back into the indexes) had nothing to forget:
 	// what was carried does not hold them.
-	if err != nil || rv != cr.ver || a.firstAt != nil || a.dir != nil || a.writes != 0 {
+	if err != nil || rv != cr.ver || a.firstAt != nil || a.dir != nil || a.items != nil || a.writes != 0 {
 		c.refused.Add(1)
+		a.missedAlone()
 		cr.drop()
-		return
+		return false, true
 	}
 	c.adopted.Add(1)
 	for i := range cr.firsts {
 		cr.firsts[i].conflicts = false // none in this attempt yet
 	}
-	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir = cr.firsts, cr.at, cr.buf, cr.lo, cr.hi, cr.dir
+	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir, a.items = cr.firsts, cr.at, cr.buf, cr.lo, cr.hi, cr.dir, cr.items
+	return true, true
 }
 
 // drop gives the memory of reads carried and not taken over back.
@@ -224,38 +292,46 @@ func (cr *carried) drop() {
 }
 
 // compactFirsts drops the reads the attempt forgot (wrote) from firsts,
-// whose every write scans them.
+// whose every write scans them. The last reads fill the holes: a pop
+// forgets a few reads of hundreds, and moving only those few keeps
+// their indexes in firstAt, which moving every read after a hole
+// rewrote (6% of a lone pop's time, memory:).
 func (a *Attempt) compactFirsts() {
 	// The decoded directory's slots follow the reads (dirCells.remap).
 	var to []int
 	if a.dir != nil && a.dir.dc != nil {
 		to = bump(&a.dir.dc.to, len(a.firsts))
 		a.dir.dc.to = a.dir.dc.to[:0]
-	}
-	n := 0
-	for i := range a.firsts {
-		f := a.firsts[i]
-		if to != nil {
-			to[i] = n
-			if f.gone {
-				to[i] = -1
-			}
+		for i := range to {
+			to[i] = i
 		}
-		if f.gone {
+	}
+	n := len(a.firsts)
+	for i := 0; i < n; i++ {
+		if !a.firsts[i].gone {
 			continue
 		}
-		if n == 0 || bytes.Compare(f.r.Begin, a.firstLo) < 0 {
-			a.firstLo = f.r.Begin
+		if to != nil {
+			to[i] = -1
 		}
-		if n == 0 || bytes.Compare(f.r.End, a.firstHi) > 0 {
-			a.firstHi = f.r.End
+		for n--; n > i && a.firsts[n].gone; n-- {
+			if to != nil {
+				to[n] = -1
+			}
 		}
-		a.firsts[n] = f
-		a.firstAt[f.key] = n
-		n++
+		if n > i {
+			a.firsts[i] = a.firsts[n]
+			a.firstAt[a.firsts[i].key] = i
+			if to != nil {
+				to[n] = i
+			}
+		}
 	}
 	clear(a.firsts[n:])
 	a.firsts = a.firsts[:n]
+	// firstLo and firstHi still bound the reads left: looser bounds cost
+	// a write the scan of the reads only where it falls between them,
+	// and computing them again cost a lone pop 2 us (memory:).
 	if to != nil {
 		a.dir.dc.remap(to)
 	}
@@ -362,6 +438,10 @@ type oneRow struct {
 	ok  bool
 	err error
 	mem *firstMemo // set: the answer is to be remembered once it is in
+	// at is e's position as a fit index entry, if decoded (as a cell's
+	// head answered from memory is: dirCells.cellHead).
+	at      pos
+	decoded bool
 }
 
 // firstMemo is what an Attempt needs to remember a one-row read issued in

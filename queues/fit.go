@@ -69,7 +69,7 @@ func (q *Queue) PopFit(tr kv.Transaction, order Order, limits []int64) (Item, bo
 	if err != nil {
 		return Item{}, false, err
 	}
-	pk := q.newPick(tr, removing)
+	pk := q.newFitPick(tr, removing)
 	if !moved {
 		pk.ahead = ahead // what promote moved nothing into
 	}
@@ -78,6 +78,15 @@ func (q *Queue) PopFit(tr kv.Transaction, order Order, limits []int64) (Item, bo
 		return Item{}, false, err
 	}
 	return it, true, q.remove(tr, p, it)
+}
+
+// newFitPick is newPick for a fit pop or lease, which may carry its
+// reads to the next attempt alone (carryAlone).
+func (q *Queue) newFitPick(tr kv.ReadTransaction, mode pickMode) *pick {
+	if a, ok := tr.(*Attempt); ok && mode != peeking {
+		a.carryAlone()
+	}
+	return q.newPick(tr, mode)
 }
 
 // findFit finds the item a fit pop takes, and claims it (see pick).

@@ -20,16 +20,21 @@ import (
 // queues, groups of 1 to 6 fit pops, each group one attempt; before some
 // groups a push commits (what the last group remembers is stale: the
 // next must not take it over), during some a push commits (the group's
-// commit is not alone, or conflicts).
+// commit is not alone, or conflicts). The same holds for attempts that do
+// not say they run several (carryAlone), whose first fit pop decides.
 func TestCarriedReadsChooseAndConflictAsFresh(t *testing.T) {
-	eachKindAndSeed(t, func(t *testing.T, kind Kind, seed uint64) {
-		var fresh, carried strings.Builder
-		carryScenario(t, &fresh, kind, seed, false)
-		adopted, refused := carryScenario(t, &carried, kind, seed, true)
-		require.Equal(t, fresh.String(), carried.String())
-		require.Greater(t, adopted, int64(20), "few groups took over the reads of the one before")
-		require.Positive(t, refused, "no group found the reads carried to it stale")
-	})
+	for _, several := range []bool{true, false} {
+		t.Run(fmt.Sprintf("several=%v", several), func(t *testing.T) {
+			eachKindAndSeed(t, func(t *testing.T, kind Kind, seed uint64) {
+				var fresh, carried strings.Builder
+				carryScenario(t, &fresh, kind, seed, several, false)
+				adopted, refused := carryScenario(t, &carried, kind, seed, several, true)
+				require.Equal(t, fresh.String(), carried.String())
+				require.Greater(t, adopted, int64(20), "few groups took over the reads of the one before")
+				require.Positive(t, refused, "no group found the reads carried to it stale")
+			})
+		})
+	}
 }
 
 // eachKindAndSeed runs f in parallel subtests, for priority and FIFO
@@ -56,12 +61,12 @@ func (l carryLog) CommittedAlone() (int64, bool) {
 }
 
 // carryScenario runs groups of fit pops on kind's and seed's queue of
-// fitScenario, each group one attempt of several pops, carrying reads
-// from one to the next or not, and writes a line per group: what each pop
+// fitScenario, each group one attempt (of several pops, if several),
+// carrying reads from one to the next or not, and writes a line per group: what each pop
 // took and the conflicts so far, the keys cleared, the group's conflicts
 // and its commit's outcome. It returns how many attempts took over the
 // reads carried to them, and how many found them stale.
-func carryScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64, carry bool) (adopted, refused int64) {
+func carryScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64, several, carry bool) (adopted, refused int64) {
 	db, q, r, task := pinnedQueue(t, kind, seed)
 	defer db.Close()
 	push := func() {
@@ -86,7 +91,9 @@ func carryScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64, c
 			in = carryLog{log}
 		}
 		a := claims.Begin(in)
-		a.Several()
+		if several {
+			a.Several()
+		}
 		log.on = true
 		var took []string
 		for i := range pops {

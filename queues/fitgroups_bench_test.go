@@ -15,7 +15,8 @@ import (
 // BenchmarkFitPopGroups: the pops of exec's combined groups without exec
 // and without goroutines: groups of 5 and 15 fit pops with random limits
 // (cpu 1..8, mem 1..32, drawn per pop), each group one attempt of several
-// pops (Attempt.Several) of one Claims, committed, on 100,000 tasks
+// pops (Attempt.Several) of one Claims, committed, and lone pops, one
+// attempt each (group=1, as a lone consumer's), on 100,000 tasks
 // (priority 0..9, cpu 1..8, mem 1..32, a 64-byte payload) in the memory
 // engine, in Min order as SQL's ORDER BY priority. One goroutine makes it
 // steadier than BenchmarkFitPopConsumers on a shared machine. It reports
@@ -24,7 +25,7 @@ import (
 //
 //	go test -run - -bench FitPopGroups -benchtime 20000x ./queues/
 func BenchmarkFitPopGroups(b *testing.B) {
-	for _, n := range []int{5, 15} {
+	for _, n := range []int{1, 5, 15} {
 		b.Run(fmt.Sprintf("group=%d", n), func(b *testing.B) {
 			const tasks = 100_000
 			if b.N > tasks/2 {
@@ -42,7 +43,9 @@ func BenchmarkFitPopGroups(b *testing.B) {
 			cpuStart, cpuOK := cputime.Process()
 			for left := b.N; left > 0; left -= n {
 				err := claims.Transact(bg, db, func(tr kv.Transaction) error {
-					tr.(*queues.Attempt).Several()
+					if n > 1 {
+						tr.(*queues.Attempt).Several()
+					}
 					for range min(n, left) {
 						limits := []int64{1 + r.Int64N(8), 1 + r.Int64N(32)}
 						if _, ok, err := q.PopFit(tr, queues.Min, limits); err != nil || !ok {

@@ -165,6 +165,14 @@ type cellHeadRead struct {
 	level *oneRow
 }
 
+// topPos returns the position of e, the entry top found.
+func (h *cellHeadRead) topPos(e kv.KeyValue) (pos, error) {
+	if h.top.decoded {
+		return h.top.at, nil
+	}
+	return decodeEntry(h.r.Begin, e.Key)
+}
+
 // readHeads issues the first read of the head of every cell or shape under
 // tag with the coordinates in flat, one after another (round 2).
 //
@@ -246,7 +254,7 @@ func (lv *levelRound) next(s *indexSearch, h *cellHeadRead) error {
 	if err != nil || !ok {
 		return err
 	}
-	p, err := decodeEntry(h.r.Begin, e.Key)
+	p, err := h.topPos(e)
 	if err != nil {
 		return err
 	}
@@ -293,7 +301,7 @@ func (s *indexSearch) wholeCells(hs []cellHeadRead, dirTag int) error {
 			s.clearDir(dirTag, h.coords)
 			continue
 		}
-		p, err := decodeEntry(h.r.Begin, e.Key)
+		p, err := h.topPos(e)
 		if err != nil {
 			return err
 		}
@@ -364,7 +372,7 @@ func (s *indexSearch) readClaimedCells(hs []cellHeadRead) ([]kv.FutureRange, int
 		if err != nil || !ok {
 			continue // wholeCells says
 		}
-		p, err := decodeEntry(h.r.Begin, e.Key)
+		p, err := h.topPos(e)
 		if err != nil || !s.pk.claimed(p) {
 			continue
 		}

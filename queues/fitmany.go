@@ -57,7 +57,7 @@ func (q *Queue) findFitNAhead(tr kv.Transaction, mode pickMode, order Order, lim
 	if err := q.checkResources(limits, "limits"); err != nil {
 		return nil, nil, err
 	}
-	pk := q.newPick(tr, mode)
+	pk := q.newFitPick(tr, mode)
 	pk.ahead = ahead
 	var hint [10 * maxIntLen]byte
 	key := hintKey(hint[:], order, limits, n)

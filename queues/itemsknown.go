@@ -28,21 +28,28 @@ import (
 const itemsAhead = 2 * sedimentBudget
 
 // itemsKnown returns the first rows of the items under prefix as one read,
-// made now if the attempt has none, when the attempt runs several pops
-// (Several) on an engine that answers a read when it is issued
-// (kv.AnswersAtIssue: where reads wait, a fit pop reads step 1 ahead with
-// promote's, fitAhead); nil otherwise.
+// made now if the attempt has none, or holds fewer than sedimentBudget of
+// them after its pops removed the others, when the attempt carries its
+// reads (Several, carryAlone) on an engine that answers a read when it is
+// issued (kv.AnswersAtIssue: where reads wait, a fit pop reads step 1
+// ahead with promote's, fitAhead); nil otherwise. What it read is carried
+// to the next attempt with the rest (carried): a lone consumer's pop
+// otherwise read its step 1 through the engine each time.
 //
-// It reads from the attempt's second pick on: the first reads for itself
-// through the engine, as a group of one pop (a lone consumer) would
-// otherwise pay for rows it does not scan.
+// An attempt of several pops reads from its second pick on, unless it
+// took a read over: its first reads for itself through the engine, as a
+// group of one pop would otherwise pay for rows it does not scan (with 8
+// consumers, reading at the first pick cost 7% more CPU a pop).
 func (a *Attempt) itemsKnown(prefix []byte) (*known, error) {
-	if !a.several || a.picks < 2 || !kv.AnswersAtIssue(a.Transaction) {
+	if !a.carries || !kv.AnswersAtIssue(a.Transaction) {
 		return nil, nil
 	}
 	r := kv.PrefixRange(prefix)
-	if it := a.items; it != nil && bytes.Equal(it.r.Begin, r.Begin) {
+	if it := a.items; it != nil && bytes.Equal(it.r.Begin, r.Begin) && (len(it.rows) >= sedimentBudget || it.complete()) {
 		return it, nil
+	}
+	if a.several && a.picks < 2 {
+		return nil, nil
 	}
 	k, err := a.readKnown(r, itemsAhead)
 	if err != nil {

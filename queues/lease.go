@@ -76,6 +76,8 @@ type promotion struct {
 	// later is the first key due after now, for a caller that needs the
 	// earliest due time left (Lease); nil otherwise.
 	later kv.FutureRange
+	// none: nothing is due, as a one-row read found (due is nil).
+	none bool
 
 	// Once finished: whether it moved any item, the earliest due time left
 	// in the index after the moves (0: none; with later), and the error.
@@ -93,7 +95,18 @@ func (q *Queue) promotion(tr kv.Transaction, earliest bool) promotion {
 	cut := q.key(tagDue, pr.now+1) // past every key due by now
 	// Want-all: a mass expiry's promoteBatch+1 keys come in one batch
 	// (the iterator mode's first holds about 55).
-	pr.due = kv.GetRangeAsync(snap, kv.Range{Begin: q.sub[tagDue], End: cut}, kv.RangeOptions{Limit: promoteBatch + 1, Mode: kv.StreamingModeWantAll})
+	r := kv.Range{Begin: q.sub[tagDue], End: cut}
+	if !earliest && kv.AnswersAtIssue(snap) {
+		// Where a read is answered when issued, the common case (nothing
+		// due) takes one row's read, without a future and an iterator:
+		// 2 us of a fit pop's CPU (memory:, 8 consumers).
+		_, found, err := kv.First(snap, r, false)
+		if err == nil && !found {
+			pr.none = true
+			return pr
+		}
+	}
+	pr.due = kv.GetRangeAsync(snap, r, kv.RangeOptions{Limit: promoteBatch + 1, Mode: kv.StreamingModeWantAll})
 	if earliest {
 		// P (12)'s keys end where P (13)'s begin (kv.PrefixRange(P (12)).End
 		// is P (13): the tuple integers 12 and 13 are 0x15 0x0c and 0x0d).
@@ -115,6 +128,9 @@ func (pr *promotion) finish(tr kv.Transaction) (bool, error) {
 
 func (pr *promotion) run(tr kv.Transaction) (moved bool, earliest int64, err error) {
 	q := pr.q
+	if pr.none {
+		return false, 0, nil
+	}
 	rows, err := pr.due.Get()
 	if err != nil {
 		return false, 0, err
