@@ -3,6 +3,7 @@ package btree
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 )
 
 // Abbreviated keys (fdbqueue's change). A tree made by NewBTreeGKeyed
@@ -262,6 +263,31 @@ func (tr *BTreeG[T]) insertAt(n *node[T], i int, item T) {
 	n.abbrs = append(n.abbrs, 0)
 	copy(n.abbrs[i+1:], n.abbrs[i:])
 	n.abbrs[i] = abbrAt(k, len(n.pre))
+}
+
+// insertRun inserts items, ascending, into n at index i, after n's item
+// i-1 (n is not empty): one shift of n's arrays for them all. The prefix
+// that the first and the last of them share with n's, every one between
+// them shares.
+func (tr *BTreeG[T]) insertRun(n *node[T], i int, items []T) {
+	if len(items) == 1 {
+		tr.insertAt(n, i, items[0])
+		return
+	}
+	l, m := len(n.items), len(items)
+	n.items = slices.Grow(n.items, m)[:l+m]
+	copy(n.items[i+m:], n.items[i:l])
+	copy(n.items[i:], items)
+	if tr.key == nil {
+		return
+	}
+	admit(n, tr.key(items[0]))
+	admit(n, tr.key(items[m-1]))
+	n.abbrs = slices.Grow(n.abbrs, m)[:l+m]
+	copy(n.abbrs[i+m:], n.abbrs[i:l])
+	for j, item := range items {
+		n.abbrs[i+j] = abbrAt(tr.key(item), len(n.pre))
+	}
 }
 
 // setAt puts item, of another key, at n's index i.
