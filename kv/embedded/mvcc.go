@@ -441,13 +441,21 @@ func (s *store) replaceLocked(ver uint64, w *write, pre rec, hint *btree.PathHin
 }
 
 // setsFrom returns the end of the stretch of plain sets (prebuildable)
-// that starts at writes[i]: i if writes[i] is not one.
+// that starts at writes[i], of at most maxSetRun: i if writes[i] is not
+// one.
 func setsFrom(writes []*write, i int) int {
-	for i < len(writes) && prebuildable(writes[i]) {
+	end := min(len(writes), i+maxSetRun)
+	for i < end && prebuildable(writes[i]) {
 		i++
 	}
 	return i
 }
+
+// maxSetRun bounds the stretches setRunsLocked takes, and so the
+// records its scratch keeps: a load of many thousand rows a commit
+// leaves no larger a buffer behind than a 100-row INSERT. A leaf takes at
+// most 127 keys of a run anyway; a cut costs one more TrySetRun.
+const maxSetRun = 512
 
 // setRunsLocked applies the plain sets b.writes[i:j] at ver, as
 // replaceLocked does each, and returns touched with their records
