@@ -63,12 +63,7 @@ func TestFingersKeepTheTreeExact(t *testing.T) {
 			if old != nil {
 				old.Cancel()
 			}
-			var err error
-			old, err = db.CreateTransaction(ctx)
-			require.NoError(t, err)
-			_, err = old.Get([]byte("t")) // takes its read version
-			require.NoError(t, err)
-			oldModel = maps.Clone(model)
+			old, oldModel = readerNow(t, db), maps.Clone(model)
 		}
 		if round%50 == 49 {
 			requireHolds(t, db, nil, model)
@@ -80,6 +75,17 @@ func TestFingersKeepTheTreeExact(t *testing.T) {
 	old.Cancel()
 	require.NotZero(t, db.s.fing.hits, "no key was placed by a finger")
 	require.True(t, swept, "no compaction ran")
+}
+
+// readerNow returns a transaction that has taken its read version: a
+// reader of the database as it is now, for as long as it lives.
+func readerNow(t *testing.T, db *DB) kv.Transaction {
+	t.Helper()
+	tr, err := db.CreateTransaction(context.Background())
+	require.NoError(t, err)
+	_, err = tr.Get([]byte("t")) // takes its read version
+	require.NoError(t, err)
+	return tr
 }
 
 // requireHolds checks that tr (a new transaction if nil) reads exactly
@@ -197,12 +203,7 @@ func TestSetRunsInLargeCommits(t *testing.T) {
 		}
 		commitModeled(t, ctx, db, model, nil, writes)
 		if round == 2 {
-			var err error
-			old, err = db.CreateTransaction(ctx)
-			require.NoError(t, err)
-			_, err = old.Get([]byte("t"))
-			require.NoError(t, err)
-			oldModel = maps.Clone(model)
+			old, oldModel = readerNow(t, db), maps.Clone(model)
 		}
 		requireHolds(t, db, nil, model)
 		if old != nil {
