@@ -15,7 +15,9 @@
 // goes right after the last one set with the hint, as a sorted batch's
 // keys mostly do, with two comparisons instead of a search; TrySetNext
 // does only that, with any path (the engine keeps the paths of recent
-// inserts); SetHintPast is SetHint leaving the hint after the item.
+// inserts); TrySetRun does it for a run of such items at once, with one
+// shift of the leaf; SetHintPast is SetHint leaving the hint after the
+// item.
 //
 // A third (abbrev.go): a tree made by NewBTreeGKeyed orders its items by
 // the bytes of their keys, and each node keeps the prefix its keys share

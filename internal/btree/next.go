@@ -1,5 +1,7 @@
 package btree
 
+import "bytes"
+
 // SetHintNext is SetHint for items set in ascending order (fdbqueue's
 // change): a batch's keys, sorted, most of which land right after the one
 // set before them, at a queue's tail. It first follows the hint's path,
@@ -70,26 +72,54 @@ func (tr *BTreeG[T]) TrySetNext(item T, hint *PathHint) bool {
 	return tr.setNext(item, hint)
 }
 
+// TrySetRun inserts the longest leading run of items that TrySetNext
+// would insert one after the other (the leaf has room for them, and each
+// falls between the previous one and the successor where hint's path
+// leads), and returns how many it inserted:
+// none leaves the tree and the hint unchanged. A run of adjacent keys (a
+// batch's items of one priority, its consecutive ids) costs one walk of
+// the path and one shift of the leaf, where item by item each took both.
+// Any hint is safe.
+func (tr *BTreeG[T]) TrySetRun(items []T, hint *PathHint) int {
+	if tr.locks {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+	}
+	return tr.setRun(items, hint)
+}
+
 // setNext inserts item at the leaf position hint's path leads to, if the
 // item falls strictly between its neighbours there and the leaf has room,
 // and reports whether it did.
 func (tr *BTreeG[T]) setNext(item T, hint *PathHint) bool {
+	one := [1]T{item}
+	return tr.setRun(one[:], hint) == 1
+}
+
+// setRun inserts at the leaf position hint's path leads to the longest
+// leading run of items that falls strictly between the neighbours there,
+// in ascending order, and that the leaf has room for, and returns its
+// length.
+func (tr *BTreeG[T]) setRun(items []T, hint *PathHint) int {
+	if len(items) == 0 {
+		return 0
+	}
 	var path [len(PathHint{}.path)]*node[T]
 	n := tr.root
 	// The successor of n's subtree: the separator above it, up's item at
 	// index ui (up nil: none).
 	var up *node[T]
 	var ui int
-	k := tr.keyOf(item)
+	k := tr.keyOf(items[0])
 	for d := 0; n != nil && d < len(path) && hint.used[d]; d++ {
 		if n.isoid != tr.isoid {
-			return false // shared with a copy: setHint copies it first
+			return 0 // shared with a copy: setHint copies it first
 		}
 		path[d] = n
 		i := int(hint.path[d])
 		if !n.leaf() {
 			if i >= len(*n.children) {
-				return false
+				return 0
 			}
 			if i < len(n.items) {
 				up, ui = n, i
@@ -98,25 +128,49 @@ func (tr *BTreeG[T]) setNext(item T, hint *PathHint) bool {
 			continue
 		}
 		if i == 0 || i > len(n.items) || len(n.items) == tr.max ||
-			!tr.after(n, i-1, item, k) {
-			return false
+			!tr.after(n, i-1, items[0], k) {
+			return 0
 		}
-		if i < len(n.items) {
-			if !tr.before(n, i, item, k) {
-				return false
+		// The items go before the leaf's item i, or before the
+		// separator above the leaf when they go at its end.
+		succ, si := n, i
+		if i == len(n.items) {
+			succ, si = up, ui
+		}
+		m := 0
+		for m < len(items) && m < tr.max-len(n.items) {
+			if m > 0 {
+				k = tr.keyOf(items[m])
+				if !tr.after1(items[m-1], items[m], k) {
+					break
+				}
 			}
-		} else if up != nil && !tr.before(up, ui, item, k) {
-			return false
+			if succ != nil && !tr.before(succ, si, items[m], k) {
+				break
+			}
+			m++
 		}
-		tr.insertAt(n, i, item)
+		if m == 0 {
+			return 0
+		}
+		tr.insertRun(n, i, items[:m])
 		for _, p := range path[:d+1] {
-			p.count++
+			p.count += m
 		}
-		tr.count++
-		hint.path[d] = uint8(i + 1)
-		return true
+		tr.count += m
+		hint.path[d] = uint8(i + m)
+		return m
 	}
-	return false
+	return 0
+}
+
+// after1 reports whether item, of key k in a keyed tree, comes after
+// prev.
+func (tr *BTreeG[T]) after1(prev, item T, k []byte) bool {
+	if tr.key != nil {
+		return bytes.Compare(tr.key(prev), k) < 0
+	}
+	return tr.less(prev, item)
 }
 
 // after reports whether item, of key k in a keyed tree, comes after n's

@@ -118,3 +118,95 @@ func TestSetHintNextCompares(t *testing.T) {
 	t.Logf("comparisons a key: SetHintNext %.2f, SetHint %.2f", next, plain)
 	require.Less(t, next, plain/2)
 }
+
+// TestTrySetRunMatchesModel: sorted batches set by TrySetRun, with the
+// running path, the path of an earlier batch or a garbage one, and by
+// SetHintPast for a key it does not take, leave keyed and plain trees
+// holding what a sorted slice does, with counts and abbreviations right
+// (checkTree); and a run is taken only where each of its keys falls
+// between its neighbours, so a key the tree holds is never taken again,
+// and only as far as its keys ascend.
+func TestTrySetRunMatchesModel(t *testing.T) {
+	t.Parallel()
+	for _, degree := range []int{2, 3, 8, 64} {
+		r := rand.New(rand.NewPCG(uint64(degree), 13))
+		keyed := NewBTreeGKeyed(strKey, Options{NoLocks: true, Degree: degree})
+		plain := NewBTreeGOptions(func(a, b string) bool { return a < b }, Options{NoLocks: true, Degree: degree})
+		for _, tr := range []*BTreeG[string]{keyed, plain} {
+			want := []string{}
+			var hint PathHint
+			var hints [8]PathHint
+			runs := 0
+			for round := range 300 {
+				// Runs of adjacent keys at a few places, and
+				// keys there already.
+				var batch []string
+				for range 1 + r.IntN(4) {
+					k := randStr(r)
+					for range 1 + r.IntN(40) {
+						batch = append(batch, k)
+						k += string([]byte{byte(r.IntN(3))})
+					}
+				}
+				for range r.IntN(4) {
+					if len(want) > 0 {
+						batch = append(batch, want[r.IntN(len(want))])
+					}
+				}
+				slices.Sort(batch)
+				batch = slices.Compact(batch)
+				if i := r.IntN(len(batch)); i > 0 && r.IntN(4) == 0 {
+					// Out of order: a run ends before it.
+					batch[i-1], batch[i] = batch[i], batch[i-1]
+				}
+				if r.IntN(8) == 0 {
+					hint = PathHint{}
+					for d := range hint.path {
+						hint.used[d] = r.IntN(2) == 0
+						hint.path[d] = uint8(r.IntN(256))
+					}
+				}
+				for k := 0; k < len(batch); {
+					h := &hint
+					if r.IntN(4) == 0 {
+						h = &hints[r.IntN(len(hints))]
+					}
+					if m := tr.TrySetRun(batch[k:], h); m > 0 {
+						for _, key := range batch[k : k+m] {
+							i, found := slices.BinarySearch(want, key)
+							require.False(t, found, "key %q taken again", key)
+							want = slices.Insert(want, i, key)
+						}
+						hint = *h
+						runs += min(m-1, 1)
+						k += m
+						continue
+					}
+					tr.SetHintPast(batch[k], &hint)
+					if i, found := slices.BinarySearch(want, batch[k]); !found {
+						want = slices.Insert(want, i, batch[k])
+					}
+					k++
+				}
+				hints[r.IntN(len(hints))] = hint
+				for range r.IntN(20) {
+					if len(want) > 0 {
+						i := r.IntN(len(want))
+						tr.DeleteHint(want[i], &hint)
+						want = slices.Delete(want, i, i+1)
+					}
+				}
+				require.Equal(t, want, tr.Items(), "round %d", round)
+				checkTree(t, tr, len(want))
+				tr.Walk(func(items []string) bool {
+					require.LessOrEqual(t, len(items), tr.max, "a leaf overfilled")
+					return true
+				})
+			}
+			if degree >= 8 {
+				require.Greater(t, runs, 100, "runs of more than one key taken at once")
+			}
+			t.Logf("degree %d: %d runs", degree, runs)
+		}
+	}
+}

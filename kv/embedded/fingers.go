@@ -45,6 +45,9 @@ type fingers struct {
 	at    []int    // for each of added, its place in list
 	cur   int      // list[:cur] is at or below the last key sought
 	hits  int      // keys placed by a finger, for tests
+	// run is store.setRunsLocked's scratch: the records of a stretch of
+	// a commit's plain sets (mvcc.go).
+	run []rec
 }
 
 // start readies f for a commit's keys, in ascending order.
@@ -84,6 +87,12 @@ func (f *fingers) insert(tree *btree.BTreeG[rec], r rec, hint *btree.PathHint) (
 		f.extend(r, hint)
 		return rec{}, false
 	}
+	return f.insertFar(tree, r, hint)
+}
+
+// insertFar is insert for r that the tree did not take right after the
+// commit's last key (hint).
+func (f *fingers) insertFar(tree *btree.BTreeG[rec], r rec, hint *btree.PathHint) (prev rec, replaced bool) {
 	f.seek(r.key())
 	if f.cur > 0 {
 		h := f.list[f.cur-1].hint

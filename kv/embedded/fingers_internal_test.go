@@ -63,12 +63,7 @@ func TestFingersKeepTheTreeExact(t *testing.T) {
 			if old != nil {
 				old.Cancel()
 			}
-			var err error
-			old, err = db.CreateTransaction(ctx)
-			require.NoError(t, err)
-			_, err = old.Get([]byte("t")) // takes its read version
-			require.NoError(t, err)
-			oldModel = maps.Clone(model)
+			old, oldModel = readerNow(t, db), maps.Clone(model)
 		}
 		if round%50 == 49 {
 			requireHolds(t, db, nil, model)
@@ -80,6 +75,17 @@ func TestFingersKeepTheTreeExact(t *testing.T) {
 	old.Cancel()
 	require.NotZero(t, db.s.fing.hits, "no key was placed by a finger")
 	require.True(t, swept, "no compaction ran")
+}
+
+// readerNow returns a transaction that has taken its read version: a
+// reader of the database as it is now, for as long as it lives.
+func readerNow(t *testing.T, db *DB) kv.Transaction {
+	t.Helper()
+	tr, err := db.CreateTransaction(context.Background())
+	require.NoError(t, err)
+	_, err = tr.Get([]byte("t")) // takes its read version
+	require.NoError(t, err)
+	return tr
 }
 
 // requireHolds checks that tr (a new transaction if nil) reads exactly
@@ -170,4 +176,42 @@ func commitModeled(t *testing.T, ctx context.Context, db *DB, model map[string]s
 		}
 	}
 	return swept
+}
+
+// TestSetRunsInLargeCommits: commits of thousands of adjacent keys (runs
+// that span many leaves and are cut into stretches of maxSetRun), some of
+// them deleted keys written again, with an older reader, leave the
+// database holding what a model holds, at both versions; and the install's
+// scratch keeps about one stretch's records, not a commit's.
+func TestSetRunsInLargeCommits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := Open("", Config{})
+	key := func(i int) string { return string(tuple.Tuple{"t", i}.Pack()) }
+	model := map[string]string{}
+	var old kv.Transaction
+	var oldModel map[string]string
+	for round := range 6 {
+		writes := map[string]string{}
+		for i := range 5000 {
+			switch {
+			case round%2 == 1 && i%3 == 0: // delete a third
+				writes[key(i)] = ""
+			case round%2 == 0 || i%3 != 0:
+				writes[key(i)] = fmt.Sprintf("v%d.%d", round, i)
+			}
+		}
+		commitModeled(t, ctx, db, model, nil, writes)
+		if round == 2 {
+			old, oldModel = readerNow(t, db), maps.Clone(model)
+		}
+		requireHolds(t, db, nil, model)
+		if old != nil {
+			requireHolds(t, db, old, oldModel)
+		}
+	}
+	old.Cancel()
+	db.s.mu.RLock()
+	defer db.s.mu.RUnlock()
+	require.LessOrEqual(t, cap(db.s.fing.run), 2*maxSetRun) // append rounds up
 }
