@@ -43,21 +43,31 @@ type watchModelRun struct {
 //     key changed when it reads at once (values never come back);
 //   - no lost wake-up: once every commit returned, a watch that has not
 //     fired saw no version after its arming change its key.
-func TestWatchModelFile(t *testing.T) {
+//
+// The same on a memory database, which stages nothing.
+func TestWatchModel(t *testing.T) {
 	t.Parallel()
-	for seed := range uint64(3) {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			t.Parallel()
-			watchModel(t, seed)
-		})
+	for _, file := range []bool{true, false} {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprint("file=", file, "/seed=", seed), func(t *testing.T) {
+				t.Parallel()
+				var db *DB
+				if file {
+					var err error
+					db, err = OpenFile(t.TempDir(), FileConfig{})
+					require.NoError(t, err)
+				} else {
+					db = Open("", Config{})
+				}
+				t.Cleanup(func() { _ = db.Close() })
+				watchModel(t, db, seed)
+			})
+		}
 	}
 }
 
-func watchModel(t *testing.T, seed uint64) {
+func watchModel(t *testing.T, db *DB, seed uint64) {
 	ctx := context.Background()
-	db, err := OpenFile(t.TempDir(), FileConfig{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
 	db.s.tombMin, db.s.tombWait = 4, 0
 
 	const nkeys, writers, commits, watchers = 10, 3, 25, 3
