@@ -204,7 +204,13 @@ func Open(name string, cfg Config) *DB {
 // Close releases the handle. Transactions already open keep reading; once
 // the last handle of a file database closes, their commits fail.
 func (db *DB) Close() error {
-	if !db.closed.CompareAndSwap(false, true) || db.s.name == "" {
+	if !db.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if db.s.name == "" {
+		// Its only handle: no transaction begins any more whose commit
+		// would fire its watches (those open may still commit).
+		db.s.failWatches(errStoreClosed)
 		return nil
 	}
 	registry.mu.Lock()
@@ -219,10 +225,13 @@ func (db *DB) Close() error {
 	return db.s.close()
 }
 
+// errStoreClosed fails the watches of a store whose last handle closed.
+var errStoreClosed = kv.Errorf(kv.CodeClientInvalidOperation, "the database was closed")
+
 // close shuts a store down once its last handle is closed.
 func (s *store) close() error {
 	var err error
-	s.failWatches(kv.Errorf(kv.CodeClientInvalidOperation, "the database was closed"))
+	s.failWatches(errStoreClosed)
 	if s.log != nil {
 		err = s.log.close()
 	}
