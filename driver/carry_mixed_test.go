@@ -20,10 +20,27 @@ import (
 // while producers insert in bursts (some rows delayed a few milliseconds),
 // a consumer leases and acks or lets its leases run out, and another
 // session creates, fills, pops and drops a third table. Every row comes
-// out exactly once: popped, or acked under its lease.
+// out exactly once: popped, or acked under its lease. In memory, in a
+// file (where a commit is written before it is published), and under
+// injected conflicts and commits of unknown outcome.
 func TestLoneFitPopsExactlyOnceMixed(t *testing.T) {
 	t.Parallel()
-	db := open(t)
+	for name, dsn := range map[string]string{
+		"memory": "memory:",
+		"file":   "file:" + t.TempDir() + "?sync=none",
+		"faults": "memory:?fault_conflict=0.05&fault_unknown=0.05&fault_seed=3",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db, err := sql.Open("fdbqueue", dsn)
+			require.NoError(t, err)
+			defer db.Close()
+			loneFitPopsMixed(t, db)
+		})
+	}
+}
+
+func loneFitPopsMixed(t *testing.T, db *sql.DB) {
 	for _, tb := range []string{"ja", "jb"} {
 		_, err := db.Exec("CREATE TABLE " + tb + " (priority INT NOT NULL, cpu INT NOT NULL, mem INT NOT NULL, payload TEXT, INDEX fit (cpu, mem))")
 		require.NoError(t, err)
