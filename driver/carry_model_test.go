@@ -27,6 +27,14 @@ func TestLoneFitPopsFollowModel(t *testing.T) {
 			loneFitPopsModel(t, db, seed)
 		})
 	}
+	t.Run("file", func(t *testing.T) {
+		// Where a commit is written to the log before it is published.
+		t.Parallel()
+		db, err := sql.Open("fdbqueue", "file:"+t.TempDir()+"?sync=none")
+		require.NoError(t, err)
+		defer db.Close()
+		loneFitPopsModel(t, db, 4)
+	})
 }
 
 type modelRow struct{ prio, cpu, mem int64 }
