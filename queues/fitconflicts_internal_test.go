@@ -42,7 +42,7 @@ func TestFitChoicesAndConflictsPinned(t *testing.T) {
 			if kind == FIFO && seed == 3 {
 				break // no sediment: mostly step 1, which FIFO shares
 			}
-			fitScenario(t, &out, kind, seed)
+			fitScenario(t, &out, kind, seed, false)
 		}
 	}
 	path := "testdata/fitconflicts"
@@ -60,14 +60,45 @@ func TestFitChoicesAndConflictsPinned(t *testing.T) {
 	require.Len(t, gotLines, len(wantLines))
 }
 
+// TestFitChoicesAndConflictsPinnedCarried: the pinned sequence of
+// TestFitChoicesAndConflictsPinned, on a transaction that answers reads
+// when issued and tells whether its commit was alone, so that its
+// attempts carry their reads to the next, lone pops and leases too
+// (carryAlone): the same choices, clears and read conflicts, line for
+// line.
+func TestFitChoicesAndConflictsPinnedCarried(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	adopted := int64(0)
+	for _, kind := range []Kind{Priority, FIFO} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			if kind == FIFO && seed == 3 {
+				break
+			}
+			adopted += fitScenario(t, &out, kind, seed, true)
+		}
+	}
+	want, err := os.ReadFile("testdata/fitconflicts")
+	require.NoError(t, err)
+	wantLines, gotLines := strings.Split(string(want), "\n"), strings.Split(out.String(), "\n")
+	for i := range min(len(wantLines), len(gotLines)) {
+		require.Equal(t, wantLines[i], gotLines[i], "line %d of testdata/fitconflicts", i+1)
+	}
+	require.Len(t, gotLines, len(wantLines))
+	require.Greater(t, adopted, int64(100), "few attempts took over the reads of the one before")
+}
+
 // fitLimitsPinned are consumers' limits for fitScenario: cells wholly
 // inside, straddling cells on mem (992..1023 around 1000, 96..103 around
 // 100) and on cpu (20..21), sediment, and nothing at all; {6, 200} empties
 // the cell (5, 96..103) that {6, 97} straddles.
 var fitLimitsPinned = [][]int64{{4, 1000}, {20, 1000}, {3, 990}, {40, 5000}, {2, 100}, {21, 97}, {0, 0}, {8, 8}, {3, 1 << 40}, {6, 200}, {6, 97}}
 
-// fitScenario runs one queue's sequence and writes a line per choice.
-func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
+// fitScenario runs one queue's sequence and writes a line per choice;
+// carried, its transactions answer reads when issued and tell whether
+// their commits were alone (carryLog), and it returns how many attempts
+// took over the reads carried to them.
+func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64, carried bool) int64 {
 	db, q, r, task := pinnedQueue(t, kind, seed)
 	defer db.Close()
 	claims := NewClaims()
@@ -100,7 +131,11 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
 
 		tr, err := db.CreateTransaction(context.Background())
 		require.NoError(t, err)
-		log := &conflictLog{Transaction: tr}
+		log := &conflictLog{Transaction: tr, atIssue: carried}
+		var logged kv.Transaction = log
+		if carried {
+			logged = carryLog{log}
+		}
 		var other *Attempt
 		if mode == "beside" {
 			// Another attempt in flight, which claimed a row, so that
@@ -114,7 +149,7 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
 		var rw kv.Transaction = log
 		var a *Attempt
 		if mode != "plain" {
-			a = claims.Begin(log)
+			a = claims.Begin(logged)
 			rw = a
 		}
 		log.on = true
@@ -131,7 +166,7 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
 			for _, lim := range picks {
 				// With what PopFit reads ahead of promote's wait: what it
 				// read ahead changes none of the above.
-				pk := q.newPick(rw, removing)
+				pk := q.newFitPick(rw, removing)
 				pk.ahead = q.readFitAhead(rw, order, lim, 1)
 				it, p, ok, err := q.findFit(pk, order, lim)
 				require.NoError(t, err)
@@ -191,6 +226,7 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64) {
 		}
 	}
 	require.NoError(t, db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error { return q.Check(tr) }))
+	return claims.adopted.Load()
 }
 
 // pinnedQueue fills the queue of fitScenario's sequence for kind and seed,
