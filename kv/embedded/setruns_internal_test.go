@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,4 +278,109 @@ func requireCollected(t *testing.T, db *DB) {
 		return true
 	})
 	require.Equal(t, live, s.slabs.live, "bytes in use")
+}
+
+// TestSetRunsSnapshotsUnderConcurrency: writers commit runs of adjacent
+// keys (new keys, and deleted keys written again) and deletions in their
+// own group, with the group's count in the same commit, while readers
+// read each group's count and its keys in one transaction: every reader
+// sees a snapshot, the count its keys have, whatever commits install
+// (and, on file:, stage while their fsync runs) meanwhile.
+func TestSetRunsSnapshotsUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	for _, file := range []bool{false, true} {
+		t.Run(fmt.Sprintf("file=%v", file), func(t *testing.T) {
+			t.Parallel()
+			var db *DB
+			if file {
+				var err error
+				db, err = OpenFile(t.TempDir(), FileConfig{})
+				require.NoError(t, err)
+			} else {
+				db = Open("", Config{})
+			}
+			defer func() { require.NoError(t, db.Close()) }()
+			ctx := context.Background()
+			const writers, readers, commits, span = 2, 2, 150, 400
+			count := func(g int) []byte { return []byte(fmt.Sprintf("c%d", g)) }
+			groupRange := func(g int) kv.Range {
+				return kv.Range{Begin: []byte(runKey(g, 0)), End: []byte(runKey(g, span))}
+			}
+			done := make(chan struct{})
+			errs := make(chan error, writers+readers)
+			var writing, reading sync.WaitGroup
+			for w := range writers {
+				writing.Go(func() {
+					r := rand.New(rand.NewPCG(uint64(w), 31))
+					live := map[int]bool{}
+					for range commits {
+						next := maps.Clone(live)
+						lo := r.IntN(span - 1)
+						hi := min(span, lo+1+r.IntN(150))
+						del := r.IntN(3) == 0
+						err := db.Transact(ctx, func(tr kv.Transaction) error {
+							next = maps.Clone(live)
+							for seq := lo; seq < hi; seq++ {
+								if del && r.IntN(2) == 0 {
+									tr.Clear([]byte(runKey(w, seq)))
+									delete(next, seq)
+								} else {
+									tr.Set([]byte(runKey(w, seq)), []byte(fmt.Sprint(seq)))
+									next[seq] = true
+								}
+							}
+							tr.Set(count(w), []byte(fmt.Sprint(len(next))))
+							return nil
+						})
+						if err != nil {
+							errs <- err
+							return
+						}
+						live = next
+					}
+				})
+			}
+			for range readers {
+				reading.Go(func() {
+					for {
+						select {
+						case <-done:
+							return
+						default:
+						}
+						for g := range writers {
+							err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+								c, err := tr.Get(count(g))
+								if err != nil {
+									return err
+								}
+								kvs, err := kv.Collect(tr.GetRange(groupRange(g), kv.RangeOptions{}))
+								if err != nil {
+									return err
+								}
+								if c == nil && len(kvs) == 0 {
+									return nil
+								}
+								if fmt.Sprint(len(kvs)) != string(c) {
+									return fmt.Errorf("group %d: count %s, %d keys", g, c, len(kvs))
+								}
+								return nil
+							})
+							if err != nil {
+								errs <- err
+								return
+							}
+						}
+					}
+				})
+			}
+			writing.Wait()
+			close(done)
+			reading.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+		})
+	}
 }
