@@ -291,14 +291,7 @@ func TestSetRunsSnapshotsUnderConcurrency(t *testing.T) {
 	for _, file := range []bool{false, true} {
 		t.Run(fmt.Sprintf("file=%v", file), func(t *testing.T) {
 			t.Parallel()
-			var db *DB
-			if file {
-				var err error
-				db, err = OpenFile(t.TempDir(), FileConfig{})
-				require.NoError(t, err)
-			} else {
-				db = Open("", Config{})
-			}
+			db := openMemoryOrFile(t, file)
 			defer func() { require.NoError(t, db.Close()) }()
 			ctx := context.Background()
 			const writers, readers, commits, span = 2, 2, 150, 400
@@ -383,4 +376,16 @@ func TestSetRunsSnapshotsUnderConcurrency(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openMemoryOrFile opens a private memory database, or a file database in
+// a temporary directory: the caller closes it.
+func openMemoryOrFile(t *testing.T, file bool) *DB {
+	t.Helper()
+	if !file {
+		return Open("", Config{})
+	}
+	db, err := OpenFile(t.TempDir(), FileConfig{})
+	require.NoError(t, err)
+	return db
 }

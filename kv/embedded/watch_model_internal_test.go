@@ -51,14 +51,7 @@ func TestWatchModel(t *testing.T) {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprint("file=", file, "/seed=", seed), func(t *testing.T) {
 				t.Parallel()
-				var db *DB
-				if file {
-					var err error
-					db, err = OpenFile(t.TempDir(), FileConfig{})
-					require.NoError(t, err)
-				} else {
-					db = Open("", Config{})
-				}
+				db := openMemoryOrFile(t, file)
 				t.Cleanup(func() { _ = db.Close() })
 				watchModel(t, db, seed)
 			})
