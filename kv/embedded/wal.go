@@ -454,13 +454,20 @@ func (w *wal) write(group []*pending, sync bool) error {
 // retried after an error (the kernel may have dropped the dirty pages).
 func (w *wal) fail(err error, group []*pending) {
 	w.mu.Lock()
-	if w.failed == nil {
+	first := w.failed == nil
+	if first {
 		w.failed = fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	failed := w.failed
 	rest := w.queue
 	w.queue = nil
 	w.mu.Unlock()
+	if first {
+		// No commit is published any more, so no watch would fire:
+		// they fail now, with the log's error, rather than each
+		// waiting out its context (a FOR POP WAIT its timeout).
+		w.s.failWatches(failed)
+	}
 	for _, p := range group {
 		p.done <- kv.Join(kv.Errorf(kv.CodeCommitUnknownResult, "the log write failed; this commit may or may not be on disk"), failed)
 	}

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -198,5 +199,33 @@ func TestWatchArmedAfterCloseFails(t *testing.T) {
 			}
 			require.Equal(t, kv.CodeClientInvalidOperation, kv.Code(w.Err()), "%v", w.Err())
 		})
+	}
+}
+
+// TestWatchFailsWithTheLog: once the log fails, no commit is published
+// again, so no watch would ever fire. Those armed fail at once with the
+// log's error, as do those armed later (a read-only transaction still
+// commits), rather than each waiting out its context.
+func TestWatchFailsWithTheLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := OpenFile(t.TempDir(), FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	before := watchKey(t, db, "k")
+	db.s.log.syncFault = func() error { return errors.New("injected fsync error") }
+	err = db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte("other"), []byte("v"))
+		return nil
+	})
+	require.ErrorIs(t, err, ErrFailed)
+	for name, w := range map[string]kv.Watch{"armed before": before, "armed after": watchKey(t, db, "k")} {
+		select {
+		case <-w.Done():
+			require.ErrorIs(t, w.Err(), ErrFailed, name)
+			require.ErrorContains(t, w.Err(), "injected fsync error", name)
+		default:
+			t.Fatalf("a watch %s the log failed is still pending", name)
+		}
 	}
 }
