@@ -81,17 +81,7 @@ func TestFitPopGroupsExactlyOnceShapes(t *testing.T) {
 				}
 				res, err := run(t, e, sql, cpu, mem, gpu)
 				require.NoError(t, err)
-				for _, row := range res.Rows {
-					id := row[0].(int64)
-					require.LessOrEqual(t, row[1].(int64), cpu)
-					require.LessOrEqual(t, row[2].(int64), mem)
-					require.LessOrEqual(t, row[3].(int64), gpu)
-					mu.Lock()
-					require.False(t, got[id], "id %d popped twice", id)
-					got[id] = true
-					mu.Unlock()
-				}
-				return len(res.Rows)
+				return takePopped(t, res.Rows, &mu, got, cpu, mem, gpu)
 			}
 			var cw sync.WaitGroup
 			for c := range consumers {

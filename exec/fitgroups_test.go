@@ -60,16 +60,7 @@ func TestFitPopGroupsExactlyOnce(t *testing.T) {
 	pop := func(r *rand.Rand, cpu, mem int64) int {
 		res, err := run(t, e, "SELECT id, cpu, mem FROM t WHERE cpu <= ? AND mem <= ? ORDER BY priority LIMIT 1 FOR POP", cpu, mem)
 		require.NoError(t, err)
-		for _, row := range res.Rows {
-			id := row[0].(int64)
-			require.LessOrEqual(t, row[1].(int64), cpu)
-			require.LessOrEqual(t, row[2].(int64), mem)
-			mu.Lock()
-			require.False(t, got[id], "id %d popped twice", id)
-			got[id] = true
-			mu.Unlock()
-		}
-		return len(res.Rows)
+		return takePopped(t, res.Rows, &mu, got, cpu, mem)
 	}
 	var cw sync.WaitGroup
 	for c := range consumers {
@@ -89,4 +80,22 @@ func TestFitPopGroupsExactlyOnce(t *testing.T) {
 	}
 	require.Len(t, got, int(pushed.Load()), "every row pushed popped once")
 	t.Logf("%d rows, %d groups", len(got), groups.Load())
+}
+
+// takePopped checks that each of rows (id, then one column a limit) fits
+// limits and was not popped before, records its id in got under mu, and
+// returns how many rows there were.
+func takePopped(t *testing.T, rows [][]any, mu *sync.Mutex, got map[int64]bool, limits ...int64) int {
+	t.Helper()
+	for _, row := range rows {
+		id := row[0].(int64)
+		for i, limit := range limits {
+			require.LessOrEqual(t, row[1+i].(int64), limit)
+		}
+		mu.Lock()
+		require.False(t, got[id], "id %d popped twice", id)
+		got[id] = true
+		mu.Unlock()
+	}
+	return len(rows)
 }
