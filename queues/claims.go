@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -75,6 +76,14 @@ type Claims struct {
 	// carry is what the last attempt of several pops that committed alone
 	// read, for the next attempt that reads at its commit (firsts.go).
 	carry *carried
+	// idle is how long a carry no attempt took over is kept (carryIdle).
+	// sweep is the timer that drops it, running while sweeping; carries
+	// numbers the carries made, and seen is the number of the carry the
+	// timer saw when it last fired.
+	idle          time.Duration
+	sweep         *time.Timer
+	sweeping      bool
+	carries, seen uint64
 	// adopted and refused count the attempts that took over what the
 	// attempt before them carried, and those that found it stale (tests).
 	adopted, refused atomic.Int64
@@ -98,7 +107,7 @@ const maxGone = 1 << 12
 
 // NewClaims returns an empty registry.
 func NewClaims() *Claims {
-	return &Claims{held: map[string]*claim{}, live: map[uint64]struct{}{}}
+	return &Claims{held: map[string]*claim{}, live: map[uint64]struct{}{}, idle: carryIdle}
 }
 
 // Attempt is one attempt of a transaction whose pops claim the rows they

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -247,6 +248,52 @@ func (a *Attempt) carryLocked() {
 	a.compactFirsts()
 	c.carry = &carried{ver: ver, firsts: a.firsts, at: a.firstAt, buf: a.firstBuf, lo: a.firstLo, hi: a.firstHi, dir: a.dir, items: a.items}
 	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir, a.items = nil, nil, nil, nil, nil, nil, nil
+	c.armSweepLocked()
+}
+
+// carryIdle is how long a carry no attempt takes over is kept, at least
+// (at most twice that). What a carry holds points into the engine's
+// records, and keeps their blocks (32 KiB each in kv/embedded) alive: a
+// consumer that goes idle while other writers churn the database would
+// otherwise pin up to a few thousand of them until its next pop. A
+// consumer that pops less often than this reads afresh anyway: its
+// carry is stale by then unless nothing at all was written.
+const carryIdle = time.Second
+
+// armSweepLocked numbers the carry just kept and makes sure a timer will
+// drop it if no attempt takes it over within one or two idle periods:
+// the timer fires every period while there is a carry, and drops the
+// carry it saw the time before if that is still the one kept. Arming
+// costs a pop nothing while the timer runs, where resetting a timer at
+// every carry would cost each one. Callers hold mu.
+func (c *Claims) armSweepLocked() {
+	c.carries++
+	if c.sweeping {
+		return
+	}
+	c.sweeping, c.seen = true, 0
+	if c.sweep == nil {
+		c.sweep = time.AfterFunc(c.idle, c.sweepCarry)
+		return
+	}
+	c.sweep.Reset(c.idle)
+}
+
+// sweepCarry drops the carry if it is the one it saw an idle period
+// ago, and fires again while a newer one is kept.
+func (c *Claims) sweepCarry() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch cr := c.carry; {
+	case cr == nil:
+		c.sweeping = false // armed again by the next carry
+	case c.seen == c.carries:
+		c.carry, c.sweeping = nil, false
+		cr.drop()
+	default:
+		c.seen = c.carries
+		c.sweep.Reset(c.idle)
+	}
 }
 
 // adopt takes over what the attempt before it carried (carryLocked), if

@@ -3,6 +3,7 @@ package queues
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -67,4 +68,58 @@ func TestCarryAloneBacksOff(t *testing.T) {
 
 	carried, _ = pops(300, false, true)
 	require.LessOrEqual(t, carried, int64(14), "pops whose commits are not alone go on carrying reads")
+}
+
+// TestIdleCarryDropped: a carry no attempt takes over is dropped after an
+// idle period or two, so that a consumer gone idle does not keep the
+// engine's records it points to alive; pops that follow one another
+// faster still take over what the one before carried.
+func TestIdleCarryDropped(t *testing.T) {
+	t.Parallel()
+	db, q, r, task := pinnedQueue(t, Priority, 2)
+	defer db.Close()
+	require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
+		items := make([]Item, 200)
+		for i := range items {
+			items[i] = task()
+		}
+		_, err := q.PushAll(tr, Token{}, items)
+		return err
+	}))
+	claims := NewClaims()
+	claims.idle = 100 * time.Millisecond
+	kept := func() bool {
+		claims.mu.Lock()
+		defer claims.mu.Unlock()
+		return claims.carry != nil
+	}
+	pop := func(commit bool) {
+		tr, err := db.CreateTransaction(context.Background())
+		require.NoError(t, err)
+		defer tr.Cancel()
+		a := claims.Begin(tr)
+		_, _, err = q.PopFit(a, Order(r.IntN(2)), severalLimits[r.IntN(len(severalLimits))])
+		require.NoError(t, err)
+		if commit {
+			err = tr.Commit()
+		}
+		a.Release(commit && err == nil)
+	}
+	for round := range 3 {
+		adopted := claims.adopted.Load()
+		for range 40 {
+			pop(true)
+		}
+		require.GreaterOrEqual(t, claims.adopted.Load()-adopted, int64(30), "round %d: pops one after another do not take over what the one before carried", round)
+		require.True(t, kept(), "round %d: the last pop carried nothing", round)
+		if round == 1 {
+			// Taken over by a pop that does not commit: the timer finds
+			// nothing to drop, and must still run for the next carry.
+			pop(false)
+			require.False(t, kept())
+			time.Sleep(3 * claims.idle)
+			continue
+		}
+		require.Eventually(t, func() bool { return !kept() }, 10*time.Second, 5*time.Millisecond, "round %d: a carry no one takes over is kept", round)
+	}
 }
