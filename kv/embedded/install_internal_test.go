@@ -78,6 +78,56 @@ func BenchmarkApplyRandom(b *testing.B) {
 	})
 }
 
+// BenchmarkApplyPaired is BenchmarkApplyRandom with the seqs of
+// concurrent pushes: two 100-row INSERTs in flight together read the same
+// tail seq of each priority and number their rows of it from there, told
+// apart by their ids (queues/layout.go), so that the second one's items
+// interleave with the first's, one key in two. It is the install of a
+// commit group of 8 clients' INSERTs, in pairs.
+func BenchmarkApplyPaired(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	prefix := tuple.Tuple{"fdbqueue", "t", 1}.Pack()
+	// Each priority's last seq, and the tails the pair in flight read.
+	var tails, read [10]int64
+	benchApply(b, prefix, 300_000, func(prefix []byte, first int64) *batch {
+		if first%200 == 0 {
+			read = tails
+		}
+		seqs := read
+		bt := seqBatch(rng, prefix, first, &seqs)
+		for p, s := range seqs {
+			tails[p] = max(tails[p], s)
+		}
+		return bt
+	})
+}
+
+// seqBatch is randomBatch with each row's seq the next of its priority in
+// seqs, which it advances, rather than its id.
+func seqBatch(rng *rand.Rand, prefix []byte, first int64, seqs *[10]int64) *batch {
+	key := func(e ...any) []byte {
+		k, err := tuple.Tuple(e).AppendPack(append([]byte{}, prefix...))
+		if err != nil {
+			panic(err)
+		}
+		return k
+	}
+	payload := make([]byte, 64)
+	b := &batch{}
+	for id := first; id < first+100; id++ {
+		prio, cpu, mem := rng.Int64N(10), 1+rng.Int64N(8), 1+rng.Int64N(32)
+		seqs[prio]++
+		seq := seqs[prio]
+		b.writes = append(b.writes,
+			&write{key: key(0, prio, seq, id), base: baseSet, val: payload},
+			&write{key: key(1, id), base: baseSet, val: tuple.Tuple{prio, seq}.Pack()},
+			&write{key: key(3, cpu/2, mem/4, prio, seq, id), base: baseSet, val: tuple.Tuple{cpu, mem}.Pack()},
+			&write{key: key(5, cpu, mem, prio, seq, id), base: baseSet, val: nil})
+	}
+	slices.SortFunc(b.writes, func(x, y *write) int { return bytes.Compare(x.key, y.key) })
+	return b
+}
+
 // benchApply installs b.N rows of batches mk makes into a store of rows
 // rows first, and reports the thread's CPU time a row.
 func benchApply(b *testing.B, prefix []byte, rows int64, mk func(prefix []byte, first int64) *batch) {
