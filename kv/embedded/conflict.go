@@ -63,14 +63,37 @@ func (s *store) conflictsLocked(rv uint64, reads []span) bool {
 			}
 			continue
 		}
+		// The reads ascend too: each search starts where the last one
+		// ended, and gallops, as the next key at or after a read is
+		// mostly a few keys on. Under 8 clients' 100-row INSERTs (their
+		// 100 id reads against each commit since their read version,
+		// hundreds of keys each), a binary search of all the keys for
+		// every read cost 0.3 us a row under the store's lock.
+		j := 0
 		for _, r := range reads {
-			j, _ := slices.BinarySearchFunc(rec.keys, r.begin, bytes.Compare)
-			if j < len(rec.keys) && bytes.Compare(rec.keys[j], r.end) < 0 {
+			if j = seekKeys(rec.keys, j, r.begin); j == len(rec.keys) {
+				break
+			}
+			if bytes.Compare(rec.keys[j], r.end) < 0 {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// seekKeys returns the index of the first of keys (sorted) at or after x,
+// from j on (keys[:j] are before x), galloping from j.
+func seekKeys(keys [][]byte, j int, x []byte) int {
+	lo, step := j, 1
+	// keys[:lo] are before x.
+	for lo+step-1 < len(keys) && bytes.Compare(keys[lo+step-1], x) < 0 {
+		lo += step
+		step *= 2
+	}
+	hi := min(lo+step-1, len(keys)) // keys[hi:] are at or after x
+	i, _ := slices.BinarySearchFunc(keys[lo:hi], x, bytes.Compare)
+	return lo + i
 }
 
 // readsIntersect reports whether w intersects one of reads (sorted by

@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -108,4 +109,68 @@ func rangesEvery(step int) []readSpan {
 		out = append(out, readSpan{ckey(i), ckey(i + step/2 + 1)})
 	}
 	return out
+}
+
+// TestConflictsAreExactRandom checks the conflict check against a
+// brute-force one on random commits: a writer of 50 to 400 keys, a reader
+// of 1 to 15 ranges and point reads (the check's search from each read of
+// the writer's keys, from where the read before it left off), scattered
+// over the same 1,000 keys, the reads of one reader disjoint.
+func TestConflictsAreExactRandom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	outcomes := map[bool]int{}
+	for trial := range 400 {
+		written := map[int]bool{}
+		for range 20 + rng.IntN(280) {
+			written[rng.IntN(1000)] = true
+		}
+		var reads []readSpan
+		want := false
+		nreads := 1 + rng.IntN(15)
+		for i := rng.IntN(40); i < 1000 && len(reads) < nreads; i += 1 + rng.IntN(150) {
+			n := rng.IntN(4) // 0: a point read, else a range of n keys
+			if n == 0 {
+				reads = append(reads, readSpan{ckey(i), nil})
+				want = want || written[i]
+				continue
+			}
+			reads = append(reads, readSpan{ckey(i), ckey(i + n)})
+			for k := i; k < i+n; k++ {
+				want = want || written[k]
+			}
+			i += n
+		}
+		db := embedded.Open("", embedded.Config{})
+		reader, err := db.CreateTransaction(ctx)
+		require.NoError(t, err)
+		for _, r := range reads {
+			if r.end == nil {
+				_, err := reader.Get(r.begin)
+				require.NoError(t, err)
+				continue
+			}
+			_, err := kv.Collect(reader.GetRange(kv.Range{Begin: r.begin, End: r.end}, kv.RangeOptions{}))
+			require.NoError(t, err)
+		}
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			for k := range written {
+				tr.Set(ckey(k), []byte("v"))
+			}
+			return nil
+		}))
+		reader.Set([]byte("out"), []byte("v"))
+		err = reader.Commit()
+		if want {
+			require.ErrorIs(t, err, kv.ErrNotCommitted, "trial %d", trial)
+		} else {
+			require.NoError(t, err, "trial %d", trial)
+		}
+		outcomes[want]++
+		db.Close()
+	}
+	// Both outcomes, often: a check that always or never conflicts fails.
+	require.Greater(t, outcomes[true], 100)
+	require.Greater(t, outcomes[false], 100)
 }

@@ -19,8 +19,8 @@ import (
 // by shape P (5, cpu, mem, priority, seq, id): the shape of a `fdbqueue
 // bench` row's keys (driver's BenchmarkMemoryPerRow).
 func queueBatch(prefix []byte, first int64) *batch {
-	return rowsBatch(prefix, first, 200, func(id int64) (prio, cpu, mem int64) {
-		return id % 10, 1 + id%8, 1 + id%32
+	return rowsBatch(prefix, first, 200, func(id int64) (prio, seq, cpu, mem int64) {
+		return id % 10, id, 1 + id%8, 1 + id%32
 	})
 }
 
@@ -30,14 +30,15 @@ func queueBatch(prefix []byte, first int64) *batch {
 // tree, as realistic INSERTs do (queueBatch's follow the id), and a
 // 64-byte value.
 func randomBatch(rng *rand.Rand, prefix []byte, first int64) *batch {
-	return rowsBatch(prefix, first, 64, func(int64) (prio, cpu, mem int64) {
-		return rng.Int64N(10), 1 + rng.Int64N(8), 1 + rng.Int64N(32)
+	return rowsBatch(prefix, first, 64, func(id int64) (prio, seq, cpu, mem int64) {
+		return rng.Int64N(10), id, 1 + rng.Int64N(8), 1 + rng.Int64N(32)
 	})
 }
 
 // rowsBatch returns the batch of rows first..first+99 with values of
-// size bytes and the resources res gives each id, writes sorted by key.
-func rowsBatch(prefix []byte, first int64, size int, res func(id int64) (prio, cpu, mem int64)) *batch {
+// size bytes and the priority, seq and resources res gives each id, writes
+// sorted by key.
+func rowsBatch(prefix []byte, first int64, size int, res func(id int64) (prio, seq, cpu, mem int64)) *batch {
 	key := func(e ...any) []byte {
 		k, err := tuple.Tuple(e).AppendPack(append([]byte{}, prefix...))
 		if err != nil {
@@ -48,12 +49,12 @@ func rowsBatch(prefix []byte, first int64, size int, res func(id int64) (prio, c
 	payload := make([]byte, size)
 	b := &batch{}
 	for id := first; id < first+100; id++ {
-		prio, cpu, mem := res(id)
+		prio, seq, cpu, mem := res(id)
 		b.writes = append(b.writes,
-			&write{key: key(0, prio, id, id), base: baseSet, val: payload},
-			&write{key: key(1, id), base: baseSet, val: tuple.Tuple{prio, id}.Pack()},
-			&write{key: key(3, cpu/2, mem/4, prio, id, id), base: baseSet, val: tuple.Tuple{cpu, mem}.Pack()},
-			&write{key: key(5, cpu, mem, prio, id, id), base: baseSet, val: nil})
+			&write{key: key(0, prio, seq, id), base: baseSet, val: payload},
+			&write{key: key(1, id), base: baseSet, val: tuple.Tuple{prio, seq}.Pack()},
+			&write{key: key(3, cpu/2, mem/4, prio, seq, id), base: baseSet, val: tuple.Tuple{cpu, mem}.Pack()},
+			&write{key: key(5, cpu, mem, prio, seq, id), base: baseSet, val: nil})
 	}
 	slices.SortFunc(b.writes, func(x, y *write) int { return bytes.Compare(x.key, y.key) })
 	return b
@@ -75,6 +76,40 @@ func BenchmarkApplyRandom(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	benchApply(b, tuple.Tuple{"fdbqueue", "t", 1}.Pack(), 300_000, func(prefix []byte, first int64) *batch {
 		return randomBatch(rng, prefix, first)
+	})
+}
+
+// BenchmarkApplyPaired is BenchmarkApplyRandom with the seqs of
+// concurrent pushes: two 100-row INSERTs in flight together read the same
+// tail seq of each priority and number their rows of it from there, told
+// apart by their ids (queues/layout.go), so that the second one's items
+// interleave with the first's, one key in two. It is the install of a
+// commit group of 8 clients' INSERTs, in pairs.
+func BenchmarkApplyPaired(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	prefix := tuple.Tuple{"fdbqueue", "t", 1}.Pack()
+	// Each priority's last seq, and the tails the pair in flight read.
+	var tails, read [10]int64
+	benchApply(b, prefix, 300_000, func(prefix []byte, first int64) *batch {
+		if first%200 == 0 {
+			read = tails
+		}
+		seqs := read
+		bt := seqBatch(rng, prefix, first, &seqs)
+		for p, s := range seqs {
+			tails[p] = max(tails[p], s)
+		}
+		return bt
+	})
+}
+
+// seqBatch is randomBatch with each row's seq the next of its priority in
+// seqs, which it advances, rather than its id.
+func seqBatch(rng *rand.Rand, prefix []byte, first int64, seqs *[10]int64) *batch {
+	return rowsBatch(prefix, first, 64, func(int64) (prio, seq, cpu, mem int64) {
+		prio = rng.Int64N(10)
+		seqs[prio]++
+		return prio, seqs[prio], 1 + rng.Int64N(8), 1 + rng.Int64N(32)
 	})
 }
 
