@@ -103,13 +103,19 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 	switch {
 	case pk.ahead != nil:
 		dir = pk.ahead.dir
-	case budget == sedimentBudget:
+	case budget < scanBudget:
 		// Step 1 found nothing last time: the index's first read goes
 		// with step 1's, in the same round.
 		dir = q.readCellDir(pk, limits)
 	}
-	items, poss, complete, err := q.scanFits(pk, order, limits, 1, budget)
-	if err == nil {
+	var items []Item
+	var poss []pos
+	var complete bool
+	var err error
+	if budget == 0 {
+		// Step 1 missed time after time: the index alone (fitHints).
+		q.hints.skipped(key)
+	} else if items, poss, complete, err = q.scanFits(pk, order, limits, 1, budget); err == nil {
 		q.hints.record(key, len(items) == 0 && !complete)
 	}
 	switch {
@@ -230,12 +236,13 @@ func (q *Queue) readFitAhead(tr kv.Transaction, order Order, limits []int64, n i
 		return nil
 	}
 	a := &fitAhead{}
-	if q.kind != Priority || order != Max {
+	var hint [8 * maxIntLen]byte
+	skip := n == 1 && q.hints.budget(hintKey(hint[:], order, limits, 0)) == 0
+	if (q.kind != Priority || order != Max) && !skip {
 		// As many rows as step 1 reads: its budget of misses, the n it
 		// takes (a bounded part of a large n: a scan past them reads on
 		// through the pick's reader), and the rows it passes over as
 		// claimed.
-		var hint [8 * maxIntLen]byte
 		budget := scanBudget
 		if n == 1 {
 			budget = q.hints.budget(hintKey(hint[:], order, limits, 0))
