@@ -110,3 +110,57 @@ func TestFitPopSkipsSedimentAfterAMiss(t *testing.T) {
 		return err
 	}))
 }
+
+// TestFitPopSkipsStepOneAfterMissesInARow: when step 1 keeps missing (the
+// head of the queue holds only tasks too large for a consumer), single
+// pops with the same limits skip it more and more often, and go straight
+// to the index: of 20 pops only the 1st, 2nd, 4th, 8th and 16th read the
+// sediment. Each takes the right task all the same; a hit in step 1
+// (here: by a consumer whose limits fit the head) is not held back.
+func TestFitPopSkipsStepOneAfterMissesInARow(t *testing.T) {
+	t.Parallel()
+	db, q := setup(t, queues.Priority, "cpu")
+	items := make([]queues.Item, 0, 300)
+	for i := range 300 {
+		items = append(items, queues.Item{ID: int64(i + 1), Priority: 0, Resources: []int64{8}, Value: []byte("big")})
+	}
+	pushAll := func(its ...queues.Item) {
+		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+			_, err := q.PushAll(tr, queues.Token{}, its)
+			return err
+		}))
+	}
+	pushAll(items...)
+	var reads []int
+	for i := range 20 {
+		pushAll(queues.Item{ID: int64(1001 + i), Priority: 9, Resources: []int64{1}, Value: []byte("small")})
+		n := 0
+		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+			n = 0
+			it, ok, err := q.PopFit(countingTx{tr, &n}, queues.Min, []int64{1})
+			require.True(t, ok)
+			require.Equal(t, "small", string(it.Value))
+			return err
+		}))
+		reads = append(reads, n)
+	}
+	var scanned []int
+	for i, n := range reads {
+		if n >= sedimentRead {
+			scanned = append(scanned, i+1)
+		}
+	}
+	require.Equal(t, []int{1, 2, 4, 8, 16}, scanned, "rows read by each pop: %v", reads)
+
+	// A consumer whose limits fit the head still takes it at once.
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		it, ok, err := q.PopFit(tr, queues.Min, []int64{8})
+		require.True(t, ok)
+		require.Equal(t, "big", string(it.Value))
+		return err
+	}))
+}
+
+// sedimentRead is the rows a fit pop reads at least when it reads step 1
+// after a miss (sedimentBudget).
+const sedimentRead = 16
