@@ -72,43 +72,16 @@ func (c countingIter) Next() bool {
 // same limits reads only a few, and both find the right task.
 func TestFitPopSkipsSedimentAfterAMiss(t *testing.T) {
 	t.Parallel()
-	db, q := setup(t, queues.Priority, "cpu")
-	items := make([]queues.Item, 0, 300)
-	for i := range 300 {
-		items = append(items, queues.Item{ID: int64(i + 1), Priority: 0, Resources: []int64{8}, Value: []byte("big")})
-	}
-	pushAll := func(its ...queues.Item) {
-		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-			_, err := q.PushAll(tr, queues.Token{}, its)
-			return err
-		}))
-	}
-	pushAll(items...)
-	popSmall := func() int {
-		n := 0
-		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-			n = 0
-			it, ok, err := q.PopFit(countingTx{tr, &n}, queues.Min, []int64{1})
-			require.True(t, ok)
-			require.Equal(t, "small", string(it.Value))
-			return err
-		}))
-		return n
-	}
+	db, q, pushAll := sedimentQueue(t)
 	pushAll(queues.Item{ID: 1001, Priority: 9, Resources: []int64{1}, Value: []byte("small")})
-	first := popSmall()
+	first := popSmall(t, db, q)
 	require.GreaterOrEqual(t, first, 128, "the first pop reads the sediment")
 	pushAll(queues.Item{ID: 1002, Priority: 9, Resources: []int64{1}, Value: []byte("small")})
-	second := popSmall()
+	second := popSmall(t, db, q)
 	require.Less(t, second, 40, "the next pop with the same limits reads little of it")
 
 	// A consumer whose limits fit the head still takes it at once.
-	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-		it, ok, err := q.PopFit(tr, queues.Min, []int64{8})
-		require.True(t, ok)
-		require.Equal(t, "big", string(it.Value))
-		return err
-	}))
+	requireHeadTaken(t, db, q)
 }
 
 // TestFitPopSkipsStepOneAfterMissesInARow: when step 1 keeps missing (the
@@ -119,6 +92,31 @@ func TestFitPopSkipsSedimentAfterAMiss(t *testing.T) {
 // (here: by a consumer whose limits fit the head) is not held back.
 func TestFitPopSkipsStepOneAfterMissesInARow(t *testing.T) {
 	t.Parallel()
+	db, q, pushAll := sedimentQueue(t)
+	var reads []int
+	for i := range 20 {
+		pushAll(queues.Item{ID: int64(1001 + i), Priority: 9, Resources: []int64{1}, Value: []byte("small")})
+		reads = append(reads, popSmall(t, db, q))
+	}
+	var scanned []int
+	for i, n := range reads {
+		if n >= sedimentRead {
+			scanned = append(scanned, i+1)
+		}
+	}
+	require.Equal(t, []int{1, 2, 4, 8, 16}, scanned, "rows read by each pop: %v", reads)
+
+	// A consumer whose limits fit the head still takes it at once.
+	requireHeadTaken(t, db, q)
+}
+
+// sedimentRead is the rows a fit pop reads at least when it reads step 1
+// after a miss (sedimentBudget).
+const sedimentRead = 16
+
+// sedimentQueue returns a queue of one resource, cpu, holding 300 tasks of
+// cpu 8 at priority 0, and a function that pushes more.
+func sedimentQueue(t *testing.T) (kv.Database, *queues.Queue, func(...queues.Item)) {
 	db, q := setup(t, queues.Priority, "cpu")
 	items := make([]queues.Item, 0, 300)
 	for i := range 300 {
@@ -131,28 +129,25 @@ func TestFitPopSkipsStepOneAfterMissesInARow(t *testing.T) {
 		}))
 	}
 	pushAll(items...)
-	var reads []int
-	for i := range 20 {
-		pushAll(queues.Item{ID: int64(1001 + i), Priority: 9, Resources: []int64{1}, Value: []byte("small")})
-		n := 0
-		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-			n = 0
-			it, ok, err := q.PopFit(countingTx{tr, &n}, queues.Min, []int64{1})
-			require.True(t, ok)
-			require.Equal(t, "small", string(it.Value))
-			return err
-		}))
-		reads = append(reads, n)
-	}
-	var scanned []int
-	for i, n := range reads {
-		if n >= sedimentRead {
-			scanned = append(scanned, i+1)
-		}
-	}
-	require.Equal(t, []int{1, 2, 4, 8, 16}, scanned, "rows read by each pop: %v", reads)
+	return db, q, pushAll
+}
 
-	// A consumer whose limits fit the head still takes it at once.
+// popSmall pops the task of cpu 1 that sedimentQueue's caller pushed last,
+// and returns the rows the pop read.
+func popSmall(t *testing.T, db kv.Database, q *queues.Queue) int {
+	n := 0
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		n = 0
+		it, ok, err := q.PopFit(countingTx{tr, &n}, queues.Min, []int64{1})
+		require.True(t, ok)
+		require.Equal(t, "small", string(it.Value))
+		return err
+	}))
+	return n
+}
+
+// requireHeadTaken: a fit pop whose limits fit the sediment takes it.
+func requireHeadTaken(t *testing.T, db kv.Database, q *queues.Queue) {
 	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
 		it, ok, err := q.PopFit(tr, queues.Min, []int64{8})
 		require.True(t, ok)
@@ -160,7 +155,3 @@ func TestFitPopSkipsStepOneAfterMissesInARow(t *testing.T) {
 		return err
 	}))
 }
-
-// sedimentRead is the rows a fit pop reads at least when it reads step 1
-// after a miss (sedimentBudget).
-const sedimentRead = 16

@@ -213,7 +213,15 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 	}); err != nil {
 		return err
 	}
-	heads := s.readHeads(tagShapes, shapes, nil)
+	return s.shapeHeads(shapes, tagShapeDir)
+}
+
+// shapeHeads offers the heads of the shapes with the coordinates in flat,
+// one after another, as wholeCells does, each a shape wholly inside the
+// limits; dirTag is where the directory keys of those found empty are
+// cleared (noDir: nowhere).
+func (s *indexSearch) shapeHeads(flat []int64, dirTag int) error {
+	heads := s.readHeads(tagShapes, flat, nil)
 	if err := s.waitHeads(heads); err != nil {
 		return err
 	}
@@ -226,7 +234,7 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 			return err
 		}
 	}
-	return s.wholeCells(heads, tagShapeDir)
+	return s.wholeCells(heads, dirTag)
 }
 
 // cornerOnly reports whether the only shape of cell that fits limits is
@@ -274,20 +282,7 @@ func (s *indexSearch) cornerCell(st *straddleRead) error {
 		}
 		return err
 	}
-	heads := s.readHeads(tagShapes, st.coords, nil)
-	if err := s.waitHeads(heads); err != nil {
-		return err
-	}
-	if s.maxFirst {
-		_, _, err := s.readLevels(heads)
-		if err == nil {
-			err = s.waitLevels(heads)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return s.wholeCells(heads, noDir)
+	return s.shapeHeads(st.coords, noDir)
 }
 
 // straddleStep is what straddlingCell's scan does with the next entry of
