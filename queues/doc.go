@@ -32,8 +32,9 @@
 //
 //  1. It reads the first items in queue order, up to scanBudget (see
 //     fit.go) that do not fit, or sedimentBudget when the last pop with
-//     the same limits found nothing there (fitHints). If one fits, it is
-//     the answer: when many tasks fit, this is all it takes.
+//     the same limits found nothing there, or none when pops with the
+//     same limits keep finding nothing there (fitHints). If one fits, it
+//     is the answer: when many tasks fit, this is all it takes.
 //  2. Otherwise it consults the index. Each task is filed under its cell,
 //     the vector of its resources quantised (see cellOf: exact below 16,
 //     then 8 cells per power of two, so a cell spans at most 1/8 of its
@@ -46,7 +47,9 @@
 //     to straddleBudget entries and only while it can still beat the best
 //     head found; past that budget it is resolved through the shape
 //     directory, inside the cell, where every fitting shape contributes its
-//     head. The best head wins.
+//     head. A straddling cell whose only fitting shape is its lower corner
+//     (limits at the cell's lower bound, as round values are) contributes
+//     that shape's head at once. The best head wins.
 //
 // PopFitN pops the first n fitting tasks in one pass, with the same answer
 // and the same conflicts as n calls to PopFit: step 1 once, then step 2 as

@@ -64,7 +64,7 @@ func (q *Queue) PopFit(tr kv.Transaction, order Order, limits []int64) (Item, bo
 		return Item{}, false, err
 	}
 	pr := q.promotion(tr, false)
-	ahead := q.readFitAhead(tr, order, limits, 1)
+	ahead := q.readSingleFitAhead(tr, order, limits)
 	moved, err := pr.finish(tr)
 	if err != nil {
 		return Item{}, false, err
@@ -103,13 +103,19 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 	switch {
 	case pk.ahead != nil:
 		dir = pk.ahead.dir
-	case budget == sedimentBudget:
+	case budget < scanBudget:
 		// Step 1 found nothing last time: the index's first read goes
 		// with step 1's, in the same round.
 		dir = q.readCellDir(pk, limits)
 	}
-	items, poss, complete, err := q.scanFits(pk, order, limits, 1, budget)
-	if err == nil {
+	var items []Item
+	var poss []pos
+	var complete bool
+	var err error
+	if budget == 0 {
+		// Step 1 missed time after time: the index alone (fitHints).
+		q.hints.skipped(key)
+	} else if items, poss, complete, err = q.scanFits(pk, order, limits, 1, budget); err == nil {
 		q.hints.record(key, len(items) == 0 && !complete)
 	}
 	switch {
@@ -226,20 +232,35 @@ type fitAhead struct {
 // and returns nil). Step 1 is read ahead in key order only: in Max order
 // of a priority queue it starts with the last key.
 func (q *Queue) readFitAhead(tr kv.Transaction, order Order, limits []int64, n int) *fitAhead {
+	return q.readFitAheadOf(tr, order, limits, n, false)
+}
+
+// readSingleFitAhead is readFitAhead for a single fit pop (PopFit), which
+// reads no items ahead when its hints have it skip step 1 (fitHints):
+// multi-row pops and leases, of one row too, never skip it.
+func (q *Queue) readSingleFitAhead(tr kv.Transaction, order Order, limits []int64) *fitAhead {
+	return q.readFitAheadOf(tr, order, limits, 1, true)
+}
+
+// readFitAheadOf is readFitAhead, for a single fit pop if single.
+func (q *Queue) readFitAheadOf(tr kv.Transaction, order Order, limits []int64, n int, single bool) *fitAhead {
 	if kv.AnswersAtIssue(tr) {
 		return nil
 	}
 	a := &fitAhead{}
-	if q.kind != Priority || order != Max {
+	budget := scanBudget
+	if n == 1 {
+		var hint [8 * maxIntLen]byte
+		budget = q.hints.budget(hintKey(hint[:], order, limits, 0))
+		if budget == 0 && !single {
+			budget = sedimentBudget // what it read before pops skipped step 1
+		}
+	}
+	if (q.kind != Priority || order != Max) && (budget > 0 || !single) {
 		// As many rows as step 1 reads: its budget of misses, the n it
 		// takes (a bounded part of a large n: a scan past them reads on
 		// through the pick's reader), and the rows it passes over as
 		// claimed.
-		var hint [8 * maxIntLen]byte
-		budget := scanBudget
-		if n == 1 {
-			budget = q.hints.budget(hintKey(hint[:], order, limits, 0))
-		}
 		a.r, a.limit = kv.PrefixRange(q.sub[tagItems]), budget+min(n, maxBatch)+claimedAhead(tr)
 		a.items = kv.GetRangeAsync(tr.Snapshot(), a.r, kv.RangeOptions{Limit: a.limit, Mode: kv.StreamingModeWantAll})
 	}

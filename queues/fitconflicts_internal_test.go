@@ -167,7 +167,7 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64, car
 				// With what PopFit reads ahead of promote's wait: what it
 				// read ahead changes none of the above.
 				pk := q.newFitPick(rw, removing)
-				pk.ahead = q.readFitAhead(rw, order, lim, 1)
+				pk.ahead = q.readSingleFitAhead(rw, order, lim)
 				it, p, ok, err := q.findFit(pk, order, lim)
 				require.NoError(t, err)
 				if ok {

@@ -72,6 +72,51 @@ func (c countingIter) Next() bool {
 // same limits reads only a few, and both find the right task.
 func TestFitPopSkipsSedimentAfterAMiss(t *testing.T) {
 	t.Parallel()
+	db, q, pushAll := sedimentQueue(t)
+	pushAll(queues.Item{ID: 1001, Priority: 9, Resources: []int64{1}, Value: []byte("small")})
+	first := popSmall(t, db, q)
+	require.GreaterOrEqual(t, first, 128, "the first pop reads the sediment")
+	pushAll(queues.Item{ID: 1002, Priority: 9, Resources: []int64{1}, Value: []byte("small")})
+	second := popSmall(t, db, q)
+	require.Less(t, second, 40, "the next pop with the same limits reads little of it")
+
+	// A consumer whose limits fit the head still takes it at once.
+	requireHeadTaken(t, db, q)
+}
+
+// TestFitPopSkipsStepOneAfterMissesInARow: when step 1 keeps missing (the
+// head of the queue holds only tasks too large for a consumer), single
+// pops with the same limits skip it more and more often, and go straight
+// to the index: of 20 pops only the 1st, 2nd, 4th, 8th and 16th read the
+// sediment. Each takes the right task all the same; a hit in step 1
+// (here: by a consumer whose limits fit the head) is not held back.
+func TestFitPopSkipsStepOneAfterMissesInARow(t *testing.T) {
+	t.Parallel()
+	db, q, pushAll := sedimentQueue(t)
+	var reads []int
+	for i := range 20 {
+		pushAll(queues.Item{ID: int64(1001 + i), Priority: 9, Resources: []int64{1}, Value: []byte("small")})
+		reads = append(reads, popSmall(t, db, q))
+	}
+	var scanned []int
+	for i, n := range reads {
+		if n >= sedimentRead {
+			scanned = append(scanned, i+1)
+		}
+	}
+	require.Equal(t, []int{1, 2, 4, 8, 16}, scanned, "rows read by each pop: %v", reads)
+
+	// A consumer whose limits fit the head still takes it at once.
+	requireHeadTaken(t, db, q)
+}
+
+// sedimentRead is the rows a fit pop reads at least when it reads step 1
+// after a miss (sedimentBudget).
+const sedimentRead = 16
+
+// sedimentQueue returns a queue of one resource, cpu, holding 300 tasks of
+// cpu 8 at priority 0, and a function that pushes more.
+func sedimentQueue(t *testing.T) (kv.Database, *queues.Queue, func(...queues.Item)) {
 	db, q := setup(t, queues.Priority, "cpu")
 	items := make([]queues.Item, 0, 300)
 	for i := range 300 {
@@ -84,25 +129,25 @@ func TestFitPopSkipsSedimentAfterAMiss(t *testing.T) {
 		}))
 	}
 	pushAll(items...)
-	popSmall := func() int {
-		n := 0
-		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-			n = 0
-			it, ok, err := q.PopFit(countingTx{tr, &n}, queues.Min, []int64{1})
-			require.True(t, ok)
-			require.Equal(t, "small", string(it.Value))
-			return err
-		}))
-		return n
-	}
-	pushAll(queues.Item{ID: 1001, Priority: 9, Resources: []int64{1}, Value: []byte("small")})
-	first := popSmall()
-	require.GreaterOrEqual(t, first, 128, "the first pop reads the sediment")
-	pushAll(queues.Item{ID: 1002, Priority: 9, Resources: []int64{1}, Value: []byte("small")})
-	second := popSmall()
-	require.Less(t, second, 40, "the next pop with the same limits reads little of it")
+	return db, q, pushAll
+}
 
-	// A consumer whose limits fit the head still takes it at once.
+// popSmall pops the task of cpu 1 that sedimentQueue's caller pushed last,
+// and returns the rows the pop read.
+func popSmall(t *testing.T, db kv.Database, q *queues.Queue) int {
+	n := 0
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		n = 0
+		it, ok, err := q.PopFit(countingTx{tr, &n}, queues.Min, []int64{1})
+		require.True(t, ok)
+		require.Equal(t, "small", string(it.Value))
+		return err
+	}))
+	return n
+}
+
+// requireHeadTaken: a fit pop whose limits fit the sediment takes it.
+func requireHeadTaken(t *testing.T, db kv.Database, q *queues.Queue) {
 	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
 		it, ok, err := q.PopFit(tr, queues.Min, []int64{8})
 		require.True(t, ok)

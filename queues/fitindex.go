@@ -420,10 +420,14 @@ func (s *indexSearch) unclaimedHead(prefix []byte, cutoff *pos, ahead kv.FutureR
 	return head, found, err
 }
 
+// noDir is the dirTag of heads whose directory keys a search leaves
+// alone (see cornerCell).
+const noDir = -1
+
 // clearDir clears the directory key under dirTag of a cell or shape found
 // empty, when the search runs in a pop.
 func (s *indexSearch) clearDir(dirTag int, coords []int64) {
-	if s.pk.tr != nil {
+	if s.pk.tr != nil && dirTag != noDir {
 		s.pk.tr.Clear(s.q.key(dirTag, coords...))
 	}
 }

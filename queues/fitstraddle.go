@@ -159,6 +159,9 @@ func (st *straddleRead) goesOn(s *indexSearch) bool {
 // offers the first entry that fits. Past the budget it offers the heads of
 // the cell's fitting shapes instead.
 func (s *indexSearch) straddlingCell(st *straddleRead) error {
+	if !s.pk.readsAhead() && cornerOnly(st.coords, s.limits) {
+		return s.cornerCell(st)
+	}
 	x := newKnownReader(s.tr, false)
 	defer x.release()
 	if s.maxFirst {
@@ -210,7 +213,15 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 	}); err != nil {
 		return err
 	}
-	heads := s.readHeads(tagShapes, shapes, nil)
+	return s.shapeHeads(shapes, tagShapeDir)
+}
+
+// shapeHeads offers the heads of the shapes with the coordinates in flat,
+// one after another, as wholeCells does, each a shape wholly inside the
+// limits; dirTag is where the directory keys of those found empty are
+// cleared (noDir: nowhere).
+func (s *indexSearch) shapeHeads(flat []int64, dirTag int) error {
+	heads := s.readHeads(tagShapes, flat, nil)
 	if err := s.waitHeads(heads); err != nil {
 		return err
 	}
@@ -223,7 +234,55 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 			return err
 		}
 	}
-	return s.wholeCells(heads, tagShapeDir)
+	return s.wholeCells(heads, dirTag)
+}
+
+// cornerOnly reports whether the only shape of cell that fits limits is
+// the cell's lower corner: in every resource the limit is the cell's
+// lower bound, or the cell is exact there (the cell straddles the limits,
+// so it is not exact in all). Limits at round values put them there: a
+// power of two, and most of its simple multiples, is a cell's lower bound.
+func cornerOnly(cell, limits []int64) bool {
+	for i, c := range cell {
+		if min(cellHigh(c), limits[i]) != c {
+			return false
+		}
+	}
+	return true
+}
+
+// cornerCell resolves a straddling cell whose only fitting shape is its
+// lower corner (cornerOnly): every entry that fits is that shape's, so
+// the shape's head answers for the cell, as a whole cell's head does
+// (wholeCells), where a scan of the cell in queue order reads every entry
+// that could beat the best found and does not fit, up to straddleBudget
+// of them. It reads the cell's first entry (in Max order, its last,
+// which readStraddling read) before: a cell found empty has its
+// directory key cleared, as the scan does, after the same read of the
+// whole cell. What it chooses is what the scan chooses: the best entry of
+// the cell that fits, is not claimed and beats the best found. A push of
+// an entry that fits lands in the shape, inside what the shape's head
+// reads covered (see wholeCells), so a pop that would commit after it
+// conflicts. The shape's directory key, which it does not read, it
+// leaves alone, even when it finds the shape empty: a clear of a key that
+// is not there would only conflict with pushes of the shape.
+//
+// Only where reads are answered when issued (kv.AnswersAtIssue): in
+// rounds the straddling cells' scans are read ahead with the heads, and
+// the shape's head would take rounds of its own.
+func (s *indexSearch) cornerCell(st *straddleRead) error {
+	first := &st.top
+	if !s.maxFirst {
+		first = &bump(&s.mem.levels, 1)[0]
+		issueFirst(s.tr, kv.PrefixRange(st.prefix), false, first)
+	}
+	if _, ok, err := first.get(); err != nil || !ok {
+		if err == nil {
+			s.clearDir(tagCellDir, st.coords) // listed, but empty
+		}
+		return err
+	}
+	return s.shapeHeads(st.coords, noDir)
 }
 
 // straddleStep is what straddlingCell's scan does with the next entry of

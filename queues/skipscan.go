@@ -48,6 +48,9 @@ func skipScanDim(tr kv.ReadTransaction, base []byte, dim int, mins, maxs, cur []
 		if err := skipScanDim(tr, next, dim+1, mins, maxs, append(cur, v), fn); err != nil {
 			return err
 		}
+		if v == maxs[dim] {
+			return nil // the next read's range is empty: it covers nothing
+		}
 		from = extending(next).End
 	}
 }
