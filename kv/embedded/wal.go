@@ -229,7 +229,7 @@ func (w *wal) lead() {
 // woke more often than the commits; with a yield every few milliseconds
 // the process made 14% fewer context switches and spent 14% less
 // processor time a commit (1-row INSERTs, medians of 15 alternated runs;
-// single pops, 9 runs: 17% and 8%). A yield costs under a microsecond.
+// single pops: 17% and 8%). One yield costs a fraction of a microsecond.
 const yieldEvery = 2 * time.Millisecond
 
 // yieldDue reports whether the pen's holder should yield its processor
