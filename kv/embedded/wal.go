@@ -110,10 +110,6 @@ type wal struct {
 	ckptBusy  bool
 	ckptTaken []chan error
 	ckptDone  chan ckptResult
-	// lastYield is when, since epoch, a lone client last yielded its
-	// processor (yieldDue).
-	epoch     time.Time
-	lastYield time.Duration
 
 	// ckptStarted, if set (tests), runs on the checkpoint's goroutine
 	// once its read version is pinned, before it writes anything.
@@ -129,7 +125,6 @@ func (w *wal) start() {
 	w.wake = make(chan struct{}, 1)
 	w.done = make(chan struct{})
 	w.ckptDone = make(chan ckptResult, 1)
-	w.epoch = time.Now()
 	go w.run()
 }
 
@@ -207,40 +202,9 @@ func (w *wal) lead() {
 		n = len(group)
 	}
 	due := !w.ckptBusy && w.policy.due(w.ckptSize, w.sinceCkpt, w.live)
-	yield := w.yieldDue()
 	if w.putDown(n) || due {
 		w.poke()
 	}
-	if yield {
-		runtime.Gosched()
-	}
-}
-
-// yieldEvery is how long a client that commits alone (lead) keeps its
-// processor before it lets the scheduler run. Such a client never parks:
-// its goroutine goes from one system call to the next (a durable write
-// takes about 100 µs), and a system call that returns does not go
-// through the scheduler. After 10 ms without it the runtime's monitor
-// (sysmon) takes the goroutine for one that will not yield: it takes its
-// processor from it in the middle of a write, which moves the goroutine
-// to another thread, and then polls every 20 µs for a millisecond and
-// more before it backs off again. Traced under a lone client's durable
-// INSERTs (fdbqueue bench, file: with sync=full), the monitor's thread
-// woke more often than the commits; with a yield every few milliseconds
-// the process made 14% fewer context switches and spent 14% less
-// processor time a commit (1-row INSERTs, medians of 15 alternated runs;
-// single pops: 17% and 8%). One yield costs a fraction of a microsecond.
-const yieldEvery = 2 * time.Millisecond
-
-// yieldDue reports whether the pen's holder should yield its processor
-// once it puts the pen down (yieldEvery); the caller holds the pen.
-func (w *wal) yieldDue() bool {
-	now := time.Since(w.epoch)
-	if now-w.lastYield < yieldEvery {
-		return false
-	}
-	w.lastYield = now
-	return true
 }
 
 // putDown lets go of the pen, after writing a group of n commits (0: none,
