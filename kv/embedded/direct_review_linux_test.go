@@ -1,0 +1,461 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+)
+
+// directCommitKey and directCommitValue are commit i's key j and its
+// value: the value says which key it is, so a damaged one shows.
+func directCommitKey(i, j int) []byte { return fmt.Appendf(nil, "c%05d/%04d", i, j) }
+
+func directCommitValue(rng *rand.Rand, i, j, size int) []byte {
+	v := fmt.Appendf(nil, "%d/%d:", i, j)
+	for len(v) < size {
+		v = append(v, byte('a'+rng.IntN(26)))
+	}
+	return v
+}
+
+// directCommitsIn reads a database written by directCommitKey's commits
+// and returns how many of them it holds, checking that they are commits
+// 0 to n-1, each whole, with the values want recorded.
+func directCommitsIn(t *testing.T, db *DB, want [][][]byte) int {
+	t.Helper()
+	var kvs []kv.KeyValue
+	require.NoError(t, db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
+		var err error
+		kvs, err = kv.Collect(tr.GetRange(kv.Range{Begin: []byte("c"), End: []byte("d")}, kv.RangeOptions{}))
+		return err
+	}))
+	n, j := 0, 0
+	for _, e := range kvs {
+		if j == len(want[n]) {
+			n, j = n+1, 0
+		}
+		require.Less(t, n, len(want), "a key no commit wrote: %q", e.Key)
+		require.Equal(t, string(directCommitKey(n, j)), string(e.Key), "commit %d is not whole", n)
+		require.True(t, bytes.Equal(want[n][j], e.Value), "commit %d's key %d has another value", n, j)
+		j++
+	}
+	if len(kvs) > 0 {
+		require.Equal(t, len(want[n]), j, "commit %d is not whole", n)
+		n++
+	}
+	return n
+}
+
+// TestReviewDirectCrashImages: the log segment, after every commit of a
+// random mix (lone commits of one key, of many blocks, larger than a
+// chunk, groups staged while they are written, segments started by
+// checkpoints, and turns through the page cache where direct I/O is
+// "refused"), keeps every byte of the records before unchanged, and is
+// zero after its end. The files a crash leaves anywhere in a commit's
+// write (the segment cut inside the write, or the write torn: each 512
+// bytes as before or as after it) recover every commit acknowledged
+// before, intact, and the one written all or nothing.
+func TestReviewDirectCrashImages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := FileConfig{CheckpointBytes: 1 << 40}
+	db, err := OpenFile(dir, cfg)
+	require.NoError(t, err)
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(7, 11))
+	var want [][][]byte
+	commit := func(keys, size int) {
+		i := len(want)
+		vals := make([][]byte, keys)
+		for j := range vals {
+			vals[j] = directCommitValue(rng, i, j, size)
+		}
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			for j, v := range vals {
+				tr.Set(directCommitKey(i, j), v)
+			}
+			return nil
+		}))
+		want = append(want, vals)
+	}
+	sawDirect := false
+	var before []byte // the segment as the last commit left it
+	seg := db.s.log.seg
+	for step := range 180 {
+		// What to do before this commit.
+		switch r := rng.IntN(25); {
+		case r == 0:
+			require.NoError(t, db.Checkpoint()) // a new segment
+		case r == 1:
+			seg.sys.close() // refused: the page cache's for a while
+		case r <= 4:
+			if seg.sys.direct < 0 {
+				seg.sys.directTried = false // and direct again
+			}
+		}
+		if db.s.log.seg != seg {
+			seg, before = db.s.log.seg, nil
+		}
+		prevOff := seg.off
+		switch r := rng.IntN(20); {
+		case r == 0:
+			commit(100, 1+rng.IntN(300)) // staged while written
+		case r == 1:
+			commit(8+rng.IntN(8), 90_000+rng.IntN(9_000)) // a chunk or more
+		case r <= 5:
+			commit(1+rng.IntN(4), 1+rng.IntN(9000)) // blocks
+		default:
+			commit(1, 1+rng.IntN(300))
+		}
+		require.Same(t, seg, db.s.log.seg)
+		sawDirect = sawDirect || seg.sys.direct >= 0
+		after, err := os.ReadFile(seg.f.Name())
+		require.NoError(t, err)
+		require.Zero(t, len(after)%segChunk, "reserved space ends on a chunk's boundary")
+		require.True(t, zeroTail(after[seg.off:]), "step %d: the space after the records is zero", step)
+		if before != nil {
+			require.True(t, bytes.Equal(before[:prevOff], after[:prevOff]),
+				"step %d: the write changed the records before it (%d bytes, direct %v)", step, prevOff, seg.sys.direct >= 0)
+		}
+
+		// Crash images of this commit's write: the files of the
+		// directory, the segment as the write may leave it.
+		if before != nil && step%4 == 0 {
+			old := make([]byte, len(after))
+			copy(old, before) // a chunk reserved for the write: zeros
+			images := [][]byte{}
+			cut := prevOff + rng.Int64N(seg.off-prevOff)
+			images = append(images, append(append([]byte(nil), after[:cut]...), old[cut:]...))
+			torn := append([]byte(nil), after...)
+			for s := prevOff &^ 511; s < seg.off; s += 512 {
+				if rng.IntN(2) == 0 {
+					copy(torn[s:s+512], old[s:s+512])
+				}
+			}
+			images = append(images, torn)
+			for _, img := range images {
+				crashed := t.TempDir()
+				names, err := filepath.Glob(filepath.Join(dir, "*"))
+				require.NoError(t, err)
+				for _, name := range names {
+					base := filepath.Base(name)
+					if base == "LOCK" || strings.HasSuffix(base, ".tmp") {
+						continue
+					}
+					data := img
+					if name != seg.f.Name() {
+						data, err = os.ReadFile(name)
+						require.NoError(t, err)
+					}
+					require.NoError(t, os.WriteFile(filepath.Join(crashed, base), data, 0o600))
+				}
+				again, err := OpenFile(crashed, cfg)
+				require.NoError(t, err)
+				n := directCommitsIn(t, again, want)
+				require.NoError(t, again.Close())
+				require.Contains(t, []int{len(want) - 1, len(want)}, n,
+					"step %d: a crash in a commit's write keeps the commits before, and that one all or nothing", step)
+			}
+		}
+		before = after
+	}
+	if !sawDirect {
+		t.Skip("no direct I/O here")
+	}
+	require.Equal(t, len(want), directCommitsIn(t, db, want))
+}
+
+// directValue is the value of writer g's commit n's key j: its size
+// varies, so that records end anywhere in a block.
+func directValue(g, n, j int) []byte {
+	v := fmt.Appendf(nil, "%d/%d/%d;", g, n, j)
+	return append(v, bytes.Repeat([]byte{byte('a' + (g+n+j)%26)}, (n*131+j*17)%3000)...)
+}
+
+func directKey(g, n, j int) []byte { return fmt.Appendf(nil, "g%d/%06d/%03d", g, n, j) }
+
+// TestReviewDirectReadWhileWritten: the log read through the page cache
+// while writers commit (direct, lone and grouped, some staged while
+// written), as a process that takes a database over after a kill reads
+// it, holds every commit acknowledged before the read began, intact.
+func TestReviewDirectReadWhileWritten(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := FileConfig{CheckpointBytes: 1 << 40}
+	db, err := OpenFile(dir, cfg)
+	require.NoError(t, err)
+	defer db.Close()
+	name := db.s.log.seg.f.Name()
+	const writers = 4
+	var acked [writers]atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; !stop.Load() && n < 400; n++ {
+				keys := 1
+				if n%9 == 4 {
+					keys = 70 // staged while written
+				}
+				if err := db.Transact(ctx, func(tr kv.Transaction) error {
+					for j := range keys {
+						tr.Set(directKey(g, n, j), directValue(g, n, j))
+					}
+					return nil
+				}); err != nil {
+					errs <- err
+					return
+				}
+				acked[g].Store(int64(n + 1))
+			}
+		}()
+	}
+	for round := 0; round < 12; round++ {
+		var floor [writers]int64
+		for g := range floor {
+			floor[g] = acked[g].Load()
+		}
+		data, err := os.ReadFile(name)
+		require.NoError(t, err)
+		crashed := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(crashed, filepath.Base(name)), data, 0o600))
+		again, err := OpenFile(crashed, cfg)
+		require.NoError(t, err)
+		require.NoError(t, again.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			for g := range writers {
+				for n := range int(floor[g]) {
+					keys := 1
+					if n%9 == 4 {
+						keys = 70
+					}
+					for j := range keys {
+						v, err := tr.Get(directKey(g, n, j))
+						require.NoError(t, err)
+						require.Equal(t, directValue(g, n, j), v, "round %d: writer %d's commit %d (of %d acknowledged) key %d", round, g, n, floor[g], j)
+					}
+				}
+			}
+			return nil
+		}))
+		require.NoError(t, again.Close())
+		t.Logf("round %d: read with %v commits acknowledged", round, floor)
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// fdsUnder counts this process's descriptors open on files in dir.
+func fdsUnder(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	n := 0
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err == nil && strings.HasPrefix(target, dir+string(filepath.Separator)) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestReviewDirectDescriptorsClose: the direct descriptor of a segment
+// closes with it, when a checkpoint starts a new segment and when the
+// database closes, also after the log failed.
+func TestReviewDirectDescriptorsClose(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	set := func(db *DB, k string) error {
+		return db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte(k), []byte("v"))
+			return nil
+		})
+	}
+	for cycle := range 6 {
+		db, err := OpenFile(dir, FileConfig{})
+		require.NoError(t, err)
+		require.NoError(t, set(db, "a"))
+		direct := db.s.log.seg.sys.direct >= 0
+		open := fdsUnder(t, dir)
+		for range 3 {
+			require.NoError(t, db.Checkpoint())
+			require.NoError(t, set(db, "b"))
+			require.Equal(t, open, fdsUnder(t, dir), "cycle %d: a checkpoint's new segment leaves no descriptor behind (direct %v)", cycle, direct)
+		}
+		if cycle%2 == 1 {
+			// The log fails on a direct write (EBADF: the direct
+			// descriptor now reads only).
+			ro, err := os.Open(db.s.log.seg.f.Name())
+			require.NoError(t, err)
+			for _, fd := range segmentFds(db.s.log.seg) {
+				require.NoError(t, syscall.Dup3(int(ro.Fd()), fd, 0))
+			}
+			require.NoError(t, ro.Close())
+			require.ErrorIs(t, set(db, "c"), ErrFailed)
+		}
+		_ = db.Close()
+		require.Zero(t, fdsUnder(t, dir), "cycle %d: every descriptor closes with the database", cycle)
+	}
+}
+
+// TestReviewDirectRefusedFallsBack: a direct read or write that the
+// system refuses (EINVAL: here the buffer is misaligned) is made through
+// the page cache, and the commit succeeds, intact; one that fails
+// otherwise (EBADF: the direct descriptor reads only) fails the log, and
+// the commits before it are there after a reopen.
+func TestReviewDirectRefusedFallsBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := OpenFile(dir, FileConfig{CheckpointBytes: 1 << 40})
+	require.NoError(t, err)
+	defer func() { _ = db.Close() }()
+	n := 0
+	set := func() error {
+		n++
+		return db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set(fmt.Appendf(nil, "k%04d", n), bytes.Repeat([]byte{byte(n)}, 700))
+			return nil
+		})
+	}
+	require.NoError(t, set())
+	seg := db.s.log.seg
+	if seg.sys.direct < 0 {
+		t.Skip("no direct I/O here")
+	}
+	misalign := func(keepTail bool) {
+		y := &seg.sys
+		raw := make([]byte, segChunk+2*int(y.align))
+		skip := int(-uintptr(unsafe.Pointer(&raw[0])) & uintptr(y.align-1))
+		skip++ // one byte past an aligned address
+		b := raw[skip : skip+segChunk : skip+segChunk]
+		if keepTail && y.tailLen > 0 {
+			copy(b, y.blk[:y.tailLen])
+		} else {
+			y.tailLen = -1
+		}
+		y.blk = b
+	}
+
+	// The tail read back into a misaligned buffer: refused.
+	misalign(false)
+	require.NoError(t, set())
+	require.Equal(t, -1, seg.sys.direct, "a refused read closes the direct descriptor")
+	require.NoError(t, set())
+
+	// Direct again (from an aligned buffer); the write from a
+	// misaligned one: refused.
+	seg.sys.directTried, seg.sys.blk, seg.sys.tailLen = false, nil, -1
+	require.NoError(t, set())
+	require.GreaterOrEqual(t, seg.sys.direct, 0)
+	misalign(true)
+	require.NoError(t, set())
+	require.Equal(t, -1, seg.sys.direct, "a refused write closes the direct descriptor")
+	require.NoError(t, set())
+
+	// Direct again; then the direct descriptor fails a write.
+	seg.sys.directTried, seg.sys.blk, seg.sys.tailLen = false, nil, -1
+	require.NoError(t, set())
+	require.GreaterOrEqual(t, seg.sys.direct, 0)
+	acked := n
+	ro, err := os.Open(seg.f.Name())
+	require.NoError(t, err)
+	require.NoError(t, syscall.Dup3(int(ro.Fd()), seg.sys.direct, 0))
+	require.NoError(t, ro.Close())
+	err = set()
+	require.ErrorIs(t, err, ErrFailed)
+	require.ErrorIs(t, err, syscall.EBADF)
+	require.True(t, kv.IsMaybeCommitted(err), "got %v", err)
+	require.ErrorIs(t, set(), ErrFailed)
+	_ = db.Close()
+
+	db, err = OpenFile(dir, FileConfig{})
+	require.NoError(t, err)
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		kvs, err := kv.Collect(tr.GetRange(kv.Range{Begin: []byte("k"), End: []byte("l")}, kv.RangeOptions{}))
+		require.NoError(t, err)
+		require.Len(t, kvs, acked)
+		for i, e := range kvs {
+			require.Equal(t, fmt.Sprintf("k%04d", i+1), string(e.Key))
+			require.Equal(t, bytes.Repeat([]byte{byte(i + 1)}, 700), e.Value)
+		}
+		return nil
+	}))
+}
+
+// TestReviewDirectGroupWriteErrorHidesTheGroup: a group staged while its
+// records are written (stageMin writes or more), whose write fails
+// (ENOSPC), fails as maybe committed and is never readable, though the
+// tree took it; the commits after fail; the database reopens without it.
+func TestReviewDirectGroupWriteErrorHidesTheGroup(t *testing.T) {
+	t.Parallel()
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full:", err)
+	}
+	defer full.Close()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := OpenFile(dir, FileConfig{})
+	require.NoError(t, err)
+	set := func(db *DB, prefix string, keys int) error {
+		return db.Transact(ctx, func(tr kv.Transaction) error {
+			for j := range keys {
+				tr.Set(fmt.Appendf(nil, "%s/%03d", prefix, j), []byte(prefix))
+			}
+			return nil
+		})
+	}
+	require.NoError(t, set(db, "before", 1))
+	for _, fd := range segmentFds(db.s.log.seg) {
+		require.NoError(t, syscall.Dup3(int(full.Fd()), fd, 0))
+	}
+	err = set(db, "group", 2*stageMin)
+	require.ErrorIs(t, err, ErrFailed)
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.True(t, kv.IsMaybeCommitted(err), "got %v", err)
+	require.ErrorIs(t, set(db, "after", 1), ErrFailed)
+	read := func(db *DB) []kv.KeyValue {
+		var kvs []kv.KeyValue
+		require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			var err error
+			kvs, err = kv.Collect(tr.GetRange(kv.Range{Begin: []byte("a"), End: []byte("z")}, kv.RangeOptions{}))
+			return err
+		}))
+		return kvs
+	}
+	want := []kv.KeyValue{{Key: []byte("before/000"), Value: []byte("before")}}
+	require.Equal(t, want, read(db), "the failed group is not readable")
+	_ = db.Close()
+
+	db, err = OpenFile(dir, FileConfig{})
+	require.NoError(t, err)
+	defer db.Close()
+	require.Equal(t, want, read(db))
+	require.NoError(t, set(db, "reopened", stageMin))
+}
