@@ -459,3 +459,45 @@ func TestReviewDirectGroupWriteErrorHidesTheGroup(t *testing.T) {
 	require.Equal(t, want, read(db))
 	require.NoError(t, set(db, "reopened", stageMin))
 }
+
+// TestReviewDirectLargeBufferNotKept: the direct writes' buffer of a
+// write larger than a chunk is not kept once the write returns (a
+// database that goes idle after one large commit would hold it), and the
+// next commit, read back or not, finds the records before intact.
+func TestReviewDirectLargeBufferNotKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := FileConfig{CheckpointBytes: 1 << 40}
+	db, err := OpenFile(dir, cfg)
+	require.NoError(t, err)
+	defer db.Close()
+	seg := db.s.log.seg
+	commit := func(keys int) {
+		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+			for j := range keys {
+				tr.Set(fmt.Appendf(nil, "k%03d/%03d", keys, j), bytes.Repeat([]byte{byte(j)}, 95_000))
+			}
+			return nil
+		}))
+	}
+	commit(1)
+	if seg.sys.direct < 0 {
+		t.Skip("no direct I/O here")
+	}
+	commit(30) // about 2.8 MB: one write past a chunk
+	require.GreaterOrEqual(t, seg.sys.direct, 0)
+	require.LessOrEqual(t, cap(seg.sys.blk), segChunk, "the large write's buffer is not kept")
+	commit(2)
+	require.NoError(t, db.Close())
+
+	again, err := OpenFile(dir, cfg)
+	require.NoError(t, err)
+	defer again.Close()
+	require.NoError(t, again.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		kvs, err := kv.Collect(tr.GetRange(kv.Range{Begin: []byte("k"), End: []byte("l")}, kv.RangeOptions{}))
+		require.NoError(t, err)
+		require.Len(t, kvs, 1+30+2)
+		return nil
+	}))
+}

@@ -47,12 +47,14 @@ func (y *segmentSys) init(f *os.File) error {
 	return rc.Control(func(fd uintptr) { y.fd = int(fd) })
 }
 
-// close closes the direct descriptor; the segment closes the file.
+// close closes the direct descriptor, and lets its buffer go; the segment
+// closes the file.
 func (y *segmentSys) close() {
 	if y.direct >= 0 {
 		_ = unix.Close(y.direct)
 		y.direct = -1
 	}
+	y.blk, y.tailLen = nil, -1
 }
 
 // sync makes the records written so far durable with fdatasync(2), which
@@ -206,6 +208,12 @@ func (s *segment) writeDirect(b []byte, off int64) (n int, used bool, err error)
 		y.tailAt, y.tailLen = last, int(off+int64(n)-last)
 		copy(buf, buf[last-start:int(last-start)+y.tailLen])
 	}
+	if cap(y.blk) > segChunk {
+		// Grown for a write larger than a chunk: not kept (a database
+		// idle after one large commit would hold it). The next write
+		// reads its block back.
+		y.blk, y.tailLen = nil, -1
+	}
 	return n, true, nil
 }
 
@@ -222,9 +230,9 @@ func (s *segment) directFailed(op string, err error) error {
 
 // buffer returns the direct writes' buffer, n bytes long (n a multiple of
 // align), aligned in memory, its first tailLen bytes kept. A buffer grown
-// past segChunk for a large write is not kept for the next.
+// past segChunk for a large write is not kept for the next (writeDirect).
 func (y *segmentSys) buffer(n int) []byte {
-	if c := cap(y.blk); c >= n && (c <= segChunk || c == n) {
+	if c := cap(y.blk); c >= n {
 		return y.blk[:n]
 	}
 	size := n
