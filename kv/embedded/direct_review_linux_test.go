@@ -3,19 +3,23 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fdbqueue/fdbqueue/internal/crashtest"
 	"github.com/fdbqueue/fdbqueue/kv"
 )
 
@@ -500,4 +504,136 @@ func TestReviewDirectLargeBufferNotKept(t *testing.T) {
 		require.Len(t, kvs, 1+30+2)
 		return nil
 	}))
+}
+
+// killWindow is how many commits TestReviewDirectKill keeps: commit n
+// clears commit n-killWindow's keys.
+const killWindow = 20
+
+// killShape is commit n's keys and value size in TestReviewDirectKill: lone
+// commits of one key, of many blocks, past a chunk, and groups staged
+// while they are written.
+func killShape(n uint64) (keys, size int) {
+	switch {
+	case n%23 == 5:
+		return 12, 90_000
+	case n%7 == 3:
+		return 2 * stageMin, 1 + int(n*37%200)
+	case n%5 == 1:
+		return 2, 1 + int(n*97%7000)
+	}
+	return 1, 1 + int(n*13%400)
+}
+
+func killKey(n uint64, j int) []byte { return fmt.Appendf(nil, "c%09d/%03d", n, j) }
+
+func killValue(n uint64, j, size int) []byte {
+	v := fmt.Appendf(nil, "%d/%d;", n, j)
+	return append(v, bytes.Repeat([]byte{byte('a' + (int(n)+j)%26)}, size)...)
+}
+
+func killLast(db *DB) (uint64, error) {
+	var last uint64
+	err := db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
+		v, err := tr.Get([]byte("last"))
+		if len(v) == 8 {
+			last = binary.LittleEndian.Uint64(v)
+		}
+		return err
+	})
+	return last, err
+}
+
+func killChild(dir string) {
+	fail := func(err error) {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	db, err := OpenFile(dir, FileConfig{})
+	if err != nil {
+		fail(err)
+	}
+	n, err := killLast(db)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println("ready")
+	for {
+		n++
+		keys, size := killShape(n)
+		if err := db.Transact(context.Background(), func(tr kv.Transaction) error {
+			for j := range keys {
+				tr.Set(killKey(n, j), killValue(n, j, size))
+			}
+			if n > killWindow {
+				tr.ClearRange(kv.Range{Begin: killKey(n-killWindow, 0), End: killKey(n-killWindow+1, 0)})
+			}
+			tr.Set([]byte("last"), binary.LittleEndian.AppendUint64(nil, n))
+			return nil
+		}); err != nil {
+			fail(err)
+		}
+		fmt.Println("ack", n)
+	}
+}
+
+// TestReviewDirectKill kills (SIGKILL) a process that commits a mix of
+// lone commits (written direct), commits past a chunk and groups staged
+// while written, with checkpoints starting new segments, at a random
+// moment; every acknowledged commit is there after a reopen, intact.
+func TestReviewDirectKill(t *testing.T) {
+	if dir := os.Getenv("FDBQUEUE_DIRECT_KILL_CHILD"); dir != "" {
+		killChild(dir)
+		return
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(5, 9))
+	var acked uint64
+	for round := range crashtest.Rounds(8) {
+		child := crashtest.Start(t, "TestReviewDirectKill", "FDBQUEUE_DIRECT_KILL_CHILD="+dir)
+		child.Read(t, func(l string) {
+			f := strings.Fields(l)
+			switch f[0] {
+			case "ready":
+				child.KillAfter(time.Duration(20+rng.IntN(200)) * time.Millisecond)
+			case "ack":
+				n, err := strconv.ParseUint(f[1], 10, 64)
+				require.NoError(t, err)
+				require.Equal(t, acked+1, n, "round %d", round)
+				acked = n
+			case "error":
+				t.Fatalf("round %d: child failed: %s", round, l)
+			}
+		})
+		_ = child.Wait()
+
+		db, err := OpenFile(dir, FileConfig{})
+		require.NoError(t, err)
+		last, err := killLast(db)
+		require.NoError(t, err)
+		require.Contains(t, []uint64{acked, acked + 1}, last, "round %d: acknowledged %d", round, acked)
+		acked = last
+		require.NoError(t, db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
+			kvs, err := kv.Collect(tr.GetRange(kv.Range{Begin: []byte("c"), End: []byte("d")}, kv.RangeOptions{}))
+			require.NoError(t, err)
+			want := 0
+			for n := last; n > 0 && n+killWindow > last; n-- {
+				keys, _ := killShape(n)
+				want += keys
+			}
+			require.Len(t, kvs, want, "round %d: the last %d commits of %d", round, killWindow, last)
+			for _, e := range kvs {
+				var n uint64
+				var j int
+				_, err := fmt.Sscanf(string(e.Key), "c%09d/%03d", &n, &j)
+				require.NoError(t, err)
+				_, size := killShape(n)
+				require.Equal(t, killValue(n, j, size), e.Value, "round %d: commit %d key %d", round, n, j)
+			}
+			return nil
+		}))
+		t.Logf("round %d: %d commits, %+v", round, last, db.Recovery())
+		require.NoError(t, db.Close())
+	}
 }
