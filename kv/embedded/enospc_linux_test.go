@@ -45,7 +45,9 @@ func TestFileDiskFullIsNotAConflict(t *testing.T) {
 	require.NoError(t, err)
 
 	// The disk fills: every write to the log segment now fails with ENOSPC.
-	require.NoError(t, syscall.Dup3(int(full.Fd()), int(db.s.log.seg.f.Fd()), 0))
+	for _, fd := range segmentFds(db.s.log.seg) {
+		require.NoError(t, syscall.Dup3(int(full.Fd()), fd, 0))
+	}
 
 	err = db.Transact(ctx, rmw)
 	require.Error(t, err)

@@ -30,7 +30,10 @@ func TestFileIOErrorFailsCleanly(t *testing.T) {
 		})
 	}
 	require.NoError(t, set("before"))
-	require.NoError(t, db.s.log.seg.f.Close()) // the disk goes away
+	// The disk goes away: the segment's descriptors are closed (also
+	// the one its direct writes take, where there is one).
+	db.s.log.seg.sys.close()
+	require.NoError(t, db.s.log.seg.f.Close())
 
 	err = set("during")
 	require.ErrorIs(t, err, ErrFailed)

@@ -62,7 +62,7 @@ func (s *segment) create(dir string) error {
 	}
 	s.off = int64(len(segMagic))
 	s.alloc = s.off
-	if err := s.reserve(s.off + segChunk); err != nil {
+	if err := s.reserve(segChunk); err != nil {
 		return err
 	}
 	if err := s.f.Sync(); err != nil {
@@ -71,10 +71,14 @@ func (s *segment) create(dir string) error {
 	return syncDir(dir)
 }
 
-// reserve makes the file at least size bytes long, writing zeros into the
-// new bytes: a full disk fails here, before any commit depends on the
-// space, and the records written there later change no metadata.
+// reserve makes the file at least size bytes long, a multiple of segChunk,
+// writing zeros into the new bytes: a full disk fails here, before any
+// commit depends on the space, and the records written there later change
+// no metadata. The reserved space starts and ends on a chunk's boundary,
+// so that no write of zeros covers part of a block that direct writes
+// (writeSynced) hold: the page cache would read it from the disk first.
 func (s *segment) reserve(size int64) error {
+	size = (size + segChunk - 1) &^ (segChunk - 1)
 	for s.alloc < size {
 		n, err := s.f.WriteAt(zeros[:min(int64(len(zeros)), size-s.alloc)], s.alloc)
 		s.alloc += int64(n)
@@ -104,25 +108,28 @@ func (s *segment) append(b []byte) error {
 
 // appendSync writes b at the end of the records and makes it durable, as
 // append then sync do. Where the system writes and syncs in one call
-// (writeSynced), and b fits in the reserved space, it makes that call: a
-// commit then enters the kernel once, not twice. Such a call makes
-// durable only the bytes it writes, and those are all the file's bytes
-// not durable yet: under SyncFull every write of the log is synced before
-// the next (commitGroup), with the zeros a reserve wrote (append, then
-// sync below), and the segment's first chunk was synced when it was
-// created.
+// (writeSynced), it makes that call: a commit then enters the kernel once,
+// not twice. Such a call makes durable only the bytes it writes, and those
+// are all the file's bytes not durable yet: under SyncFull every write of
+// the log is synced before the next (commitGroup), the segment's first
+// chunk was synced when it was created, and a chunk reserved here is
+// synced (its zeros, and the file's new size) before the write.
 func (s *segment) appendSync(b []byte) error {
-	if s.off+int64(len(b)) <= s.alloc {
-		n, done, err := s.writeSynced(b, s.off)
-		s.off += int64(n)
-		if done || err != nil {
+	if end := s.off + int64(len(b)); end > s.alloc {
+		if err := s.reserve(end + segChunk); err != nil {
 			return err
 		}
-		// Not written by that call, or only in part: the rest the
-		// usual way.
-		b = b[n:]
+		if err := s.sync(); err != nil {
+			return err
+		}
 	}
-	if err := s.append(b); err != nil {
+	n, done, err := s.writeSynced(b, s.off)
+	s.off += int64(n)
+	if done || err != nil {
+		return err
+	}
+	// Not written by that call, or only in part: the rest the usual way.
+	if err := s.append(b[n:]); err != nil {
 		return err
 	}
 	return s.sync()
@@ -133,6 +140,7 @@ func (s *segment) appendSync(b []byte) error {
 // clean end of the log (see replaySegment), which is also how it finds a
 // segment left by a crash.
 func (s *segment) close() error {
+	s.sys.close()
 	_ = s.f.Truncate(s.off)
 	return s.f.Close()
 }

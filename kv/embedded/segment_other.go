@@ -12,6 +12,8 @@ type segmentSys struct{}
 
 func (segmentSys) init(*os.File) error { return nil }
 
+func (segmentSys) close() {}
+
 func (s *segment) sync() error { return s.f.Sync() }
 
 // writeSynced leaves every write to append and sync.
