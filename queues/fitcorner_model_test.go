@@ -444,3 +444,89 @@ func runCornerConflicts(t *testing.T, kind queues.Kind, d int, seed uint64, roun
 	}
 	require.Positive(t, mustFail)
 }
+
+// TestFitCornerConcurrentPopsExactlyOnce: goroutines pop with the same
+// limits on a cell's lower bound (the straddling corner), the single pops
+// sharing the queue's hints (which have them skip step 1 after misses),
+// with multi-row pops and leases among them, in attempts of one Claims
+// and plain: each task fitting the limits is taken exactly once, and the
+// others stay. Run with -race.
+func TestFitCornerConcurrentPopsExactlyOnce(t *testing.T) {
+	t.Parallel()
+	for _, claimed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("claims %v", claimed), func(t *testing.T) {
+			t.Parallel()
+			db, q := setup(t, queues.Priority, "cpu", "mem")
+			if claimed {
+				db = claimsDB{Database: db, claims: queues.NewClaims()}
+			}
+			limits := []int64{2, 1024}
+			r := rand.New(rand.NewPCG(7, 7))
+			fitting := map[string]bool{}
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				for i := range 600 {
+					res := []int64{1 + r.Int64N(2), 1024 + r.Int64N(3)}
+					if i < 200 {
+						res[1] = 4096 // sediment, ahead in both orders
+					}
+					val := fmt.Sprint(i)
+					if res[1] <= limits[1] {
+						fitting[val] = true
+					}
+					prio := r.Int64N(3)
+					if i < 200 {
+						prio = int64(i%2) * 4
+					}
+					if err := q.Push(tr, queues.Item{ID: int64(i + 1), Priority: prio, Resources: res, Value: []byte(val)}); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+			const workers = 4
+			taken := make([][]string, workers)
+			done := make(chan error, workers)
+			for w := range workers {
+				go func() {
+					done <- func() error {
+						for i := 0; ; i++ {
+							order := queues.Order((w + i) % 2)
+							var got []queues.Item
+							err := db.Transact(bg, func(tr kv.Transaction) error {
+								var err error
+								switch {
+								case w == 3 && i%3 == 0:
+									got, err = q.PopFitN(tr, order, limits, 2)
+								case w == 3 && i%3 == 1:
+									got, err = q.Lease(tr, queues.LeaseRequest{Order: order, Limits: limits, N: 1, For: time.Hour})
+								default:
+									got, err = one(q.PopFit(tr, order, limits))
+								}
+								return err
+							})
+							if err != nil {
+								return err
+							}
+							if len(got) == 0 {
+								return nil
+							}
+							taken[w] = append(taken[w], values(got)...)
+						}
+					}()
+				}()
+			}
+			for range workers {
+				require.NoError(t, <-done)
+			}
+			seen := map[string]bool{}
+			for _, vs := range taken {
+				for _, v := range vs {
+					require.False(t, seen[v], "%s taken twice", v)
+					require.True(t, fitting[v], "%s does not fit", v)
+					seen[v] = true
+				}
+			}
+			require.Len(t, seen, len(fitting))
+		})
+	}
+}
