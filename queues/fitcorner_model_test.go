@@ -277,6 +277,37 @@ func runCornerModel(t *testing.T, kind queues.Kind, d int, mode string, seed uin
 				return nil
 			}))
 			m.items = nil
+		case op >= 18: // a group's pops: several in one transaction (an attempt of several, out of plain)
+			type popAt struct {
+				order  queues.Order
+				limits []int64
+			}
+			var pops []popAt
+			for range 2 + r.IntN(4) {
+				pops = append(pops, popAt{queues.Order(r.IntN(2)), pool[r.IntN(len(pool))]})
+			}
+			got := make([]string, len(pops))
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				if a, ok := tr.(*queues.Attempt); ok {
+					a.Several()
+				}
+				for i, p := range pops {
+					it, _, err := q.PopFit(tr, p.order, p.limits)
+					if err != nil {
+						return err
+					}
+					got[i] = string(it.Value)
+				}
+				return nil
+			}))
+			m.promote(kind)
+			for i, p := range pops {
+				want := ""
+				if bi := m.best(kind, p.order, p.limits); bi >= 0 {
+					want = m.take(bi).val
+				}
+				require.Equal(t, want, got[i], "step %d pop %d of %d order %v limits %v", step, i, len(pops), p.order, p.limits)
+			}
 		case op == 17:
 			require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error { return q.Check(tr) }), "step %d", step)
 		}
@@ -316,18 +347,30 @@ func TestFitCornerPopConflictsWithChangeOfItsChoice(t *testing.T) {
 	for _, kind := range []queues.Kind{queues.FIFO, queues.Priority} {
 		for d := 1; d <= 2; d++ {
 			for seed := uint64(1); seed <= 3; seed++ {
-				t.Run(fmt.Sprintf("%v/d%d/seed%d", kind, d, seed), func(t *testing.T) {
-					t.Parallel()
-					runCornerConflicts(t, kind, d, seed, 250)
-				})
+				for _, claimed := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%v/d%d/seed%d/claims %v", kind, d, seed, claimed), func(t *testing.T) {
+						t.Parallel()
+						runCornerConflicts(t, kind, d, seed, 250, claimed)
+					})
+				}
 			}
 		}
 	}
 }
 
-func runCornerConflicts(t *testing.T, kind queues.Kind, d int, seed uint64, rounds int) {
+// runCornerConflicts runs rounds of a fit pop and a concurrent commit;
+// claimed: the pop runs in an attempt while another is in flight, and
+// reads through the snapshot, adding the conflicts its reads need.
+func runCornerConflicts(t *testing.T, kind queues.Kind, d int, seed uint64, rounds int, claimed bool) {
 	names := []string{"cpu", "mem", "gpu"}[:d]
 	db, q := setup(t, kind, names...)
+	claims := queues.NewClaims()
+	if claimed {
+		tr, err := db.CreateTransaction(bg)
+		require.NoError(t, err)
+		other := claims.Begin(tr)
+		t.Cleanup(func() { other.Release(false); tr.Cancel() })
+	}
 	r := rand.New(rand.NewPCG(seed, 31+uint64(d)+uint64(kind)))
 	pool := make([][]int64, 3)
 	for i := range pool {
@@ -400,8 +443,14 @@ func runCornerConflicts(t *testing.T, kind queues.Kind, d int, seed uint64, roun
 				return err
 			}))
 		}
-		popper, err := db.CreateTransaction(bg)
+		tr, err := db.CreateTransaction(bg)
 		require.NoError(t, err)
+		var popper kv.Transaction = tr
+		release := func(bool) {}
+		if claimed {
+			a := claims.Begin(tr)
+			popper, release = a, a.Release
+		}
 		it, ok, err := q.PopFit(popper, order, limits)
 		require.NoError(t, err)
 		got := string(it.Value)
@@ -436,11 +485,14 @@ func runCornerConflicts(t *testing.T, kind queues.Kind, d int, seed uint64, roun
 			mustFail++
 			require.ErrorIs(t, popper.Commit(), kv.ErrNotCommitted,
 				"round %d op %d order %v limits %v: took %q (%v), after the concurrent commit %q (%v)", round, op, order, limits, got, ok, want, wantOK)
+			release(false)
 			continue
 		}
-		if err := popper.Commit(); err != nil {
+		err = popper.Commit()
+		if err != nil {
 			require.ErrorIs(t, err, kv.ErrNotCommitted)
 		}
+		release(err == nil)
 	}
 	require.Positive(t, mustFail)
 }
