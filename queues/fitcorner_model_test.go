@@ -431,6 +431,23 @@ func runCornerConflicts(t *testing.T, kind queues.Kind, d int, seed uint64, roun
 		}
 		return nil
 	}))
+	// Leased tasks, which a concurrent release makes visible again at
+	// their places.
+	type held struct{ id, lease int64 }
+	var leased []held
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		leased = leased[:0]
+		for range 40 {
+			its, err := q.Lease(tr, queues.LeaseRequest{Order: queues.Order(r.IntN(2)), Limits: pool[r.IntN(len(pool))], N: 1, For: time.Hour})
+			if err != nil {
+				return err
+			}
+			for _, it := range its {
+				leased = append(leased, held{it.ID, it.Lease})
+			}
+		}
+		return nil
+	}))
 	mustFail := 0
 	for round := range rounds {
 		order := queues.Order(r.IntN(2))
@@ -456,7 +473,13 @@ func runCornerConflicts(t *testing.T, kind queues.Kind, d int, seed uint64, roun
 		got := string(it.Value)
 		popper.Set(append(q.Range().End, "receipt"...), nil) // a writer, even when it took nothing
 
-		op := r.IntN(6)
+		op := r.IntN(7)
+		var h held
+		if op == 6 && len(leased) > 0 {
+			i := r.IntN(len(leased))
+			h = leased[i]
+			leased = append(leased[:i], leased[i+1:]...)
+		}
 		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
 			switch {
 			case op < 2:
@@ -470,6 +493,9 @@ func runCornerConflicts(t *testing.T, kind queues.Kind, d int, seed uint64, roun
 				return err
 			case op == 3 && kind == queues.Priority:
 				_, err := q.Move(tr, ids[r.IntN(len(ids))], prioOf())
+				return err
+			case op == 6 && h.id != 0:
+				_, err := q.Release(tr, h.id, h.lease, 0) // (unless removed or moved since)
 				return err
 			case op == 4:
 				_, err := q.Lease(tr, queues.LeaseRequest{Order: queues.Order(r.IntN(2)), Limits: cornerLimits(r, d), N: 1, For: time.Hour})
