@@ -77,6 +77,14 @@ func claimCases() []claimCase {
 		{name: "fit index same cell", kind: queues.Priority, res: []string{"cpu", "mem"}, fill: withMisses(9, ab([]int64{1, 1}, []int64{1, 1})), take1: popFit(queues.Max, 4, 4)},
 		// cpu 16 and 17 share a cell, which a limit of 16 straddles.
 		{name: "fit straddling", kind: queues.Priority, res: []string{"cpu", "mem"}, fill: withMisses(9, ab([]int64{16, 1}, []int64{16, 1})), take1: popFit(queues.Max, 16, 4)},
+		// mem 1024 and 1025 share a cell, which a limit of 1024 straddles
+		// at its lower bound: the cell is resolved through its corner's
+		// shape, whose claimed head must not hide the next row.
+		{name: "fit straddling corner", kind: queues.Priority, res: []string{"cpu", "mem"}, fill: withMisses(9, ab([]int64{1, 1024}, []int64{1, 1024})), take1: popFit(queues.Max, 4, 1024)},
+		{name: "fit straddling corner beside", kind: queues.Priority, res: []string{"cpu", "mem"}, fill: withMisses(9, func(t *testing.T, db kv.Database, q *queues.Queue) {
+			push(t, db, q, 6, "too big", 1, 1025)
+			ab([]int64{1, 1024}, []int64{1, 1024})(t, db, q)
+		}), take1: popFit(queues.Max, 4, 1024)},
 		{name: "fitN index", kind: queues.Priority, res: []string{"cpu", "mem"}, fill: withMisses(9, apart),
 			take1: func(tr kv.Transaction, q *queues.Queue) ([]queues.Item, error) {
 				return q.PopFitN(tr, queues.Max, []int64{4, 4}, 1)

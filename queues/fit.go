@@ -99,6 +99,12 @@ func (q *Queue) findFit(pk *pick, order Order, limits []int64) (Item, pos, bool,
 	var hint [8 * maxIntLen]byte
 	key := hintKey(hint[:], order, limits, 0)
 	budget := q.hints.budget(key)
+	if pk.ahead != nil {
+		// What was read ahead for: another pop with these limits may
+		// have changed the hints since, and reading more than was read
+		// ahead would take a round trip more.
+		budget = pk.ahead.budget
+	}
 	var dir *dirAhead
 	switch {
 	case pk.ahead != nil:
@@ -224,6 +230,9 @@ type fitAhead struct {
 	r     kv.Range
 	limit int
 	dir   *dirAhead
+	// budget is step 1's budget of a single fit pop, as the hints said
+	// when it read ahead (0: skip step 1), which its choice keeps to.
+	budget int
 }
 
 // readFitAhead issues a fit pop's or lease's reads ahead (fitAhead), for
@@ -256,6 +265,7 @@ func (q *Queue) readFitAheadOf(tr kv.Transaction, order Order, limits []int64, n
 			budget = sedimentBudget // what it read before pops skipped step 1
 		}
 	}
+	a.budget = budget
 	if (q.kind != Priority || order != Max) && (budget > 0 || !single) {
 		// As many rows as step 1 reads: its budget of misses, the n it
 		// takes (a bounded part of a large n: a scan past them reads on

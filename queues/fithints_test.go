@@ -2,6 +2,7 @@ package queues_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -154,4 +155,38 @@ func requireHeadTaken(t *testing.T, db kv.Database, q *queues.Queue) {
 		require.Equal(t, "big", string(it.Value))
 		return err
 	}))
+}
+
+// TestFitMultiRowPopsAndLeasesDoNotSkipStepOne: while single fit pops with
+// some limits skip step 1 (after misses in a row), a multi-row pop and a
+// lease with the same limits, of one row too, still read the head of the
+// queue in order (step 1's whole budget: they keep no streak of misses), and all take the right task.
+func TestFitMultiRowPopsAndLeasesDoNotSkipStepOne(t *testing.T) {
+	t.Parallel()
+	db, q, pushAll := sedimentQueue(t)
+	for i := range 4 { // misses in a row (pops 1, 2 and 4 read step 1): the next single pops skip it
+		pushAll(queues.Item{ID: int64(1001 + i), Priority: 9, Resources: []int64{1}, Value: []byte("small")})
+		popSmall(t, db, q)
+	}
+	takes := map[string]func(kv.Transaction) ([]queues.Item, error){
+		"popN 1": func(tr kv.Transaction) ([]queues.Item, error) { return q.PopFitN(tr, queues.Min, []int64{1}, 1) },
+		"popN 2": func(tr kv.Transaction) ([]queues.Item, error) { return q.PopFitN(tr, queues.Min, []int64{1}, 2) },
+		"lease 1": func(tr kv.Transaction) ([]queues.Item, error) {
+			return q.Lease(tr, queues.LeaseRequest{Order: queues.Min, Limits: []int64{1}, N: 1, For: time.Hour})
+		},
+	}
+	for _, name := range []string{"popN 1", "popN 2", "lease 1"} {
+		pushAll(queues.Item{ID: queues.NewID(), Priority: 9, Resources: []int64{1}, Value: []byte("small")})
+		n := 0
+		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+			n = 0
+			got, err := takes[name](countingTx{tr, &n})
+			require.Equal(t, []string{"small"}, values(got), name)
+			return err
+		}))
+		require.GreaterOrEqual(t, n, 128, "%s reads step 1 with its whole budget", name)
+	}
+	// The single pops' hints went on skipping: the next one reads little.
+	pushAll(queues.Item{ID: 1100, Priority: 9, Resources: []int64{1}, Value: []byte("small")})
+	require.Less(t, popSmall(t, db, q), sedimentRead)
 }
