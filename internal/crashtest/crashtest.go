@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -112,6 +113,31 @@ func (c *Child) Read(t testing.TB, line func(l string)) {
 			t.Errorf("crashtest: the child running %s hung", c.test)
 		}
 	}
+}
+
+// ReadAcks reads a child that prints "ready" once it is under way, "ack
+// N" after each commit it made durable (1, 2, ... on from acked), and
+// "error ..." when it fails: it kills the child killAfter after "ready",
+// fails the test on an error or an ack out of order, and returns the last
+// commit acknowledged.
+func (c *Child) ReadAcks(t testing.TB, acked uint64, killAfter time.Duration) uint64 {
+	t.Helper()
+	c.Read(t, func(l string) {
+		f := strings.Fields(l)
+		switch f[0] {
+		case "ready":
+			c.KillAfter(killAfter)
+		case "ack":
+			n, err := strconv.ParseUint(f[1], 10, 64)
+			if err != nil || n != acked+1 {
+				t.Fatalf("crashtest: the child acknowledged %q after commit %d: acks go 1, 2, ... in order", l, acked)
+			}
+			acked = n
+		case "error":
+			t.Fatalf("crashtest: the child failed: %s", l)
+		}
+	})
+	return acked
 }
 
 // Wait waits for the child to exit, once Lines is closed, and returns how it

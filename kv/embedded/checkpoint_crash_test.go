@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -105,20 +103,7 @@ func TestFileCrashDuringCheckpoints(t *testing.T) {
 	checkpointed := false
 	for round := 0; round < rounds; round++ {
 		child := crashtest.Start(t, "TestFileCrashDuringCheckpoints", "FDBQUEUE_CKPT_CRASH_CHILD="+dir)
-		child.Read(t, func(l string) {
-			f := strings.Fields(l)
-			switch f[0] {
-			case "ready":
-				child.KillAfter(time.Duration(10+r.IntN(150)) * time.Millisecond)
-			case "ack":
-				n, err := strconv.ParseUint(f[1], 10, 64)
-				require.NoError(t, err)
-				require.Equal(t, acked+1, n, "round %d: commits are acknowledged in order", round)
-				acked = n
-			case "error":
-				t.Fatalf("round %d: child failed: %s", round, l)
-			}
-		})
+		acked = child.ReadAcks(t, acked, time.Duration(10+r.IntN(150))*time.Millisecond)
 		_ = child.Wait()
 
 		db, err := embedded.OpenFile(dir, embedded.FileConfig{CheckpointBytes: crashFloor})

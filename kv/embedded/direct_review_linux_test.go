@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -592,20 +591,7 @@ func TestReviewDirectKill(t *testing.T) {
 	var acked uint64
 	for round := range crashtest.Rounds(8) {
 		child := crashtest.Start(t, "TestReviewDirectKill", "FDBQUEUE_DIRECT_KILL_CHILD="+dir)
-		child.Read(t, func(l string) {
-			f := strings.Fields(l)
-			switch f[0] {
-			case "ready":
-				child.KillAfter(time.Duration(20+rng.IntN(200)) * time.Millisecond)
-			case "ack":
-				n, err := strconv.ParseUint(f[1], 10, 64)
-				require.NoError(t, err)
-				require.Equal(t, acked+1, n, "round %d", round)
-				acked = n
-			case "error":
-				t.Fatalf("round %d: child failed: %s", round, l)
-			}
-		})
+		acked = child.ReadAcks(t, acked, time.Duration(20+rng.IntN(200))*time.Millisecond)
 		_ = child.Wait()
 
 		db, err := OpenFile(dir, FileConfig{})
