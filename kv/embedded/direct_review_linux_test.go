@@ -695,3 +695,36 @@ func TestReviewDirectConcurrentRollovers(t *testing.T) {
 	require.NotZero(t, db.Recovery().CheckpointVersion, "checkpoints ran")
 	check(db)
 }
+
+// TestReviewDirectShortReadBackFails: a direct write that reads back the
+// block holding the log's end and gets fewer bytes than a block (the file
+// cut from outside) fails, rather than write the buffer's stale bytes
+// over the records before.
+func TestReviewDirectShortReadBackFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := OpenFile(dir, FileConfig{CheckpointBytes: 1 << 40})
+	require.NoError(t, err)
+	defer func() { _ = db.Close() }()
+	set := func(k string) error {
+		return db.Transact(ctx, func(tr kv.Transaction) error {
+			tr.Set([]byte(k), bytes.Repeat([]byte{'v'}, 300))
+			return nil
+		})
+	}
+	require.NoError(t, set("a"))
+	seg := db.s.log.seg
+	if seg.sys.direct < 0 {
+		t.Skip("no direct I/O here")
+	}
+	require.NotZero(t, seg.off%seg.sys.align, "the log's end is inside a block")
+	// The kept tail forgotten, the buffer scribbled on, the file cut just
+	// before the log's end: the read-back comes short.
+	seg.sys.tailLen = -1
+	for i := range seg.sys.blk {
+		seg.sys.blk[i] = 0xaa
+	}
+	require.NoError(t, os.Truncate(seg.f.Name(), seg.off-1))
+	require.Error(t, set("b"), "a commit wrote over a short read-back")
+}

@@ -6,6 +6,7 @@ package embedded
 
 import (
 	"errors"
+	"io"
 	"os"
 	"syscall"
 	"unsafe"
@@ -183,7 +184,14 @@ func (s *segment) writeDirect(b []byte, off int64) (n int, used bool, err error)
 	buf := y.buffer(int(end - start))
 	if head > 0 && (y.tailAt != start || y.tailLen != head) {
 		err := ignoringEINTR(func() error {
-			_, err := unix.Pread(y.direct, buf[:y.align], start)
+			k, err := unix.Pread(y.direct, buf[:y.align], start)
+			if err == nil && k < int(y.align) {
+				// The file ends inside the block (it is never shorter
+				// than the reserved space, unless cut from outside):
+				// writing the buffer's stale bytes over the records
+				// before would be worse than failing.
+				err = io.ErrUnexpectedEOF
+			}
 			return err
 		})
 		if err != nil {
