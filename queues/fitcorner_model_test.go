@@ -165,17 +165,7 @@ func runCornerModel(t *testing.T, kind queues.Kind, d int, mode string, seed uin
 			pushItems(1, true)
 		case op < 12: // fit pop or peek
 			peek := op == 11
-			var it queues.Item
-			var ok bool
-			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-				var err error
-				if peek {
-					it, ok, err = q.PeekFit(tr, order, limits)
-				} else {
-					it, ok, err = q.PopFit(tr, order, limits)
-				}
-				return err
-			}))
+			it, ok := fitOne(t, db, q, order, limits, peek)
 			if !peek {
 				m.promote(kind)
 			}

@@ -289,17 +289,7 @@ func runModel(t *testing.T, kind queues.Kind, resNames []string, seed uint64, st
 		case op < 8 && d > 0: // fit pop or peek
 			order, peek := orderOf(), r.IntN(3) == 0
 			limits := randRes()
-			var it queues.Item
-			var ok bool
-			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-				var err error
-				if peek {
-					it, ok, err = q.PeekFit(tr, order, limits)
-				} else {
-					it, ok, err = q.PopFit(tr, order, limits)
-				}
-				return err
-			}))
+			it, ok := fitOne(t, db, q, order, limits, peek)
 			if !peek {
 				m.promote(kind)
 			}
@@ -466,4 +456,21 @@ func (m *model) sorted(kind queues.Kind, order queues.Order) []string {
 		}
 		out = append(out, c.take(bi).val)
 	}
+}
+
+// fitOne runs one fit pop (or peek) of q in a transaction of its own.
+func fitOne(t *testing.T, db kv.Database, q *queues.Queue, order queues.Order, limits []int64, peek bool) (queues.Item, bool) {
+	t.Helper()
+	var it queues.Item
+	var ok bool
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		var err error
+		if peek {
+			it, ok, err = q.PeekFit(tr, order, limits)
+		} else {
+			it, ok, err = q.PopFit(tr, order, limits)
+		}
+		return err
+	}))
+	return it, ok
 }

@@ -5,6 +5,8 @@ package crashtest
 
 import (
 	"bufio"
+	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fdbqueue/fdbqueue/kv"
 )
 
 // Rounds returns how many children a crash test runs: FDBQUEUE_CRASH_ROUNDS,
@@ -138,6 +142,20 @@ func (c *Child) ReadAcks(t testing.TB, acked uint64, killAfter time.Duration) ui
 		}
 	})
 	return acked
+}
+
+// Last reads the key "last", where a child that prints "ack N" keeps the
+// last commit it made (a little-endian uint64; 0 for none).
+func Last(db kv.Database) (uint64, error) {
+	var last uint64
+	err := db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
+		v, err := tr.Get([]byte("last"))
+		if len(v) == 8 {
+			last = binary.LittleEndian.Uint64(v)
+		}
+		return err
+	})
+	return last, err
 }
 
 // Wait waits for the child to exit, once Lines is closed, and returns how it

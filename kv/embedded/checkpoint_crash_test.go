@@ -32,19 +32,6 @@ func crashKey(n uint64) []byte { return []byte(fmt.Sprintf("k/%012d", n)) }
 
 func crashValue(n uint64) []byte { return bytes.Repeat([]byte{byte('a' + n%26)}, 200) }
 
-// crashLast reads "last", the last commit that made it (0 for none).
-func crashLast(db kv.Database) (uint64, error) {
-	var last uint64
-	err := db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
-		v, err := tr.Get([]byte("last"))
-		if len(v) == 8 {
-			last = binary.LittleEndian.Uint64(v)
-		}
-		return err
-	})
-	return last, err
-}
-
 // crashCheckpointsChild is the child process of
 // TestFileCrashDuringCheckpoints: it commits the workload, printing "ack N"
 // once commit N returned, closing and reopening the database every few
@@ -61,7 +48,7 @@ func crashCheckpointsChild(dir string) {
 		if err != nil {
 			fail(err)
 		}
-		n, err := crashLast(db)
+		n, err := crashtest.Last(db)
 		if err != nil {
 			fail(err)
 		}
@@ -110,7 +97,7 @@ func TestFileCrashDuringCheckpoints(t *testing.T) {
 		require.NoError(t, err)
 		rec := db.Recovery()
 		checkpointed = checkpointed || rec.CheckpointVersion > 0
-		last, err := crashLast(db)
+		last, err := crashtest.Last(db)
 		require.NoError(t, err)
 		// The commit in flight at the kill may have made it.
 		require.Contains(t, []uint64{acked, acked + 1}, last, "round %d: acknowledged %d", round, acked)

@@ -531,18 +531,6 @@ func killValue(n uint64, j, size int) []byte {
 	return append(v, bytes.Repeat([]byte{byte('a' + (int(n)+j)%26)}, size)...)
 }
 
-func killLast(db *DB) (uint64, error) {
-	var last uint64
-	err := db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
-		v, err := tr.Get([]byte("last"))
-		if len(v) == 8 {
-			last = binary.LittleEndian.Uint64(v)
-		}
-		return err
-	})
-	return last, err
-}
-
 func killChild(dir string) {
 	fail := func(err error) {
 		fmt.Println("error", err)
@@ -552,7 +540,7 @@ func killChild(dir string) {
 	if err != nil {
 		fail(err)
 	}
-	n, err := killLast(db)
+	n, err := crashtest.Last(db)
 	if err != nil {
 		fail(err)
 	}
@@ -596,7 +584,7 @@ func TestReviewDirectKill(t *testing.T) {
 
 		db, err := OpenFile(dir, FileConfig{})
 		require.NoError(t, err)
-		last, err := killLast(db)
+		last, err := crashtest.Last(db)
 		require.NoError(t, err)
 		require.Contains(t, []uint64{acked, acked + 1}, last, "round %d: acknowledged %d", round, acked)
 		acked = last
