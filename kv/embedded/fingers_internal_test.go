@@ -89,8 +89,8 @@ func readerNow(t *testing.T, db *DB) kv.Transaction {
 }
 
 // requireHolds checks that tr (a new transaction if nil) reads exactly
-// want.
-func requireHolds(t *testing.T, db *DB, tr kv.Transaction, want map[string]string) {
+// want; msgAndArgs say which reader failed.
+func requireHolds(t *testing.T, db *DB, tr kv.Transaction, want map[string]string, msgAndArgs ...any) {
 	t.Helper()
 	if tr == nil {
 		var err error
@@ -104,12 +104,12 @@ func requireHolds(t *testing.T, db *DB, tr kv.Transaction, want map[string]strin
 	for _, e := range kvs {
 		got[string(e.Key)] = string(e.Value)
 	}
-	require.Equal(t, want, got)
+	require.Equal(t, want, got, msgAndArgs...)
 	keys := slices.Sorted(maps.Keys(want))
 	for _, k := range keys[:min(len(keys), 50)] {
 		v, err := tr.Get([]byte(k))
 		require.NoError(t, err)
-		require.Equal(t, want[k], string(v))
+		require.Equal(t, want[k], string(v), msgAndArgs...)
 	}
 }
 

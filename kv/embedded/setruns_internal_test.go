@@ -116,8 +116,9 @@ func setRunsModel(t *testing.T, file, tombs bool, seed uint64) {
 	tails := make([]int, groups)
 	model := map[string]string{}
 	type reader struct {
-		tr   kv.Transaction
-		want map[string]string
+		tr    kv.Transaction
+		want  map[string]string
+		round int // the round whose commit it reads
 	}
 	var readers []reader
 	defer func() {
@@ -127,7 +128,7 @@ func setRunsModel(t *testing.T, file, tombs bool, seed uint64) {
 	}()
 	check := func(tr kv.Transaction, want map[string]string, what string) {
 		t.Helper()
-		requireHolds(t, db, tr, want)
+		requireHolds(t, db, tr, want, what)
 		keys := slices.Sorted(maps.Keys(want))
 		got, err := kv.Collect(tr.GetRange(kv.Range{Begin: []byte{}, End: []byte{0xff}}, kv.RangeOptions{Reverse: true, Limit: 30}))
 		require.NoError(t, err)
@@ -205,11 +206,11 @@ func setRunsModel(t *testing.T, file, tombs bool, seed uint64) {
 		}))
 		applyRunOps(model, ops)
 		if r.IntN(4) == 0 || len(readers) == 0 {
-			readers = append(readers, reader{tr: readerNow(t, db), want: maps.Clone(model)})
+			readers = append(readers, reader{tr: readerNow(t, db), want: maps.Clone(model), round: round})
 		}
 		if len(readers) > 3 || r.IntN(6) == 0 {
 			i := r.IntN(len(readers))
-			check(readers[i].tr, readers[i].want, fmt.Sprintf("round %d, reader leaving", round))
+			check(readers[i].tr, readers[i].want, fmt.Sprintf("round %d, reader of round %d leaving", round, readers[i].round))
 			readers[i].tr.Cancel()
 			readers = slices.Delete(readers, i, i+1)
 		}
@@ -218,7 +219,7 @@ func setRunsModel(t *testing.T, file, tombs bool, seed uint64) {
 			check(fresh, model, fmt.Sprintf("round %d", round))
 			fresh.Cancel()
 			for i, rd := range readers {
-				check(rd.tr, rd.want, fmt.Sprintf("round %d, reader %d", round, i))
+				check(rd.tr, rd.want, fmt.Sprintf("round %d, reader %d of round %d", round, i, rd.round))
 			}
 		}
 		if file && round%40 == 39 {
@@ -236,7 +237,7 @@ func setRunsModel(t *testing.T, file, tombs bool, seed uint64) {
 		}
 	}
 	for _, rd := range readers {
-		check(rd.tr, rd.want, "end")
+		check(rd.tr, rd.want, fmt.Sprintf("end, reader of round %d", rd.round))
 		rd.tr.Cancel()
 	}
 	readers = nil

@@ -78,8 +78,12 @@ func (s *store) clearManyLocked(ver uint64, r kv.Range) bool {
 
 // tombsLocked removes from the tree, visiting up to budget keys, the keys
 // that tombstones at or below the horizon h cover and that were written
-// before them: no reader can see them any more. Callers hold s.mu
-// exclusively.
+// before them: no reader can see them any more. Each slice of a
+// tombstone's range it reads in the tree, it reads in s.dead too, in the
+// same hold of the lock: a key deleted ahead of the walk and set again
+// behind it between two slices is in neither part of the walk, and its
+// versions under the tombstone, left in its chain, would be read again
+// once the tombstone is gone. Callers hold s.mu exclusively.
 func (s *store) tombsLocked(h uint64, budget int) {
 	var batch []rec
 	for len(s.tombs) > 0 && budget > 0 {
@@ -101,6 +105,10 @@ func (s *store) tombsLocked(h uint64, budget int) {
 			return true
 		})
 		budget -= len(batch)
+		end := t.r.End // of the slice: the tree's keys in [t.next, end) are in batch
+		if !done {
+			end = kv.KeyAfter(batch[len(batch)-1].key())
+		}
 		var hint btree.PathHint // the batch's keys are adjacent
 		for _, e := range batch {
 			if e.ver() < t.ver {
@@ -112,14 +120,10 @@ func (s *store) tombsLocked(h uint64, budget int) {
 				s.cutBelowLocked(e, t.ver)
 			}
 		}
-		if !done {
-			t.next = kv.KeyAfter(batch[len(batch)-1].key())
-			return
-		}
 		// The deleted keys too: their older versions may be below it.
 		batch = batch[:0]
-		s.dead.Ascend(probe(&s.probeBuf, t.r.Begin), func(e rec) bool {
-			if bytes.Compare(e.key(), t.r.End) >= 0 {
+		s.dead.Ascend(probe(&s.probeBuf, t.next), func(e rec) bool {
+			if bytes.Compare(e.key(), end) >= 0 {
 				return false
 			}
 			batch = append(batch, e)
@@ -128,6 +132,10 @@ func (s *store) tombsLocked(h uint64, budget int) {
 		budget -= len(batch)
 		for _, e := range batch {
 			s.cutBelowLocked(e, t.ver)
+		}
+		if !done {
+			t.next = end
+			return
 		}
 		s.tombs[0] = tomb{}
 		s.tombs = s.tombs[1:]
