@@ -44,9 +44,9 @@ func TestAbbreviatedKeysModel(t *testing.T) {
 				dir := t.TempDir()
 				open := func() *DB {
 					if !file {
-						return Open("", Config{})
+						return Open("", stoppedClock())
 					}
-					db, err := OpenFile(dir, FileConfig{})
+					db, err := OpenFile(dir, FileConfig{Config: stoppedClock()})
 					require.NoError(t, err)
 					return db
 				}

@@ -93,10 +93,7 @@ func TestSetRunsModel(t *testing.T) {
 func setRunsModel(t *testing.T, file, tombs bool, seed uint64) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	// The readers live for many rounds: a clock that stands still keeps
-	// them from turning 5 seconds old on a loaded machine.
-	stopped := time.Now()
-	cfg := Config{Clock: func() time.Time { return stopped }}
+	cfg := stoppedClock()
 	open := func() *DB {
 		if !file {
 			return Open("", cfg)
