@@ -214,9 +214,12 @@ func (s *store) gcLocked(now time.Time, budget int) {
 // last pops, counted as live, would hide that a checkpoint is due at
 // Close. Callers hold s.mu.
 func (s *store) collectQueuedLocked(now time.Time) {
+	// One more per commit: the loop pops a commit's record only with
+	// budget left, and one that wrote nothing (a range clear made a
+	// tombstone) after the last entries would stay queued.
 	n := 0
 	for _, r := range s.gcq[s.gcHead:] {
-		n += len(r.entries)
+		n += len(r.entries) + 1
 	}
 	s.gcLocked(now, n)
 }
