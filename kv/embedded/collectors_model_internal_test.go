@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -33,12 +34,14 @@ type collectorModel struct {
 	snaps   map[uint64]map[string]string
 	readers []*modelReader
 	scans   []*modelScan
-	log     []string // the steps so far, for a failure's message
+	staged  []modelStaged // staged, not yet readable, in version order
+	log     []string      // the steps so far, for a failure's message
 }
 
 type modelReader struct {
-	tr *txn
-	rv uint64
+	tr    *txn
+	rv    uint64
+	since time.Time
 }
 
 // modelScan is a range read at rv in progress, fetched a few rows per hold
@@ -54,8 +57,8 @@ type modelScan struct {
 }
 
 func newCollectorModel(t *testing.T, seed uint64, nkeys int) *collectorModel {
-	now := time.Unix(1e9, 0)
-	db := Open("", Config{Clock: func() time.Time { return now }})
+	m := &collectorModel{t: t, rng: rand.New(rand.NewPCG(seed, 7)), now: time.Unix(1e9, 0)}
+	db := Open("", Config{Clock: func() time.Time { return m.now }})
 	s := db.s
 	s.tombMin, s.tombWait = 2, 0
 	// The collectors run only when the model says: no goroutine of the
@@ -64,10 +67,8 @@ func newCollectorModel(t *testing.T, seed uint64, nkeys int) *collectorModel {
 	// frees slabs).
 	s.tombWorker = true
 	s.sweep.slack = 1 << 60
-	m := &collectorModel{
-		t: t, rng: rand.New(rand.NewPCG(seed, 7)), db: db, s: s, now: now,
-		snaps: map[uint64]map[string]string{s.version.Load(): {}},
-	}
+	m.db, m.s = db, s
+	m.snaps = map[uint64]map[string]string{s.version.Load(): {}}
 	for i := range nkeys {
 		m.keys = append(m.keys, fmt.Appendf(nil, "k%02d", i))
 	}
@@ -99,7 +100,7 @@ func joinLines(l []string) string {
 // it covers more than 2 keys of the tree), then sets, clears and atomic
 // adds of a few keys, without collecting (the model's collector steps do).
 func (m *collectorModel) commit() {
-	cur := m.snaps[m.s.version.Load()]
+	cur := m.snaps[m.s.nextVer]
 	next := maps.Clone(cur)
 	b := &batch{}
 	var cleared kv.Range
@@ -126,7 +127,7 @@ func (m *collectorModel) commit() {
 		w := &write{key: key}
 		switch n := m.rng.IntN(10); {
 		case n < 5:
-			w.base, w.val = baseSet, fmt.Appendf(nil, "v%d-%d", m.s.version.Load()+1, i)
+			w.base, w.val = baseSet, fmt.Appendf(nil, "v%d-%d", m.s.nextVer+1, i)
 		case n < 8:
 			w.base = baseCleared
 		default:
@@ -149,10 +150,34 @@ func (m *collectorModel) commit() {
 	s.wlock()
 	s.nextVer++
 	ver := s.nextVer
-	s.applyAtLocked(ver, b)
+	// As a file database stages a commit while the group before it
+	// syncs (wal.enqueue): in the tree, not readable until published.
+	stage := len(m.staged) > 0 || m.rng.IntN(3) == 0
+	touched := s.stageLocked(ver, b)
+	if stage {
+		m.staged = append(m.staged, modelStaged{ver, touched, b.bump})
+	} else {
+		s.publishLocked(ver, touched, b.bump)
+	}
 	s.mu.Unlock()
 	m.snaps[ver] = next
-	m.step("commit %d: clears %q writes %s", ver, b.clears, describeWrites(b.writes))
+	m.step("commit %d (staged %v): clears %q writes %s", ver, stage, b.clears, describeWrites(b.writes))
+}
+
+type modelStaged struct {
+	ver     uint64
+	touched []rec
+	bump    bool
+}
+
+// publish makes the oldest staged commit readable.
+func (m *collectorModel) publish() {
+	p := m.staged[0]
+	m.staged = m.staged[1:]
+	m.s.wlock()
+	m.s.publishLocked(p.ver, p.touched, p.bump)
+	m.s.mu.Unlock()
+	m.step("publish %d", p.ver)
 }
 
 func describeWrites(ws []*write) string {
@@ -176,13 +201,37 @@ func (m *collectorModel) startReader() {
 	_, err = tr.Get([]byte("t")) // takes its read version
 	require.NoError(m.t, err)
 	t := tr.(*txn)
-	m.readers = append(m.readers, &modelReader{tr: t, rv: t.rv})
+	m.readers = append(m.readers, &modelReader{tr: t, rv: t.rv, since: m.now})
 	m.step("reader at %d", t.rv)
 }
 
 func (m *collectorModel) endReader() {
-	i := m.rng.IntN(len(m.readers))
-	r := m.readers[i]
+	m.drop(m.readers[m.rng.IntN(len(m.readers))])
+}
+
+// tooOld reports whether err failed a read of r because r is past the
+// 5-second limit, which it must be then; r is dropped.
+func (m *collectorModel) tooOld(r *modelReader, err error) bool {
+	if err == nil {
+		return false
+	}
+	require.Equal(m.t, kv.CodeTransactionTooOld, kv.Code(err), "%v\n%s", err, m.msg())
+	require.Greater(m.t, m.now.Sub(r.since), kv.MaxTransactionAge, m.msg())
+	m.step("reader at %d too old", r.rv)
+	m.drop(r)
+	return true
+}
+
+// tick moves the clock on: readers started more than 5 seconds before
+// expire, and the collectors no longer wait for them.
+func (m *collectorModel) tick() {
+	d := time.Duration(m.rng.IntN(1500)) * time.Millisecond
+	m.now = m.now.Add(d)
+	m.step("tick %v", d)
+}
+
+func (m *collectorModel) drop(r *modelReader) {
+	i := slices.Index(m.readers, r)
 	m.readers = slices.Delete(m.readers, i, i+1)
 	m.scans = slices.DeleteFunc(m.scans, func(sc *modelScan) bool { return sc.r == r })
 	r.tr.Cancel()
@@ -235,16 +284,23 @@ func requireSameKVs(t *testing.T, want, got []kv.KeyValue, msgAndArgs ...any) {
 // check reads, as a random live reader, every key, a range both ways with
 // and without a limit, and its first row both ways.
 func (m *collectorModel) check() {
-	r := m.readers[m.rng.IntN(len(m.readers))]
+	m.checkReader(m.readers[m.rng.IntN(len(m.readers))])
+}
+
+func (m *collectorModel) checkReader(r *modelReader) {
 	snap := m.snaps[r.rv]
 	for _, k := range m.keys {
 		v, err := r.tr.Get(k)
-		require.NoError(m.t, err)
+		if m.tooOld(r, err) {
+			return
+		}
 		want, ok := snap[string(k)]
 		require.Equal(m.t, presence([]byte(want), ok), v, "Get(%s) at %d\n%s", k, r.rv, m.msg())
 	}
 	vals, err := r.tr.GetMany(m.keys)
-	require.NoError(m.t, err)
+	if m.tooOld(r, err) {
+		return
+	}
 	for i, k := range m.keys {
 		want, ok := snap[string(k)]
 		require.Equal(m.t, presence([]byte(want), ok), vals[i], "GetMany(%s) at %d\n%s", k, r.rv, m.msg())
@@ -254,7 +310,9 @@ func (m *collectorModel) check() {
 		want := m.want(r.rv, begin, end, reverse)
 		for _, limit := range []int{0, 1, 3} {
 			got, err := kv.Collect(r.tr.GetRange(kv.Range{Begin: begin, End: end}, kv.RangeOptions{Limit: limit, Reverse: reverse}))
-			require.NoError(m.t, err)
+			if m.tooOld(r, err) {
+				return
+			}
 			w := want
 			if limit > 0 && len(w) > limit {
 				w = w[:limit]
@@ -262,7 +320,9 @@ func (m *collectorModel) check() {
 			requireSameKVs(m.t, w, got, "GetRange [%s, %s) reverse %v limit %d at %d\n%s", begin, end, reverse, limit, r.rv, m.msg())
 		}
 		e, found, err := r.tr.First(kv.Range{Begin: begin, End: end}, reverse)
-		require.NoError(m.t, err)
+		if m.tooOld(r, err) {
+			return
+		}
 		if len(want) == 0 {
 			require.False(m.t, found, "First [%s, %s) reverse %v at %d: %s\n%s", begin, end, reverse, r.rv, e.Key, m.msg())
 		} else {
@@ -291,6 +351,9 @@ func (m *collectorModel) scanStep() {
 	sc := m.scans[i]
 	var scratch []byte
 	batch, done := m.s.fetch(sc.r.rv, sc.begin, sc.beginEx, sc.end, sc.reverse, 1+m.rng.IntN(3), nil, &scratch)
+	if m.tooOld(sc.r, sc.r.tr.expired()) { // as the range iterator checks each batch
+		return
+	}
 	for _, e := range batch {
 		sc.got = append(sc.got, kv.KeyValue{Key: bytes.Clone(e.Key), Value: bytes.Clone(e.Value)})
 	}
@@ -347,6 +410,9 @@ func (m *collectorModel) compactSlice() {
 // finish ends every reader and collects everything: what is left must be
 // the newest version of each live key, nothing else.
 func (m *collectorModel) finish() {
+	for len(m.staged) > 0 {
+		m.publish()
+	}
 	for len(m.readers) > 0 {
 		m.endReader()
 	}
@@ -376,13 +442,19 @@ func (m *collectorModel) finish() {
 	require.Equal(m.t, live, s.slabs.live, "bytes in use\n%s", m.msg())
 }
 
+var collectorSeeds = flag.Int("collector-seeds", 300, "seeds TestCollectorsModel runs")
+
 func runCollectorModel(t *testing.T, seed uint64, steps int) {
 	m := newCollectorModel(t, seed, 16)
 	defer func() { require.NoError(t, m.db.Close()) }()
 	for range steps {
 		switch n := m.rng.IntN(100); {
-		case n < 25:
+		case n < 22:
 			m.commit()
+		case n < 25:
+			if len(m.staged) > 0 {
+				m.publish()
+			}
 		case n < 33:
 			if len(m.readers) < 6 {
 				m.startReader()
@@ -405,8 +477,10 @@ func runCollectorModel(t *testing.T, seed uint64, steps int) {
 			}
 		case n < 77:
 			m.gcSlice()
-		case n < 90:
+		case n < 88:
 			m.tombSlice()
+		case n < 90:
+			m.tick()
 		default:
 			m.compactSlice()
 		}
@@ -414,12 +488,9 @@ func runCollectorModel(t *testing.T, seed uint64, steps int) {
 	for len(m.scans) > 0 {
 		m.scanStep()
 	}
-	all := m.readers
-	for _, r := range all {
-		m.readers = []*modelReader{r}
-		m.check()
+	for _, r := range slices.Clone(m.readers) {
+		m.checkReader(r)
 	}
-	m.readers = all
 	m.finish()
 }
 
@@ -432,9 +503,9 @@ func runCollectorModel(t *testing.T, seed uint64, steps int) {
 // gone the collectors leave only the newest version of each live key.
 func TestCollectorsModel(t *testing.T) {
 	t.Parallel()
-	seeds := 300
+	seeds := *collectorSeeds
 	if testing.Short() {
-		seeds = 60
+		seeds = min(seeds, 60)
 	}
 	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
