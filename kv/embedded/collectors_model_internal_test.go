@@ -70,7 +70,7 @@ func newCollectorModel(t *testing.T, seed uint64, nkeys int) *collectorModel {
 	m.db, m.s = db, s
 	m.snaps = map[uint64]map[string]string{s.version.Load(): {}}
 	for i := range nkeys {
-		m.keys = append(m.keys, fmt.Appendf(nil, "k%02d", i))
+		m.keys = append(m.keys, fmt.Appendf(nil, "k%03d", i))
 	}
 	return m
 }
@@ -78,6 +78,14 @@ func newCollectorModel(t *testing.T, seed uint64, nkeys int) *collectorModel {
 func (m *collectorModel) step(format string, args ...any) {
 	m.log = append(m.log, fmt.Sprintf(format, args...))
 }
+
+// trail is the model's last steps, for a failure's message: formatted
+// only if an assertion fails.
+func (m *collectorModel) trail() fmt.Stringer { return modelTrail{m} }
+
+type modelTrail struct{ m *collectorModel }
+
+func (t modelTrail) String() string { return t.m.msg() }
 
 func (m *collectorModel) msg() string {
 	log := m.log
@@ -106,7 +114,7 @@ func (m *collectorModel) commit() {
 	var cleared kv.Range
 	if m.rng.IntN(5) == 0 {
 		i := m.rng.IntN(len(m.keys))
-		j := min(len(m.keys), i+1+m.rng.IntN(8))
+		j := min(len(m.keys), i+1+m.rng.IntN(max(8, len(m.keys)/4)))
 		cleared = kv.Range{Begin: m.keys[i], End: m.keys[j-1]}
 		if j == len(m.keys) || m.rng.IntN(2) == 0 {
 			cleared.End = kv.KeyAfter(m.keys[j-1])
@@ -119,7 +127,7 @@ func (m *collectorModel) commit() {
 		}
 	}
 	picked := map[int]bool{}
-	for range m.rng.IntN(6) {
+	for range m.rng.IntN(max(6, len(m.keys)/8)) {
 		picked[m.rng.IntN(len(m.keys))] = true
 	}
 	for _, i := range slices.Sorted(maps.Keys(picked)) {
@@ -215,8 +223,8 @@ func (m *collectorModel) tooOld(r *modelReader, err error) bool {
 	if err == nil {
 		return false
 	}
-	require.Equal(m.t, kv.CodeTransactionTooOld, kv.Code(err), "%v\n%s", err, m.msg())
-	require.Greater(m.t, m.now.Sub(r.since), kv.MaxTransactionAge, m.msg())
+	require.Equal(m.t, kv.CodeTransactionTooOld, kv.Code(err), "%v\n%s", err, m.trail())
+	require.Greater(m.t, m.now.Sub(r.since), kv.MaxTransactionAge, m.trail())
 	m.step("reader at %d too old", r.rv)
 	m.drop(r)
 	return true
@@ -295,7 +303,7 @@ func (m *collectorModel) checkReader(r *modelReader) {
 			return
 		}
 		want, ok := snap[string(k)]
-		require.Equal(m.t, presence([]byte(want), ok), v, "Get(%s) at %d\n%s", k, r.rv, m.msg())
+		require.Equal(m.t, presence([]byte(want), ok), v, "Get(%s) at %d\n%s", k, r.rv, m.trail())
 	}
 	vals, err := r.tr.GetMany(m.keys)
 	if m.tooOld(r, err) {
@@ -303,7 +311,7 @@ func (m *collectorModel) checkReader(r *modelReader) {
 	}
 	for i, k := range m.keys {
 		want, ok := snap[string(k)]
-		require.Equal(m.t, presence([]byte(want), ok), vals[i], "GetMany(%s) at %d\n%s", k, r.rv, m.msg())
+		require.Equal(m.t, presence([]byte(want), ok), vals[i], "GetMany(%s) at %d\n%s", k, r.rv, m.trail())
 	}
 	begin, end := m.randomRange()
 	for _, reverse := range []bool{false, true} {
@@ -317,17 +325,17 @@ func (m *collectorModel) checkReader(r *modelReader) {
 			if limit > 0 && len(w) > limit {
 				w = w[:limit]
 			}
-			requireSameKVs(m.t, w, got, "GetRange [%s, %s) reverse %v limit %d at %d\n%s", begin, end, reverse, limit, r.rv, m.msg())
+			requireSameKVs(m.t, w, got, "GetRange [%s, %s) reverse %v limit %d at %d\n%s", begin, end, reverse, limit, r.rv, m.trail())
 		}
 		e, found, err := r.tr.First(kv.Range{Begin: begin, End: end}, reverse)
 		if m.tooOld(r, err) {
 			return
 		}
 		if len(want) == 0 {
-			require.False(m.t, found, "First [%s, %s) reverse %v at %d: %s\n%s", begin, end, reverse, r.rv, e.Key, m.msg())
+			require.False(m.t, found, "First [%s, %s) reverse %v at %d: %s\n%s", begin, end, reverse, r.rv, e.Key, m.trail())
 		} else {
-			require.True(m.t, found, "First [%s, %s) reverse %v at %d\n%s", begin, end, reverse, r.rv, m.msg())
-			requireSameKVs(m.t, want[:1], []kv.KeyValue{e}, "First [%s, %s) reverse %v at %d\n%s", begin, end, reverse, r.rv, m.msg())
+			require.True(m.t, found, "First [%s, %s) reverse %v at %d\n%s", begin, end, reverse, r.rv, m.trail())
+			requireSameKVs(m.t, want[:1], []kv.KeyValue{e}, "First [%s, %s) reverse %v at %d\n%s", begin, end, reverse, r.rv, m.trail())
 		}
 	}
 	m.step("check reader at %d", r.rv)
@@ -367,7 +375,7 @@ func (m *collectorModel) scanStep() {
 		}
 	}
 	if done || len(batch) == 0 {
-		requireSameKVs(m.t, sc.want, sc.got, "scan at %d\n%s", sc.r.rv, m.msg())
+		requireSameKVs(m.t, sc.want, sc.got, "scan at %d\n%s", sc.r.rv, m.trail())
 		m.scans = slices.Delete(m.scans, i, i+1)
 	}
 }
@@ -424,28 +432,28 @@ func (m *collectorModel) finish() {
 		s.tombsLocked(s.horizonLocked(m.now), 1<<30)
 	}
 	want := m.snaps[s.version.Load()]
-	require.Empty(m.t, s.tombs, "tombstones left\n%s", m.msg())
-	require.Equal(m.t, len(s.gcq), s.gcHead, "the collector's queue not drained\n%s", m.msg())
-	require.Zero(m.t, len(s.older), "versions older than the newest left\n%s", m.msg())
-	require.Zero(m.t, s.dead.Len(), "deletions left\n%s", m.msg())
+	require.Empty(m.t, s.tombs, "tombstones left\n%s", m.trail())
+	require.Equal(m.t, len(s.gcq), s.gcHead, "the collector's queue not drained\n%s", m.trail())
+	require.Zero(m.t, len(s.older), "versions older than the newest left\n%s", m.trail())
+	require.Zero(m.t, s.dead.Len(), "deletions left\n%s", m.trail())
 	got := map[string]string{}
 	live := 0
 	s.tree.Scan(func(r rec) bool {
-		require.False(m.t, r.del(), "a deletion in the tree: %q\n%s", r.key(), m.msg())
-		require.False(m.t, r.stale(), "a stale record in the tree: %q\n%s", r.key(), m.msg())
-		require.False(m.t, r.hasOlder(), "a record with an older version: %q\n%s", r.key(), m.msg())
+		require.False(m.t, r.del(), "a deletion in the tree: %q\n%s", r.key(), m.trail())
+		require.False(m.t, r.stale(), "a stale record in the tree: %q\n%s", r.key(), m.trail())
+		require.False(m.t, r.hasOlder(), "a record with an older version: %q\n%s", r.key(), m.trail())
 		got[string(r.key())] = string(r.val())
 		live += r.size()
 		return true
 	})
-	require.Equal(m.t, want, got, m.msg())
-	require.Equal(m.t, live, s.slabs.live, "bytes in use\n%s", m.msg())
+	require.Equal(m.t, want, got, m.trail())
+	require.Equal(m.t, live, s.slabs.live, "bytes in use\n%s", m.trail())
 }
 
 var collectorSeeds = flag.Int("collector-seeds", 300, "seeds TestCollectorsModel runs")
 
-func runCollectorModel(t *testing.T, seed uint64, steps int) {
-	m := newCollectorModel(t, seed, 16)
+func runCollectorModel(t *testing.T, seed uint64, nkeys, steps int) {
+	m := newCollectorModel(t, seed, nkeys)
 	defer func() { require.NoError(t, m.db.Close()) }()
 	for range steps {
 		switch n := m.rng.IntN(100); {
@@ -510,7 +518,25 @@ func TestCollectorsModel(t *testing.T) {
 	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			runCollectorModel(t, seed, 600)
+			runCollectorModel(t, seed, 16, 600)
+		})
+	}
+}
+
+// TestCollectorsModelWide is TestCollectorsModel with enough keys for
+// the tree to have inner nodes (a leaf holds up to 127), so that the
+// path hints of reads and writes, and compaction's copy-on-write of the
+// nodes, cross leaves.
+func TestCollectorsModelWide(t *testing.T) {
+	t.Parallel()
+	seeds := *collectorSeeds / 10
+	if testing.Short() {
+		seeds = min(seeds, 6)
+	}
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			runCollectorModel(t, seed, 400, 1500)
 		})
 	}
 }
