@@ -94,10 +94,14 @@ type store struct {
 	tombMin    int
 	tombWait   time.Duration
 	tombWorker bool // collectTombs runs
-	recovering bool // a file database's recovery replays its log
-	history    []commitRecord
-	gcq        []gcRecord
-	gcHead     int
+	// tombsBlocked: a tombstone waits for readers older than it to end,
+	// and no collectTombs runs; the release of the oldest reader starts
+	// one (releaseReadVersion), as no commit may come to start it.
+	tombsBlocked atomic.Bool
+	recovering   bool // a file database's recovery replays its log
+	history      []commitRecord
+	gcq          []gcRecord
+	gcHead       int
 	// slabs holds the records commits write; sweep is the state of the
 	// compaction moving them out of slabs most of which is garbage
 	// (compact.go); probeBuf is applyLocked's scratch.

@@ -52,16 +52,17 @@ func (rq *readerQueue) add(rv uint64, now time.Time) uint64 {
 	return rq.first + uint64(len(rq.q))
 }
 
-// remove releases the reader of ticket; a ticket already released or
-// expired is ignored.
-func (rq *readerQueue) remove(ticket uint64) {
+// remove releases the reader of ticket, and reports whether it was the
+// oldest; a ticket already released or expired is ignored.
+func (rq *readerQueue) remove(ticket uint64) bool {
 	i := ticket - 1 - rq.first
 	if ticket == 0 || ticket-1 < rq.first || i >= uint64(len(rq.q)) || rq.q[i].done {
-		return
+		return false
 	}
 	rq.q[i].done = true
 	rq.live--
 	rq.trim()
+	return i == 0
 }
 
 // trim drops the done readers at the head.
@@ -133,13 +134,21 @@ func (t *txn) expired() error {
 
 func (s *store) releaseReadVersion(t *txn) {
 	s.activeMu.Lock()
+	oldest := true // a pinned reader may be the oldest
 	if t.pinned {
 		delete(s.active.pinned, t.ticket)
 	} else {
-		s.active.remove(t.ticket)
+		oldest = s.active.remove(t.ticket)
 	}
 	t.ticket = 0
 	s.activeMu.Unlock()
+	// The horizon may have passed a tombstone that waits for the readers
+	// older than it: only a commit's collection started its collector,
+	// and a database no one commits to any more kept the keys of a
+	// range clear (a dropped table's) in its tree.
+	if oldest && s.tombsBlocked.Load() && s.tombsBlocked.CompareAndSwap(true, false) {
+		go s.kickTombs()
+	}
 }
 
 // horizonLocked returns the oldest version a live transaction may read:
@@ -214,9 +223,12 @@ func (s *store) gcLocked(now time.Time, budget int) {
 // last pops, counted as live, would hide that a checkpoint is due at
 // Close. Callers hold s.mu.
 func (s *store) collectQueuedLocked(now time.Time) {
+	// One more per commit: the loop pops a commit's record only with
+	// budget left, and one that wrote nothing (a range clear made a
+	// tombstone) after the last entries would stay queued.
 	n := 0
 	for _, r := range s.gcq[s.gcHead:] {
-		n += len(r.entries)
+		n += len(r.entries) + 1
 	}
 	s.gcLocked(now, n)
 }

@@ -161,11 +161,41 @@ func (s *store) cutBelowLocked(r rec, ver uint64) {
 // is recovering (recovery collects them at its end). Callers hold s.mu
 // exclusively.
 func (s *store) startTombsLocked(h uint64) {
-	if len(s.tombs) == 0 || s.tombs[0].ver > h || s.tombWorker || s.recovering {
+	if len(s.tombs) == 0 || s.tombWorker || s.recovering {
 		return
 	}
+	if s.tombsWaitLocked(h) {
+		return
+	}
+	s.tombsBlocked.Store(false)
 	s.tombWorker = true
 	go s.collectTombs()
+}
+
+// tombsWaitLocked reports whether the oldest tombstone waits for readers
+// older than it, the horizon being h. If so, it marks the tombstones
+// blocked, for the oldest reader's release to start their collector
+// (releaseReadVersion), then looks at the horizon again: a release
+// between the horizon's reading and the mark saw no mark. Callers hold
+// s.mu exclusively; s.tombs is not empty.
+func (s *store) tombsWaitLocked(h uint64) bool {
+	if s.tombs[0].ver <= h {
+		return false
+	}
+	s.tombsBlocked.Store(true)
+	if s.tombs[0].ver > s.horizonLocked(s.cfg.Clock()) {
+		return true
+	}
+	s.tombsBlocked.Store(false)
+	return false
+}
+
+// kickTombs starts the tombstones' collector if the horizon has passed
+// the oldest tombstone (a reader ended), or marks them blocked again.
+func (s *store) kickTombs() {
+	s.wlock()
+	defer s.mu.Unlock()
+	s.startTombsLocked(s.horizonLocked(s.cfg.Clock()))
 }
 
 // collectTombs collects tombstones, tombSlice keys per hold of the lock,
@@ -194,6 +224,9 @@ func (s *store) tombSlice(ver uint64, worker bool) (pending, collected bool) {
 		s.tombsLocked(h, tombSlice)
 	}
 	if worker && !collected {
+		if len(s.tombs) > 0 && !s.tombsWaitLocked(h) {
+			return pending, true // a reader ended meanwhile: go on
+		}
 		s.tombWorker = false
 	}
 	return pending, collected

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -66,4 +67,86 @@ func TestTombCollectedAroundKeyMovedBack(t *testing.T) {
 	got, err := kv.Collect(between.GetRange(kv.Range{Begin: key(0), End: key(10)}, kv.RangeOptions{}))
 	require.NoError(t, err)
 	require.Empty(t, got)
+}
+
+// TestTombCollectedWhenOldestReaderEnds: a range clear's tombstone waits
+// for the readers older than it. Only a commit's collection started its
+// collector, so when the last of them ended and no one committed again
+// (a dropped table, then reads only), the tombstone and every key it
+// covers stayed in the tree for good. The release of the oldest reader,
+// a transaction's or a checkpoint's pinned one, starts it now.
+func TestTombCollectedWhenOldestReaderEnds(t *testing.T) {
+	t.Parallel()
+	for _, pinned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pinned=%v", pinned), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := Open("", Config{})
+			defer func() { require.NoError(t, db.Close()) }()
+			SetTombMinKeys(db, 1)
+			key := func(i int) []byte { return fmt.Appendf(nil, "k%02d", i) }
+			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+				for i := range 10 {
+					tr.Set(key(i), []byte("old"))
+				}
+				return nil
+			}))
+			var release func()
+			if pinned {
+				pin, _ := db.s.pinReadVersion()
+				release = func() { db.s.releaseReadVersion(pin) }
+			} else {
+				release = readerNow(t, db).Cancel
+			}
+			younger := readerNow(t, db)
+			defer younger.Cancel()
+			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+				tr.ClearRange(kv.Range{Begin: key(0), End: key(10)})
+				return nil
+			}))
+			require.Equal(t, 1, Tombs(db), "kept while older readers live")
+			younger.Cancel() // not the oldest: the tombstone still waits
+			require.Equal(t, 1, Tombs(db))
+			release()
+			require.Eventually(t, func() bool { return Tombs(db) == 0 }, 10*time.Second, time.Millisecond,
+				"the tombstone is left once its readers are gone")
+			require.Zero(t, db.Stats().LiveKeys)
+		})
+	}
+}
+
+// TestTombWaitSeesReleaseBeforeMark: the oldest reader ends after a
+// collection read the horizon (it still counted) and before it marked the
+// tombstones blocked: its release saw no mark and started nothing. The
+// collection looks at the horizon again once marked, and starts the
+// tombstones' collector itself.
+func TestTombWaitSeesReleaseBeforeMark(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := Open("", Config{})
+	defer func() { require.NoError(t, db.Close()) }()
+	SetTombMinKeys(db, 1)
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%02d", i) }
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		for i := range 10 {
+			tr.Set(key(i), []byte("old"))
+		}
+		return nil
+	}))
+	old := readerNow(t, db)
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.ClearRange(kv.Range{Begin: key(0), End: key(10)})
+		return nil
+	}))
+	s := db.s
+	s.wlock()
+	h := s.horizonLocked(time.Now()) // old still counts
+	require.Less(t, h, s.tombs[0].ver)
+	s.tombsBlocked.Store(false) // not marked yet
+	old.Cancel()                // takes activeMu only
+	s.startTombsLocked(h)
+	started := s.tombWorker
+	s.mu.Unlock()
+	require.True(t, started, "the collector waits for a reader that is gone")
+	require.Eventually(t, func() bool { return Tombs(db) == 0 }, 10*time.Second, time.Millisecond)
 }
