@@ -269,3 +269,35 @@ func appendAtTails(tr *BTreeG[string], r *rand.Rand, ranges, n int, mk func(rg, 
 	}
 	return next
 }
+
+// TestLengthenAtTheFirstByte: lengthen leaves a node's prefix as it is
+// when its first and last keys differ in the byte after it (it returns
+// before scanning the abbreviations), and lengthens it when they share
+// that byte, by one byte or more, and two abbreviations tie.
+func TestLengthenAtTheFirstByte(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		keys []string
+		pre  string // the prefix lengthen leaves
+	}{
+		{"first byte differs", []string{"pa0123456789x", "pa0123456789y", "pb"}, "p"},
+		{"second byte differs", []string{"pab01234567x", "pab01234567y", "pac"}, "pa"},
+		{"long run", []string{"pabcdefghijk1", "pabcdefghijk2", "pabcdefghijk3"}, "pabcdefghijk"},
+		{"no tie", []string{"pa1", "pa2", "pa3"}, "p"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			tr := NewBTreeGKeyed(strKey, Options{NoLocks: true})
+			n := tr.newNode(true)
+			n.pre = []byte("p")
+			for _, k := range c.keys {
+				n.items = append(n.items, k)
+				n.abbrs = append(n.abbrs, abbrAt([]byte(k), 1))
+			}
+			tr.lengthen(n)
+			require.Equal(t, c.pre, string(n.pre))
+			checkAbbrevs(t, tr, n)
+		})
+	}
+}
