@@ -345,6 +345,7 @@ func (t *txn) firstRow(r kv.Range, reverse, snapshot bool) (kv.KeyValue, bool, e
 			sp = t.roomSpan(r.Begin, r.End, false)
 		}
 		if !bytes.Equal(sp.begin, sp.end) {
+			t.growReads()
 			if len(t.reads) == cap(t.reads) {
 				// A search's reads: grown past the few of a push at
 				// once.

@@ -144,12 +144,19 @@ func (t *txn) checkNoRead() error {
 	return t.check()
 }
 
-// growReads makes the first read conflict's room for 8: a push adds a
+// growReads makes the first read conflict's room: the array an ended
+// transaction left in the buffers, once the transaction has them (its
+// first read's bounds are carved there), else room for 8: a push adds a
 // few, and growing from 1 took 4 allocations.
 func (t *txn) growReads() {
-	if t.reads == nil {
-		t.reads = make([]span, 0, 8)
+	if t.reads != nil {
+		return
 	}
+	if b := t.bufs; b != nil && cap(b.reads) > 0 {
+		t.reads, b.reads = b.reads, nil
+		return
+	}
+	t.reads = make([]span, 0, 8)
 }
 
 // addReadKey adds the read conflict of the single key key, copied into

@@ -307,6 +307,10 @@ type txnBufs struct {
 	oblocks [][]atomicOp // atomic operations' blocks, [:oused] handed out
 	oused   int
 	batch   batch // the commit's
+	// reads is the array of a transaction's read conflicts, empty, for
+	// the next one's (growReads): a fit pop's dozens of reads grew one of
+	// 3 KiB a pop, half the bytes it allocated.
+	reads []span
 }
 
 var bufPool = sync.Pool{New: func() any { return new(txnBufs) }}
@@ -317,6 +321,7 @@ var bufPool = sync.Pool{New: func() any { return new(txnBufs) }}
 const (
 	pooledBlocks = 64
 	pooledList   = pooledBlocks * writeBlock
+	pooledReads  = 1024
 )
 
 // buffers returns the transaction's buffers, taken from the pool at its
@@ -432,11 +437,16 @@ func (t *txn) release() {
 	}
 	b.oused = 0
 	b.batch = batch{}
+	if cap(t.reads) > cap(b.reads) && cap(t.reads) <= pooledReads {
+		clear(t.reads) // no keys kept alive
+		b.reads = t.reads[:0]
+	}
 	t.bufs, t.pending, t.writes, t.recent = nil, nil, nil, [recentAtomics]*write{}
 	t.wblock, t.bblock, t.oblock = nil, nil, nil
-	// t.reads stays: an iterator left open past the end writes its
-	// span there (its keys' bytes may be reused, but no commit reads
-	// them any more).
+	// The read conflicts go with the buffers: no commit reads them any
+	// more, and an iterator left open past the end writes no span (Next
+	// fails once the transaction ended or was reset).
+	t.reads = nil
 	t.creq = commitReq{}
 	bufPool.Put(b)
 }
