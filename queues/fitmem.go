@@ -67,6 +67,21 @@ func (m *searchMem) extending(prefix []byte, vs ...int64) kv.Range {
 	return kv.Range{Begin: b[:n:n], End: b[n:]}
 }
 
+// prefixRange is kv.PrefixRange of prefix with vs appended, in m.
+func (m *searchMem) prefixRange(prefix []byte, vs ...int64) kv.Range {
+	b := appendTo(&m.bytes, 2*(len(prefix)+maxIntLen*len(vs)), func(b []byte) []byte {
+		b = appendInts(append(b, prefix...), vs...)
+		return append(b, b...)
+	})
+	n := len(b) / 2
+	end := b[n:]
+	for len(end) > 0 && end[len(end)-1] == 0xff {
+		end = end[:len(end)-1]
+	}
+	end[len(end)-1]++ // (a key under a queue's prefix is never all 0xff)
+	return kv.Range{Begin: b[:n:n], End: end[:len(end):len(end)]}
+}
+
 // release gives m back for the next search, dropping what it refers to:
 // what bump handed out from the arrays m holds now.
 func (m *searchMem) release() {

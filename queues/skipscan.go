@@ -27,10 +27,10 @@ func skipScanDim(tr kv.ReadTransaction, keys *[]byte, base []byte, dim int, mins
 	if mins[dim] > maxs[dim] {
 		return nil
 	}
-	from := appendKey(keys, base, mins[dim])
+	from := carveKey(keys, base, mins[dim])
 	if dim == len(mins)-1 {
 		// Up to the key after base+maxs[dim].
-		it := tr.GetRange(kv.Range{Begin: from, End: appendKey(keys, base, maxs[dim], 0)}, kv.RangeOptions{})
+		it := tr.GetRange(kv.Range{Begin: from, End: carveKey(keys, base, maxs[dim], 0)}, kv.RangeOptions{})
 		for it.Next() {
 			v, _, err := tuple.DecodeInt(it.KeyValue().Key[len(base):])
 			if err != nil {
@@ -42,7 +42,7 @@ func skipScanDim(tr kv.ReadTransaction, keys *[]byte, base []byte, dim int, mins
 		}
 		return it.Err()
 	}
-	end := appendKey(keys, base, maxs[dim], tupleEnd) // past base+maxs[dim]'s keys (extending)
+	end := carveKey(keys, base, maxs[dim], tupleEnd) // past base+maxs[dim]'s keys (extending)
 	for {
 		e, ok, err := kv.First(tr, kv.Range{Begin: from, End: end}, false)
 		if err != nil || !ok {
@@ -52,19 +52,19 @@ func skipScanDim(tr kv.ReadTransaction, keys *[]byte, base []byte, dim int, mins
 		if err != nil {
 			return err
 		}
-		if err := skipScanDim(tr, keys, appendKey(keys, base, v), dim+1, mins, maxs, append(cur, v), fn); err != nil {
+		if err := skipScanDim(tr, keys, carveKey(keys, base, v), dim+1, mins, maxs, append(cur, v), fn); err != nil {
 			return err
 		}
 		if v == maxs[dim] {
 			return nil // the next read's range is empty: it covers nothing
 		}
-		from = appendKey(keys, base, v, tupleEnd)
+		from = carveKey(keys, base, v, tupleEnd)
 	}
 }
 
-// appendKey returns prefix with v appended, then end if given, carved out
+// carveKey returns prefix with v appended, then end if given, carved out
 // of *keys (appendTo).
-func appendKey(keys *[]byte, prefix []byte, v int64, end ...byte) []byte {
+func carveKey(keys *[]byte, prefix []byte, v int64, end ...byte) []byte {
 	return appendTo(keys, len(prefix)+maxIntLen+len(end), func(b []byte) []byte {
 		return append(tuple.AppendInt(append(b, prefix...), v), end...)
 	})
@@ -109,7 +109,7 @@ func (d *dirAhead) release() {
 
 // key returns prefix with v appended, then end if given, in d's memory.
 func (d *dirAhead) key(prefix []byte, v int64, end ...byte) []byte {
-	return appendKey(&d.keys, prefix, v, end...)
+	return carveKey(&d.keys, prefix, v, end...)
 }
 
 // aheadRead is one range read of a dirAhead, with a row limit (0: none).
