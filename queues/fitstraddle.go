@@ -40,7 +40,7 @@ type straddleRead struct {
 	coords []int64
 	prefix []byte
 	all    kv.Range // kv.PrefixRange(prefix)
-	top    oneRow // Max order: its last entry, which gives its highest priority
+	top    oneRow   // Max order: its last entry, which gives its highest priority
 	// k is what was read ahead of the scan: the cell's first entries, or
 	// in Max order its highest priority's; ahead is k's read in flight
 	// (with a row limit). more is what was read ahead past k, if anything,
