@@ -57,6 +57,10 @@ func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rang
 		batch:    t.spareBatch, // a finished iterator's, if any
 	}
 	t.spareBatch = nil
+	if it.batch == nil && t.bufs != nil {
+		// An ended transaction's, once this one has its buffers.
+		it.batch, t.bufs.rows = t.bufs.rows, nil
+	}
 	var err error
 	if it.batchSize, err = t.startRange(r, opts); err != nil {
 		it.fail(err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/fdbqueue/fdbqueue/internal/btree"
+	"github.com/fdbqueue/fdbqueue/kv"
 )
 
 // baseKind says what a buffered write starts from.
@@ -311,6 +312,9 @@ type txnBufs struct {
 	// the next one's (growReads): a fit pop's dozens of reads grew one of
 	// 3 KiB a pop, half the bytes it allocated.
 	reads []span
+	// rows is the batch of a transaction's last finished range read,
+	// empty, for the next one's first (newRangeIter).
+	rows []kv.KeyValue
 }
 
 var bufPool = sync.Pool{New: func() any { return new(txnBufs) }}
@@ -441,6 +445,11 @@ func (t *txn) release() {
 		clear(t.reads) // no keys kept alive
 		b.reads = t.reads[:0]
 	}
+	if cap(t.spareBatch) > cap(b.rows) {
+		// Cleared by the iterator that finished with it.
+		b.rows = t.spareBatch[:0]
+	}
+	t.spareBatch = nil
 	t.bufs, t.pending, t.writes, t.recent = nil, nil, nil, [recentAtomics]*write{}
 	t.wblock, t.bblock, t.oblock = nil, nil, nil
 	// The read conflicts go with the buffers: no commit reads them any
