@@ -79,8 +79,8 @@ type txn struct {
 	// of a write is carved from (atomic).
 	oblock []atomicOp
 
-	// Probes for tree lookups, kept here so that lookups do not allocate.
-	wprobe write
+	// A probe for store lookups, kept here so that lookups do not
+	// allocate (the writes' probe is the buffers': txnBufs.wprobe).
 	eprobe []byte // a record of the key looked up
 	// spareBatch is the batch of the last finished range iterator, for
 	// the next one.
@@ -208,9 +208,10 @@ func (t *txn) findWrite(key []byte) *write {
 	if t.writes == nil {
 		return nil
 	}
-	t.wprobe.key = key
-	w, _ := t.writes.Get(&t.wprobe)
-	t.wprobe.key = nil
+	probe := &t.bufs.wprobe // t.writes is the buffers'
+	probe.key = key
+	w, _ := t.writes.Get(probe)
+	probe.key = nil
 	return w
 }
 
@@ -349,13 +350,14 @@ func (t *txn) wroteIn(r kv.Range) bool {
 	if t.writes == nil || t.writes.Len() == 0 {
 		return false
 	}
-	t.wprobe.key = r.Begin
+	probe := &t.bufs.wprobe // t.writes is the buffers'
+	probe.key = r.Begin
 	found := false
-	t.writes.Ascend(&t.wprobe, func(w *write) bool {
+	t.writes.Ascend(probe, func(w *write) bool {
 		found = bytes.Compare(w.key, r.End) < 0
 		return false
 	})
-	t.wprobe.key = nil
+	probe.key = nil
 	return found
 }
 

@@ -312,6 +312,10 @@ type txnBufs struct {
 	// the next one's (growReads): a fit pop's dozens of reads grew one of
 	// 3 KiB a pop, half the bytes it allocated.
 	reads []span
+	// wprobe is the probe of lookups in the transaction's writes (a
+	// tree of the buffers' writes): in the transaction, it made every
+	// transaction's object a size class larger.
+	wprobe write
 	// rows is the batch of a transaction's last finished range read,
 	// empty, for the next one's first (newRangeIter).
 	rows []kv.KeyValue
