@@ -323,13 +323,16 @@ type txnBufs struct {
 
 var bufPool = sync.Pool{New: func() any { return new(txnBufs) }}
 
-// pooledBlocks bounds the write and byte blocks a txnBufs keeps, and
-// pooledList the writes its slices hold: a transaction of a million
-// writes does not leave its blocks in the pool.
+// pooledBlocks bounds the write and byte blocks a txnBufs keeps,
+// pooledList the writes its slices hold, pooledReads and pooledRows the
+// read conflicts and range-read rows its arrays hold (a fit pop's are a
+// few dozen, a few): a transaction of a million writes, or a long scan,
+// does not leave its memory in the pool.
 const (
 	pooledBlocks = 64
 	pooledList   = pooledBlocks * writeBlock
-	pooledReads  = 1024
+	pooledReads  = 256
+	pooledRows   = 64
 )
 
 // buffers returns the transaction's buffers, taken from the pool at its
@@ -449,7 +452,7 @@ func (t *txn) release() {
 		clear(t.reads) // no keys kept alive
 		b.reads = t.reads[:0]
 	}
-	if cap(t.spareBatch) > cap(b.rows) {
+	if cap(t.spareBatch) > cap(b.rows) && cap(t.spareBatch) <= pooledRows {
 		// Cleared by the iterator that finished with it.
 		b.rows = t.spareBatch[:0]
 	}
