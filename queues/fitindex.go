@@ -48,9 +48,12 @@ import (
 // The best entry it returns is not claimed by another attempt (when it
 // looked); the caller claims it.
 func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64, dir *dirAhead) (pos, bool, error) {
-	s := &indexSearch{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, res: make([]int64, len(limits)),
-		maxFirst: order == Max && q.kind == Priority, mem: searchMems.Get().(*searchMem)}
-	defer s.mem.release()
+	// The search itself lives in its memory too, handed back with it.
+	m := searchMems.Get().(*searchMem)
+	s := &m.search
+	*s = indexSearch{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, res: bump(&m.res, len(limits)),
+		maxFirst: order == Max && q.kind == Priority, mem: m}
+	defer m.release()
 	if dir == nil {
 		dir = q.readCellDir(pk, limits)
 	}

@@ -22,6 +22,9 @@ type searchMem struct {
 	ints   []int64
 	at     []int // the whole cells' indexes in a decoded directory
 	bytes  []byte
+	// search is the search using m, and res its scratch resources.
+	search indexSearch
+	res    []int64
 	// whole and straddling are the coordinates of the cells a search
 	// lists (cells): whole in ints, straddling in an array of its own.
 	whole, straddling []int64
@@ -92,6 +95,7 @@ func (m *searchMem) release() {
 	clear(m.levels)
 	clear(m.strs)
 	m.heads, m.levels, m.strs, m.ints, m.at, m.bytes = m.heads[:0], m.levels[:0], m.strs[:0], m.ints[:0], m.at[:0], m.bytes[:0]
-	m.whole, m.straddling = nil, m.straddling[:0]
+	m.whole, m.straddling, m.res = nil, m.straddling[:0], m.res[:0]
+	m.search = indexSearch{}
 	searchMems.Put(m)
 }
