@@ -48,9 +48,12 @@ import (
 // The best entry it returns is not claimed by another attempt (when it
 // looked); the caller claims it.
 func (q *Queue) bestFromIndex(pk *pick, order Order, limits []int64, dir *dirAhead) (pos, bool, error) {
-	s := &indexSearch{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, res: make([]int64, len(limits)),
-		maxFirst: order == Max && q.kind == Priority, mem: searchMems.Get().(*searchMem)}
-	defer s.mem.release()
+	// The search itself lives in its memory too, handed back with it.
+	m := searchMems.Get().(*searchMem)
+	s := &m.search
+	*s = indexSearch{q: q, pk: pk, tr: pk.rd, order: order, limits: limits, res: bump(&m.res, len(limits)),
+		maxFirst: order == Max && q.kind == Priority, mem: m}
+	defer m.release()
 	if dir == nil {
 		dir = q.readCellDir(pk, limits)
 	}
@@ -101,25 +104,27 @@ func (s *indexSearch) offer(p pos) {
 // wholly inside the limits (wholeCells), then resolves those that straddle
 // a limit (straddlingCell).
 func (s *indexSearch) cells(dir *dirAhead) error {
-	// Their coordinates, one after another.
-	whole, straddling := bump(&s.mem.ints, 64*len(s.limits))[:0], []int64(nil)
-	// And, when the skip-scan walked the directory decoded (pk.cells),
-	// the index there of each whole cell.
-	at := s.mem.at[:0]
+	// Their coordinates, one after another, and, when the skip-scan
+	// walked the directory decoded (pk.cells), the index there of each
+	// whole cell: in the search's memory, which the function passed to
+	// the scan reaches through m alone (variables it captured would each
+	// be an allocation).
+	m := s.mem
+	m.whole, m.straddling, m.at = bump(&m.ints, 64*len(s.limits))[:0], m.straddling[:0], m.at[:0]
 	if err := dir.scan(s.pk, func(cell []int64) error {
 		if straddles(cell, s.limits) {
-			straddling = append(straddling, cell...)
+			m.straddling = append(m.straddling, cell...)
 		} else {
-			whole = append(whole, cell...)
+			m.whole = append(m.whole, cell...)
 			if dc := s.pk.cells; dc != nil {
-				at = append(at, dc.at)
+				m.at = append(m.at, dc.at)
 			}
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	s.mem.at = at
+	whole, straddling, at := m.whole, m.straddling, m.at
 	if s.pk.cells == nil {
 		at = nil
 	}

@@ -22,6 +22,12 @@ type searchMem struct {
 	ints   []int64
 	at     []int // the whole cells' indexes in a decoded directory
 	bytes  []byte
+	// search is the search using m, and res its scratch resources.
+	search indexSearch
+	res    []int64
+	// whole and straddling are the coordinates of the cells a search
+	// lists (cells): whole in ints, straddling in an array of its own.
+	whole, straddling []int64
 	// levelRows holds scanStraddleMax's entries of one priority.
 	levelRows []kv.KeyValue
 }
@@ -67,6 +73,21 @@ func (m *searchMem) extending(prefix []byte, vs ...int64) kv.Range {
 	return kv.Range{Begin: b[:n:n], End: b[n:]}
 }
 
+// prefixRange is kv.PrefixRange of prefix with vs appended, in m.
+func (m *searchMem) prefixRange(prefix []byte, vs ...int64) kv.Range {
+	b := appendTo(&m.bytes, 2*(len(prefix)+maxIntLen*len(vs)), func(b []byte) []byte {
+		b = appendInts(append(b, prefix...), vs...)
+		return append(b, b...)
+	})
+	n := len(b) / 2
+	end := b[n:]
+	for len(end) > 0 && end[len(end)-1] == 0xff {
+		end = end[:len(end)-1]
+	}
+	end[len(end)-1]++ // (a key under a queue's prefix is never all 0xff)
+	return kv.Range{Begin: b[:n:n], End: end[:len(end):len(end)]}
+}
+
 // release gives m back for the next search, dropping what it refers to:
 // what bump handed out from the arrays m holds now.
 func (m *searchMem) release() {
@@ -74,5 +95,7 @@ func (m *searchMem) release() {
 	clear(m.levels)
 	clear(m.strs)
 	m.heads, m.levels, m.strs, m.ints, m.at, m.bytes = m.heads[:0], m.levels[:0], m.strs[:0], m.ints[:0], m.at[:0], m.bytes[:0]
+	m.whole, m.straddling, m.res = nil, m.straddling[:0], m.res[:0]
+	m.search = indexSearch{}
 	searchMems.Put(m)
 }

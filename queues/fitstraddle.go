@@ -39,7 +39,8 @@ func straddles(cell, limits []int64) bool {
 type straddleRead struct {
 	coords []int64
 	prefix []byte
-	top    oneRow // Max order: its last entry, which gives its highest priority
+	all    kv.Range // kv.PrefixRange(prefix)
+	top    oneRow   // Max order: its last entry, which gives its highest priority
 	// k is what was read ahead of the scan: the cell's first entries, or
 	// in Max order its highest priority's; ahead is k's read in flight
 	// (with a row limit). more is what was read ahead past k, if anything,
@@ -58,8 +59,8 @@ func (s *indexSearch) readStraddling(flat []int64) []straddleRead {
 	for i := range strs {
 		st := &strs[i]
 		st.coords = flat[i*d : (i+1)*d : (i+1)*d]
-		st.prefix = s.q.key(tagCells, st.coords...)
-		all := kv.PrefixRange(st.prefix)
+		all := s.mem.prefixRange(s.q.sub[tagCells], st.coords...)
+		st.prefix, st.all = all.Begin, all
 		if s.maxFirst {
 			issueFirst(s.tr, all, true, &st.top)
 			continue
@@ -165,7 +166,7 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 	x := newKnownReader(s.tr, false)
 	defer x.release()
 	if s.maxFirst {
-		x.one, x.oneRange = &st.top, kv.PrefixRange(st.prefix)
+		x.one, x.oneRange = &st.top, st.all
 	}
 	if st.k.r.Begin != nil { // (in Max order, an empty cell: nothing was read ahead)
 		x.ks = append(x.ks, st.k)
@@ -274,7 +275,7 @@ func (s *indexSearch) cornerCell(st *straddleRead) error {
 	first := &st.top
 	if !s.maxFirst {
 		first = &bump(&s.mem.levels, 1)[0]
-		issueFirst(s.tr, kv.PrefixRange(st.prefix), false, first)
+		issueFirst(s.tr, st.all, false, first)
 	}
 	if _, ok, err := first.get(); err != nil || !ok {
 		if err == nil {

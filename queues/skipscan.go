@@ -11,18 +11,26 @@ import (
 // skipScan calls fn for every key base+(v_1, ..., v_d) with mins[i] <= v_i <=
 // maxs[i], reading one small range per distinct prefix instead of every key.
 func skipScan(tr kv.ReadTransaction, base []byte, mins, maxs []int64, fn func([]int64) error) error {
-	cur := make([]int64, 0, len(mins))
-	return skipScanDim(tr, base, 0, mins, maxs, cur, fn)
+	var keys []byte
+	return skipScanIn(tr, &keys, base, mins, maxs, fn)
 }
 
-func skipScanDim(tr kv.ReadTransaction, base []byte, dim int, mins, maxs, cur []int64, fn func([]int64) error) error {
+// skipScanIn is skipScan with the bounds of its reads carved out of *keys
+// (appendTo), where they stay until the caller is done with what the
+// reads recorded: a worst-case fit pop allocated a dozen keys a pop here.
+func skipScanIn(tr kv.ReadTransaction, keys *[]byte, base []byte, mins, maxs []int64, fn func([]int64) error) error {
+	cur := make([]int64, 0, len(mins))
+	return skipScanDim(tr, keys, base, 0, mins, maxs, cur, fn)
+}
+
+func skipScanDim(tr kv.ReadTransaction, keys *[]byte, base []byte, dim int, mins, maxs, cur []int64, fn func([]int64) error) error {
 	if mins[dim] > maxs[dim] {
 		return nil
 	}
-	from := tuple.AppendInt(bytes.Clone(base), mins[dim])
-	upTo := tuple.AppendInt(bytes.Clone(base), maxs[dim])
+	from := carveKey(keys, base, mins[dim])
 	if dim == len(mins)-1 {
-		it := tr.GetRange(kv.Range{Begin: from, End: kv.KeyAfter(upTo)}, kv.RangeOptions{})
+		// Up to the key after base+maxs[dim].
+		it := tr.GetRange(kv.Range{Begin: from, End: carveKey(keys, base, maxs[dim], 0)}, kv.RangeOptions{})
 		for it.Next() {
 			v, _, err := tuple.DecodeInt(it.KeyValue().Key[len(base):])
 			if err != nil {
@@ -34,7 +42,7 @@ func skipScanDim(tr kv.ReadTransaction, base []byte, dim int, mins, maxs, cur []
 		}
 		return it.Err()
 	}
-	end := extending(upTo).End
+	end := carveKey(keys, base, maxs[dim], tupleEnd) // past base+maxs[dim]'s keys (extending)
 	for {
 		e, ok, err := kv.First(tr, kv.Range{Begin: from, End: end}, false)
 		if err != nil || !ok {
@@ -44,15 +52,22 @@ func skipScanDim(tr kv.ReadTransaction, base []byte, dim int, mins, maxs, cur []
 		if err != nil {
 			return err
 		}
-		next := tuple.AppendInt(bytes.Clone(base), v)
-		if err := skipScanDim(tr, next, dim+1, mins, maxs, append(cur, v), fn); err != nil {
+		if err := skipScanDim(tr, keys, carveKey(keys, base, v), dim+1, mins, maxs, append(cur, v), fn); err != nil {
 			return err
 		}
 		if v == maxs[dim] {
 			return nil // the next read's range is empty: it covers nothing
 		}
-		from = extending(next).End
+		from = carveKey(keys, base, v, tupleEnd)
 	}
+}
+
+// carveKey returns prefix with v appended, then end if given, carved out
+// of *keys (appendTo).
+func carveKey(keys *[]byte, prefix []byte, v int64, end ...byte) []byte {
+	return appendTo(keys, len(prefix)+maxIntLen+len(end), func(b []byte) []byte {
+		return append(tuple.AppendInt(append(b, prefix...), v), end...)
+	})
 }
 
 // dirAhead is a directory read in one round ahead of the skip-scan that
@@ -94,9 +109,7 @@ func (d *dirAhead) release() {
 
 // key returns prefix with v appended, then end if given, in d's memory.
 func (d *dirAhead) key(prefix []byte, v int64, end ...byte) []byte {
-	return appendTo(&d.keys, len(prefix)+maxIntLen+len(end), func(b []byte) []byte {
-		return append(tuple.AppendInt(append(b, prefix...), v), end...)
-	})
+	return carveKey(&d.keys, prefix, v, end...)
 }
 
 // aheadRead is one range read of a dirAhead, with a row limit (0: none).
@@ -233,7 +246,7 @@ func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
 	// Every read is in: d is given back once the skip-scan no longer
 	// needs it.
 	defer d.release()
-	if err := skipScan(x, d.base, d.mins, d.maxs, fn); err != nil {
+	if err := skipScanIn(x, &d.keys, d.base, d.mins, d.maxs, fn); err != nil {
 		return err
 	}
 	if d.learn != nil {

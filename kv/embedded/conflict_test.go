@@ -174,3 +174,50 @@ func TestConflictsAreExactRandom(t *testing.T) {
 	require.Greater(t, outcomes[true], 100)
 	require.Greater(t, outcomes[false], 100)
 }
+
+// TestEndedReadsConflictNoMore: a transaction's read conflicts are kept in
+// an array that goes back with its buffers once it ends (committed or
+// cancelled), for the next transaction's. The next one must start with
+// none of them: a transaction that read only other keys commits, though a
+// write landed after its read version on every key the one before read
+// (with First, Get and a range read), on memory: and file:.
+func TestEndedReadsConflictNoMore(t *testing.T) {
+	t.Parallel()
+	onMemoryAndFile(t, embedded.Config{RetryLimit: -1}, func(t *testing.T, db *embedded.DB) {
+		ctx := context.Background()
+		for round := range 20 {
+			read := func(tr kv.Transaction) {
+				for i := range 40 { // more than a first array holds
+					_, _, err := kv.First(tr, kv.Range{Begin: ckey(100 * i), End: ckey(100*i + 50)}, false)
+					require.NoError(t, err)
+				}
+				_, err := tr.Get(ckey(7))
+				require.NoError(t, err)
+				_, err = kv.Collect(tr.GetRange(kv.Range{Begin: ckey(9000), End: ckey(9100)}, kv.RangeOptions{}))
+				require.NoError(t, err)
+			}
+			before, err := db.CreateTransaction(ctx)
+			require.NoError(t, err)
+			read(before)
+			if round%2 == 0 {
+				before.Cancel()
+			} else {
+				before.Set([]byte("w/before"), []byte("x"))
+				require.NoError(t, before.Commit())
+			}
+
+			next, err := db.CreateTransaction(ctx)
+			require.NoError(t, err)
+			_, _, err = kv.First(next, kv.Range{Begin: []byte("other/"), End: []byte("other0")}, false)
+			require.NoError(t, err)
+			require.NoError(t, kv.Transact(ctx, db, func(tr kv.Transaction) error {
+				for _, i := range []int{100 * (round % 40), 7, 9000 + round} {
+					tr.Set(ckey(i), []byte("v"))
+				}
+				return nil
+			}))
+			next.Set([]byte("w/next"), []byte("x"))
+			require.NoError(t, next.Commit(), "round %d: the next transaction read none of those keys", round)
+		}
+	})
+}

@@ -19,26 +19,29 @@ const (
 // transaction's own writes. For a serializable read, the range it covered is
 // added to the transaction's read-conflict ranges as it goes: the whole range
 // once exhausted, up to the last key returned when a limit stopped it.
+//
+// Its flags sit together: apart, their padding made it a size class
+// larger (a worst-case fit pop makes two).
 type rangeIter struct {
 	t        *txn
 	attempt  uint64 // t.attempt when made
-	snapshot bool
 	begin    []byte // remaining range, narrowed as the iteration advances
 	end      []byte
-	beginEx  bool // begin itself was consumed (forward iteration)
-	reverse  bool
 	limit    int
 	mode     kv.StreamingMode
+	snapshot bool
+	beginEx  bool // begin itself was consumed (forward iteration)
+	reverse  bool
+	dbDone   bool
+	done     bool
 
 	batch     []kv.KeyValue
 	bi        int
 	batchSize int
-	dbDone    bool
 
 	returned int
 	cur      kv.KeyValue
 	err      error
-	done     bool
 
 	conflict int // index of this iterator's span in t.reads, or -1
 	origin   []byte
@@ -57,6 +60,10 @@ func newRangeIter(t *txn, r kv.Range, opts kv.RangeOptions, snapshot bool) *rang
 		batch:    t.spareBatch, // a finished iterator's, if any
 	}
 	t.spareBatch = nil
+	if it.batch == nil && t.bufs != nil {
+		// An ended transaction's, once this one has its buffers.
+		it.batch, t.bufs.rows = t.bufs.rows, nil
+	}
 	var err error
 	if it.batchSize, err = t.startRange(r, opts); err != nil {
 		it.fail(err)
@@ -158,8 +165,9 @@ func (it *rangeIter) nextWrite() *write {
 		return nil
 	}
 	var found *write
-	// The transaction's probe: a new write here would escape to the heap.
-	probe := &it.t.wprobe
+	// The buffers' probe (ws is theirs): a new write here would escape
+	// to the heap.
+	probe := &it.t.bufs.wprobe
 	if it.reverse {
 		probe.key = it.end
 		ws.Descend(probe, func(w *write) bool {
@@ -345,6 +353,7 @@ func (t *txn) firstRow(r kv.Range, reverse, snapshot bool) (kv.KeyValue, bool, e
 			sp = t.roomSpan(r.Begin, r.End, false)
 		}
 		if !bytes.Equal(sp.begin, sp.end) {
+			t.growReads()
 			if len(t.reads) == cap(t.reads) {
 				// A search's reads: grown past the few of a push at
 				// once.

@@ -79,8 +79,8 @@ type txn struct {
 	// of a write is carved from (atomic).
 	oblock []atomicOp
 
-	// Probes for tree lookups, kept here so that lookups do not allocate.
-	wprobe write
+	// A probe for store lookups, kept here so that lookups do not
+	// allocate (the writes' probe is the buffers': txnBufs.wprobe).
 	eprobe []byte // a record of the key looked up
 	// spareBatch is the batch of the last finished range iterator, for
 	// the next one.
@@ -144,12 +144,19 @@ func (t *txn) checkNoRead() error {
 	return t.check()
 }
 
-// growReads makes the first read conflict's room for 8: a push adds a
+// growReads makes the first read conflict's room: the array an ended
+// transaction left in the buffers, once the transaction has them (its
+// first read's bounds are carved there), else room for 8: a push adds a
 // few, and growing from 1 took 4 allocations.
 func (t *txn) growReads() {
-	if t.reads == nil {
-		t.reads = make([]span, 0, 8)
+	if t.reads != nil {
+		return
 	}
+	if b := t.bufs; b != nil && cap(b.reads) > 0 {
+		t.reads, b.reads = b.reads, nil
+		return
+	}
+	t.reads = make([]span, 0, 8)
 }
 
 // addReadKey adds the read conflict of the single key key, copied into
@@ -201,9 +208,10 @@ func (t *txn) findWrite(key []byte) *write {
 	if t.writes == nil {
 		return nil
 	}
-	t.wprobe.key = key
-	w, _ := t.writes.Get(&t.wprobe)
-	t.wprobe.key = nil
+	probe := &t.bufs.wprobe // t.writes is the buffers'
+	probe.key = key
+	w, _ := t.writes.Get(probe)
+	probe.key = nil
 	return w
 }
 
@@ -342,13 +350,14 @@ func (t *txn) wroteIn(r kv.Range) bool {
 	if t.writes == nil || t.writes.Len() == 0 {
 		return false
 	}
-	t.wprobe.key = r.Begin
+	probe := &t.bufs.wprobe // t.writes is the buffers'
+	probe.key = r.Begin
 	found := false
-	t.writes.Ascend(&t.wprobe, func(w *write) bool {
+	t.writes.Ascend(probe, func(w *write) bool {
 		found = bytes.Compare(w.key, r.End) < 0
 		return false
 	})
-	t.wprobe.key = nil
+	probe.key = nil
 	return found
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/fdbqueue/fdbqueue/internal/btree"
+	"github.com/fdbqueue/fdbqueue/kv"
 )
 
 // baseKind says what a buffered write starts from.
@@ -307,16 +308,31 @@ type txnBufs struct {
 	oblocks [][]atomicOp // atomic operations' blocks, [:oused] handed out
 	oused   int
 	batch   batch // the commit's
+	// reads is the array of a transaction's read conflicts, empty, for
+	// the next one's (growReads): a fit pop's dozens of reads grew one of
+	// 3 KiB a pop, half the bytes it allocated.
+	reads []span
+	// wprobe is the probe of lookups in the transaction's writes (a
+	// tree of the buffers' writes): in the transaction, it made every
+	// transaction's object a size class larger.
+	wprobe write
+	// rows is the batch of a transaction's last finished range read,
+	// empty, for the next one's first (newRangeIter).
+	rows []kv.KeyValue
 }
 
 var bufPool = sync.Pool{New: func() any { return new(txnBufs) }}
 
-// pooledBlocks bounds the write and byte blocks a txnBufs keeps, and
-// pooledList the writes its slices hold: a transaction of a million
-// writes does not leave its blocks in the pool.
+// pooledBlocks bounds the write and byte blocks a txnBufs keeps,
+// pooledList the writes its slices hold, pooledReads and pooledRows the
+// read conflicts and range-read rows its arrays hold (a fit pop's are a
+// few dozen, a few): a transaction of a million writes, or a long scan,
+// does not leave its memory in the pool.
 const (
 	pooledBlocks = 64
 	pooledList   = pooledBlocks * writeBlock
+	pooledReads  = 256
+	pooledRows   = 64
 )
 
 // buffers returns the transaction's buffers, taken from the pool at its
@@ -432,11 +448,21 @@ func (t *txn) release() {
 	}
 	b.oused = 0
 	b.batch = batch{}
+	if cap(t.reads) > cap(b.reads) && cap(t.reads) <= pooledReads {
+		clear(t.reads) // no keys kept alive
+		b.reads = t.reads[:0]
+	}
+	if cap(t.spareBatch) > cap(b.rows) && cap(t.spareBatch) <= pooledRows {
+		// Cleared by the iterator that finished with it.
+		b.rows = t.spareBatch[:0]
+	}
+	t.spareBatch = nil
 	t.bufs, t.pending, t.writes, t.recent = nil, nil, nil, [recentAtomics]*write{}
 	t.wblock, t.bblock, t.oblock = nil, nil, nil
-	// t.reads stays: an iterator left open past the end writes its
-	// span there (its keys' bytes may be reused, but no commit reads
-	// them any more).
+	// The read conflicts go with the buffers: no commit reads them any
+	// more, and an iterator left open past the end writes no span (Next
+	// fails once the transaction ended or was reset).
+	t.reads = nil
 	t.creq = commitReq{}
 	bufPool.Put(b)
 }
