@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -106,9 +107,22 @@ func NewServer(db kv.Database, opts ServerOptions) *Server {
 	return s
 }
 
-// pauseAccept is how long Serve waits after an Accept that failed with a
-// timeout (too many open files, say) before it accepts again.
+// pauseAccept is how long Serve waits after an Accept that failed for a
+// while (too many open files, say) before it accepts again.
 const pauseAccept = 50 * time.Millisecond
+
+// acceptPaused reports whether Accept failed for a while only: a timeout,
+// or the process or the system out of descriptors or memory. EMFILE is no
+// timeout (net.Error's Timeout is false for it): ending Serve on it closed
+// the listener (and removed kv/shared's socket) for good, though its
+// process went on holding the database.
+func acceptPaused(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() ||
+		errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) ||
+		errors.Is(err, syscall.ECONNABORTED)
+}
 
 // Serve accepts connections on l and serves them, until Close (it then
 // returns nil) or an error of l. It closes l when it returns.
@@ -133,8 +147,7 @@ func (s *Server) Serve(l net.Listener) error {
 			if s.isClosed() {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if acceptPaused(err) {
 				time.Sleep(pauseAccept)
 				continue
 			}

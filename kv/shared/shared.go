@@ -154,6 +154,14 @@ func (h *host) open() error {
 			h.client = c
 			return nil
 		}
+		if h.serving() {
+			// The holder died while Dial waited for it, and redial took
+			// the database over: serve it, even if the take-over (a
+			// recovery) ran past the timeout, rather than fail and leave
+			// the engine open and served with no handle to close it.
+			h.certain = true
+			return nil
+		}
 		if ve := (*remote.VersionError)(nil); errors.As(err, &ve) {
 			return err
 		}
@@ -241,8 +249,12 @@ func (h *host) redial(ctx context.Context) (net.Conn, error) {
 		// No process listens: the one that served is gone. Take the
 		// database over if its lock is free; another process may be
 		// faster, and then we connect to it.
-		if _, err := h.tryServe(false); err != nil && !errors.Is(err, embedded.ErrLocked) {
+		served, err := h.tryServe(false)
+		if err != nil && !errors.Is(err, embedded.ErrLocked) {
 			return nil, err
+		}
+		if served {
+			testHookServed()
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -359,14 +371,20 @@ func (db *DB) CertainCommits() bool {
 }
 
 // Serving reports whether this process serves the database now.
-func (db *DB) Serving() bool {
-	db.h.mu.Lock()
-	defer db.h.mu.Unlock()
-	return db.h.local != nil
+func (db *DB) Serving() bool { return db.h.serving() }
+
+func (h *host) serving() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.local != nil
 }
 
 // Dir is the database's directory, absolute.
 func (db *DB) Dir() string { return db.h.dir }
+
+// testHookServed runs in redial once this process serves (tests make a
+// take-over outlast Open's timeout with it).
+var testHookServed = func() {}
 
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
