@@ -1,14 +1,10 @@
 package embedded
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/fdbqueue/fdbqueue/kv"
 )
 
 // TestCollectQueuedPopsEmptyCommits: a commit whose range clear became a
@@ -19,21 +15,8 @@ import (
 // failed after such a commit).
 func TestCollectQueuedPopsEmptyCommits(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := Open("", Config{})
-	defer func() { require.NoError(t, db.Close()) }()
-	SetTombMinKeys(db, 1)
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%02d", i) }
-	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-		for i := range 4 {
-			tr.Set(key(i), []byte("v"))
-		}
-		return nil
-	}))
-	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-		tr.ClearRange(kv.Range{Begin: key(0), End: key(4)})
-		return nil
-	}))
+	db, key := tombsDB(t, 4)
+	clearRange(t, db, key(0), key(4))
 	s := db.s
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -21,23 +21,11 @@ import (
 func TestTombCollectedAroundKeyMovedBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := Open("", Config{})
-	defer func() { require.NoError(t, db.Close()) }()
-	SetTombMinKeys(db, 1)
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%02d", i) }
-	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-		for i := range 10 {
-			tr.Set(key(i), []byte("old"))
-		}
-		return nil
-	}))
+	db, key := tombsDB(t, 10)
 	// A reader older than the tombstone: nothing collects it on its own.
 	oldest := readerNow(t, db)
 	defer oldest.Cancel()
-	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-		tr.ClearRange(kv.Range{Begin: key(0), End: key(10)})
-		return nil
-	}))
+	clearRange(t, db, key(0), key(10))
 	require.Equal(t, 1, Tombs(db))
 	tombVer := db.s.tombs[0].ver
 	between := readerNow(t, db) // sees the range cleared
@@ -80,17 +68,7 @@ func TestTombCollectedWhenOldestReaderEnds(t *testing.T) {
 	for _, pinned := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pinned=%v", pinned), func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			db := Open("", Config{})
-			defer func() { require.NoError(t, db.Close()) }()
-			SetTombMinKeys(db, 1)
-			key := func(i int) []byte { return fmt.Appendf(nil, "k%02d", i) }
-			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-				for i := range 10 {
-					tr.Set(key(i), []byte("old"))
-				}
-				return nil
-			}))
+			db, key := tombsDB(t, 10)
 			var release func()
 			if pinned {
 				pin, _ := db.s.pinReadVersion()
@@ -100,10 +78,7 @@ func TestTombCollectedWhenOldestReaderEnds(t *testing.T) {
 			}
 			younger := readerNow(t, db)
 			defer younger.Cancel()
-			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-				tr.ClearRange(kv.Range{Begin: key(0), End: key(10)})
-				return nil
-			}))
+			clearRange(t, db, key(0), key(10))
 			require.Equal(t, 1, Tombs(db), "kept while older readers live")
 			younger.Cancel() // not the oldest: the tombstone still waits
 			require.Equal(t, 1, Tombs(db))
@@ -122,22 +97,9 @@ func TestTombCollectedWhenOldestReaderEnds(t *testing.T) {
 // tombstones' collector itself.
 func TestTombWaitSeesReleaseBeforeMark(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	db := Open("", Config{})
-	defer func() { require.NoError(t, db.Close()) }()
-	SetTombMinKeys(db, 1)
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%02d", i) }
-	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-		for i := range 10 {
-			tr.Set(key(i), []byte("old"))
-		}
-		return nil
-	}))
+	db, key := tombsDB(t, 10)
 	old := readerNow(t, db)
-	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-		tr.ClearRange(kv.Range{Begin: key(0), End: key(10)})
-		return nil
-	}))
+	clearRange(t, db, key(0), key(10))
 	s := db.s
 	s.wlock()
 	h := s.horizonLocked(time.Now()) // old still counts
@@ -149,4 +111,31 @@ func TestTombWaitSeesReleaseBeforeMark(t *testing.T) {
 	s.mu.Unlock()
 	require.True(t, started, "the collector waits for a reader that is gone")
 	require.Eventually(t, func() bool { return Tombs(db) == 0 }, 10*time.Second, time.Millisecond)
+}
+
+// tombsDB opens a memory database whose range clears of more than one
+// key are tombstones, holding keys k00..k(n-1) set to "old"; key names
+// them. It is closed when the test ends.
+func tombsDB(t *testing.T, n int) (db *DB, key func(int) []byte) {
+	t.Helper()
+	db = Open("", Config{})
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	SetTombMinKeys(db, 1)
+	key = func(i int) []byte { return fmt.Appendf(nil, "k%02d", i) }
+	require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
+		for i := range n {
+			tr.Set(key(i), []byte("old"))
+		}
+		return nil
+	}))
+	return db, key
+}
+
+// clearRange clears [begin, end) in a commit of its own.
+func clearRange(t *testing.T, db *DB, begin, end []byte) {
+	t.Helper()
+	require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
+		tr.ClearRange(kv.Range{Begin: begin, End: end})
+		return nil
+	}))
 }
