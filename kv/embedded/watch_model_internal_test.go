@@ -71,12 +71,19 @@ func watchModel(t *testing.T, db *DB, seed uint64) {
 	hist := map[string][]watchModelVal{} // by key, in version order once sorted
 	var uniq atomic.Int64
 
+	// The writers start once a watch is armed (or a watcher gave up):
+	// on a loaded machine they could otherwise all commit before any
+	// watcher ran, and no watch would see a change.
+	armed := make(chan struct{})
+	var armOnce sync.Once
+	arm := func() { armOnce.Do(func() { close(armed) }) }
 	var wg sync.WaitGroup
 	writerErrs := make(chan error, writers)
 	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-armed
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
 			for range commits {
 				tr, err := db.CreateTransaction(ctx)
@@ -137,6 +144,7 @@ func watchModel(t *testing.T, db *DB, seed uint64) {
 		wwg.Add(1)
 		go func() {
 			defer wwg.Done()
+			defer arm()
 			rng := rand.New(rand.NewPCG(seed, 100+uint64(w)))
 			for {
 				k := key(rng.IntN(nkeys))
@@ -159,6 +167,7 @@ func watchModel(t *testing.T, db *DB, seed uint64) {
 				runsMu.Lock()
 				runs = append(runs, run)
 				runsMu.Unlock()
+				arm()
 				select {
 				case <-wt.Done():
 				case <-writersDone:
