@@ -45,7 +45,7 @@ func TestStaleSocket(t *testing.T) {
 			db := open(t, dir)
 			require.True(t, db.Serving())
 			require.Equal(t, "1", get(t, db, "a"))
-			serveInChild(t, dir, "FDBQUEUE_SHARED_PUT=b=2") // a client
+			shared.ServeInChild(t, dir, "FDBQUEUE_SHARED_PUT=b=2") // a client
 			require.Equal(t, "2", get(t, db, "b"))
 		})
 	}
@@ -83,7 +83,7 @@ func TestCloseWithIdlePeers(t *testing.T) {
 	_, err = half.Write([]byte{0, 0, 1, 0, 3, 1}) // a frame of 256 bytes, cut short
 	require.NoError(t, err)
 
-	serveInChild(t, dir, "FDBQUEUE_SHARED_PUT=b=2") // a client
+	shared.ServeInChild(t, dir, "FDBQUEUE_SHARED_PUT=b=2") // a client
 	require.Equal(t, "2", get(t, db, "b"))
 
 	closed := make(chan error, 1)

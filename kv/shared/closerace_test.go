@@ -28,7 +28,7 @@ func TestCloseDuringTakeOver(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			dir := t.TempDir()
-			child := serveInChild(t, dir)
+			child := shared.ServeInChild(t, dir)
 			db, err := shared.Open(dir, embedded.FileConfig{Sync: embedded.SyncNone})
 			require.NoError(t, err)
 			require.False(t, db.Serving())

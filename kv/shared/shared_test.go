@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fdbqueue/fdbqueue/internal/crashtest"
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/kv/embedded"
 	"github.com/fdbqueue/fdbqueue/kv/kvtest"
@@ -78,26 +77,6 @@ func TestServeChild(t *testing.T) {
 	select {}
 }
 
-// serveInChild starts a process that serves the database in dir, and
-// returns once it does; the test kills it when it ends.
-func serveInChild(t *testing.T, dir string, env ...string) *crashtest.Child {
-	c := crashtest.Start(t, "TestServeChild", append(env, "FDBQUEUE_SHARED_DIR="+dir)...)
-	t.Cleanup(func() {
-		c.Kill(t)
-		for range c.Lines {
-		}
-		_ = c.Wait()
-	})
-	l, ok := <-c.Lines
-	require.True(t, ok, "the child exited")
-	require.Equal(t, "ready", l)
-	go func() {
-		for range c.Lines {
-		}
-	}()
-	return c
-}
-
 func open(t *testing.T, dir string) *shared.DB {
 	db, err := shared.Open(dir, embedded.FileConfig{Sync: embedded.SyncNone})
 	require.NoError(t, err)
@@ -121,7 +100,7 @@ func TestContractClient(t *testing.T) {
 	}
 	kvtest.Run(t, func(t *testing.T) kvtest.Instance {
 		dir := t.TempDir()
-		serveInChild(t, dir)
+		shared.ServeInChild(t, dir)
 		db := open(t, dir)
 		require.False(t, db.Serving())
 		require.False(t, db.CertainCommits(), "a client's commits can end in commit_unknown_result")
@@ -151,7 +130,7 @@ func get(t *testing.T, db kv.Database, k string) string {
 func TestTakeOver(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	child := serveInChild(t, dir)
+	child := shared.ServeInChild(t, dir)
 	db := open(t, dir)
 	require.False(t, db.Serving())
 	for i := range 100 {
@@ -179,7 +158,7 @@ func TestCloseHandsOver(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, shared.SocketName))
 	require.ErrorIs(t, err, os.ErrNotExist, "a process that stops serving removes its socket")
 
-	serveInChild(t, dir)
+	shared.ServeInChild(t, dir)
 	db := open(t, dir)
 	require.False(t, db.Serving())
 	require.Equal(t, "1", get(t, db, "a"))
@@ -190,7 +169,7 @@ func TestCloseHandsOver(t *testing.T) {
 func TestReadOnlyClient(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	serveInChild(t, dir)
+	shared.ServeInChild(t, dir)
 	rw := open(t, dir)
 	put(t, rw, "a", "1")
 	ro, err := shared.Open(dir, embedded.FileConfig{Mode: embedded.ReadOnly})
@@ -210,7 +189,7 @@ func TestReadOnlyClient(t *testing.T) {
 func TestReadOnlyTakesOver(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	child := serveInChild(t, dir)
+	child := shared.ServeInChild(t, dir)
 	rw := open(t, dir)
 	put(t, rw, "a", "1")
 	require.NoError(t, rw.Close())
@@ -221,7 +200,7 @@ func TestReadOnlyTakesOver(t *testing.T) {
 	child.Kill(t)
 	require.Equal(t, "1", get(t, ro, "a"))
 	require.True(t, ro.Serving())
-	serveInChild(t, dir, "FDBQUEUE_SHARED_PUT=b=2")
+	shared.ServeInChild(t, dir, "FDBQUEUE_SHARED_PUT=b=2")
 	require.Equal(t, "2", get(t, ro, "b"), "another process writes through the read-only handle's process")
 	err = ro.Transact(context.Background(), func(tr kv.Transaction) error {
 		tr.Set([]byte("c"), []byte("3"))
@@ -239,7 +218,7 @@ func TestLongPath(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
 	require.NoError(t, os.MkdirAll(dir, 0o700))
-	serveInChild(t, dir)
+	shared.ServeInChild(t, dir)
 	db := open(t, dir)
 	require.False(t, db.Serving())
 	put(t, db, "a", "1")
@@ -250,7 +229,7 @@ func TestLongPath(t *testing.T) {
 // fdbqueue from before sharing) makes Open fail, saying so.
 func TestOpenTimesOut(t *testing.T) {
 	dir := t.TempDir()
-	serveInChild(t, dir, "FDBQUEUE_SHARED_LONE=1")
+	shared.ServeInChild(t, dir, "FDBQUEUE_SHARED_LONE=1")
 	old := shared.OpenTimeout
 	shared.OpenTimeout = 200 * time.Millisecond
 	defer func() { shared.OpenTimeout = old }()
@@ -267,7 +246,7 @@ func TestOpenTimesOut(t *testing.T) {
 func TestForward(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	serveInChild(t, dir, "FDBQUEUE_SHARED_CALLS=1")
+	shared.ServeInChild(t, dir, "FDBQUEUE_SHARED_CALLS=1")
 	db := open(t, dir)
 	ctx := context.Background()
 	resp, ok, err := db.Forward(ctx, []byte("echo"))

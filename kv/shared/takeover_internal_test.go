@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fdbqueue/fdbqueue/internal/crashtest"
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/kv/embedded"
 )
@@ -20,16 +19,7 @@ import (
 func TestOpenTakesOverLate(t *testing.T) {
 	// Not parallel: it sets OpenTimeout and the hook.
 	dir := t.TempDir()
-	child := crashtest.Start(t, "TestServeChild", "FDBQUEUE_SHARED_DIR="+dir, "FDBQUEUE_SHARED_LONE=1")
-	t.Cleanup(func() {
-		child.Kill(t)
-		for range child.Lines {
-		}
-		_ = child.Wait()
-	})
-	l, ok := <-child.Lines
-	require.True(t, ok, "the child exited")
-	require.Equal(t, "ready", l)
+	child := serveInChild(t, dir, "FDBQUEUE_SHARED_LONE=1")
 
 	oldTimeout, oldHook := OpenTimeout, testHookServed
 	OpenTimeout = 300 * time.Millisecond

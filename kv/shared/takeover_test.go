@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/kv/shared"
 )
 
 // TestAttemptAcrossOwnTakeOver: a client's transaction whose serving
@@ -22,7 +23,7 @@ import (
 func TestAttemptAcrossOwnTakeOver(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	child := serveInChild(t, dir)
+	child := shared.ServeInChild(t, dir)
 	db := open(t, dir)
 	require.False(t, db.Serving())
 	put(t, db, "a", "1")
