@@ -111,7 +111,7 @@ func scanAsSkipScan(t *testing.T, db kv.Database, base []byte, d int, mins, maxs
 		}
 		if !decoded {
 			log.on = true
-			require.NoError(t, skipScan(log, base, mins, maxs, fn), desc)
+			require.NoError(t, skipScan(log, new([]byte), base, mins, maxs, fn), desc)
 		} else {
 			pr := kv.PrefixRange(base)
 			rows, err := kv.GetRangeAsync(tr.Snapshot(), pr, kv.RangeOptions{Limit: maxDirAhead}).Get()

@@ -10,15 +10,10 @@ import (
 
 // skipScan calls fn for every key base+(v_1, ..., v_d) with mins[i] <= v_i <=
 // maxs[i], reading one small range per distinct prefix instead of every key.
-func skipScan(tr kv.ReadTransaction, base []byte, mins, maxs []int64, fn func([]int64) error) error {
-	var keys []byte
-	return skipScanIn(tr, &keys, base, mins, maxs, fn)
-}
-
-// skipScanIn is skipScan with the bounds of its reads carved out of *keys
-// (appendTo), where they stay until the caller is done with what the
-// reads recorded: a worst-case fit pop allocated a dozen keys a pop here.
-func skipScanIn(tr kv.ReadTransaction, keys *[]byte, base []byte, mins, maxs []int64, fn func([]int64) error) error {
+// The bounds of its reads are carved out of *keys (appendTo), where they
+// stay until the caller is done with what the reads recorded: a
+// worst-case fit pop allocated a dozen keys a pop here.
+func skipScan(tr kv.ReadTransaction, keys *[]byte, base []byte, mins, maxs []int64, fn func([]int64) error) error {
 	cur := make([]int64, 0, len(mins))
 	return skipScanDim(tr, keys, base, 0, mins, maxs, cur, fn)
 }
@@ -246,7 +241,7 @@ func (d *dirAhead) scan(pk *pick, fn func([]int64) error) error {
 	// Every read is in: d is given back once the skip-scan no longer
 	// needs it.
 	defer d.release()
-	if err := skipScanIn(x, &d.keys, d.base, d.mins, d.maxs, fn); err != nil {
+	if err := skipScan(x, &d.keys, d.base, d.mins, d.maxs, fn); err != nil {
 		return err
 	}
 	if d.learn != nil {

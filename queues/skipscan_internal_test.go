@@ -60,7 +60,7 @@ func TestDirAheadScansAsSkipScan(t *testing.T) {
 			}
 			switch {
 			case !ahead:
-				require.NoError(t, skipScan(log, base, mins, maxs, fn), desc)
+				require.NoError(t, skipScan(log, new([]byte), base, mins, maxs, fn), desc)
 			case round%2 == 0 || mins[0] == math.MinInt64:
 				require.NoError(t, readDirAhead(tr.Snapshot(), base, mins, maxs, firsts, nil).scan(pk, fn), desc)
 			default:

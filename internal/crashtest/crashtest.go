@@ -127,7 +127,7 @@ func (c *Child) Read(t testing.TB, line func(l string)) {
 func (c *Child) ReadAcks(t testing.TB, acked uint64, killAfter time.Duration) uint64 {
 	t.Helper()
 	c.Read(t, func(l string) {
-		f := strings.Fields(l)
+		f := append(strings.Fields(l), "") // f[0] is there for a blank line
 		switch f[0] {
 		case "ready":
 			c.KillAfter(killAfter)
