@@ -31,7 +31,7 @@ import (
 const tombMinKeys = 4096
 
 // tombSlice is how many keys under tombstones the collector visits per
-// hold of the store's lock.
+// hold of the store's lock, at most, in the tree and in s.dead each.
 const tombSlice = 256
 
 // tomb is a range clear at version ver; next is where its removal of the
@@ -85,7 +85,7 @@ func (s *store) clearManyLocked(ver uint64, r kv.Range) bool {
 // versions under the tombstone, left in its chain, would be read again
 // once the tombstone is gone. Callers hold s.mu exclusively.
 func (s *store) tombsLocked(h uint64, budget int) {
-	var batch []rec
+	var batch, dead []rec
 	for len(s.tombs) > 0 && budget > 0 {
 		t := &s.tombs[0]
 		if t.ver > h {
@@ -104,11 +104,32 @@ func (s *store) tombsLocked(h uint64, budget int) {
 			batch = append(batch, e)
 			return true
 		})
-		budget -= len(batch)
 		end := t.r.End // of the slice: the tree's keys in [t.next, end) are in batch
 		if !done {
 			end = kv.KeyAfter(batch[len(batch)-1].key())
 		}
+		// The deleted keys too: their older versions may be below it.
+		// At most budget of them: a range whose keys were deleted one
+		// by one while an older reader lived holds them in s.dead, all
+		// of them between two keys of the tree, and the slice ends at
+		// the last one it takes.
+		dead = dead[:0]
+		s.dead.Ascend(probe(&s.probeBuf, t.next), func(e rec) bool {
+			if bytes.Compare(e.key(), end) >= 0 {
+				return false
+			}
+			if len(dead) == budget {
+				done = false
+				end = kv.KeyAfter(dead[len(dead)-1].key())
+				return false
+			}
+			dead = append(dead, e)
+			return true
+		})
+		for len(batch) > 0 && bytes.Compare(batch[len(batch)-1].key(), end) >= 0 {
+			batch = batch[:len(batch)-1] // the next slice's
+		}
+		budget -= len(batch) + len(dead)
 		var hint btree.PathHint // the batch's keys are adjacent
 		for _, e := range batch {
 			if e.ver() < t.ver {
@@ -120,17 +141,7 @@ func (s *store) tombsLocked(h uint64, budget int) {
 				s.cutBelowLocked(e, t.ver)
 			}
 		}
-		// The deleted keys too: their older versions may be below it.
-		batch = batch[:0]
-		s.dead.Ascend(probe(&s.probeBuf, t.next), func(e rec) bool {
-			if bytes.Compare(e.key(), end) >= 0 {
-				return false
-			}
-			batch = append(batch, e)
-			return true
-		})
-		budget -= len(batch)
-		for _, e := range batch {
+		for _, e := range dead {
 			s.cutBelowLocked(e, t.ver)
 		}
 		if !done {

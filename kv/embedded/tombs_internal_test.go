@@ -139,3 +139,45 @@ func clearRange(t *testing.T, db *DB, begin, end []byte) {
 		return nil
 	}))
 }
+
+// TestTombSliceBoundsDeletedKeys: a tombstone's range whose keys were
+// deleted one by one while an older reader lived holds them in s.dead,
+// all between two keys of the tree. A slice of the collector read every
+// one of them in one hold of the store's lock, however many; it reads as
+// many as its budget now, and the next slice goes on after them.
+func TestTombSliceBoundsDeletedKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, key := tombsDB(t, 100)
+	oldest := readerNow(t, db)
+	defer oldest.Cancel()
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		for i := range 98 {
+			tr.Clear(key(i)) // kept in s.dead for oldest
+		}
+		return nil
+	}))
+	all := kv.Range{Begin: []byte("k"), End: []byte("l")}
+	clearRange(t, db, all.Begin, all.End)
+	require.Equal(t, 1, Tombs(db))
+	tombVer := db.s.tombs[0].ver
+	between := readerNow(t, db)
+	defer between.Cancel()
+
+	collect := func(budget int) {
+		db.s.wlock()
+		defer db.s.mu.Unlock()
+		db.s.tombsLocked(tombVer, budget) // as if oldest were gone
+	}
+	collect(5)
+	require.Equal(t, 1, Tombs(db), "one slice took every deleted key")
+	require.Equal(t, kv.KeyAfter(key(4)), db.s.tombs[0].next)
+	for range 30 {
+		collect(5)
+	}
+	require.Zero(t, Tombs(db))
+	require.Zero(t, db.Stats().LiveKeys, "the tree's two keys went with the tombstone")
+	got, err := kv.Collect(between.GetRange(all, kv.RangeOptions{}))
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
