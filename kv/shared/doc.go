@@ -27,6 +27,14 @@
 // Nothing acknowledged is lost: a commit is acknowledged once it is in the
 // log on disk, whichever process wrote it.
 //
+// A serving process keeps its socket: no other process can serve while it
+// holds the lock, so when serving on the socket ends other than by Close
+// (an Accept that fails for good), or the socket's file is removed (a
+// cleaner of temporary files) or replaced, it listens again on a fresh one
+// (its connections go on), retrying with backoff; it checks the file
+// every second. It makes none in a directory that replaced its own under
+// the same name.
+//
 // # Pops run in the serving process
 //
 // A client's autocommit pops and leases (FOR POP, FOR LEASE, with or

@@ -73,17 +73,33 @@ type host struct {
 	// through the connection).
 	certain bool
 
+	// dirFile is the directory as this process first served it: the
+	// socket is made again (keep) only in that directory, not in one
+	// that replaced it under its name.
+	dirFile os.FileInfo
+	// Tests: wrapListener and wrapConn, if set, wrap each listener the
+	// process serves on and each connection it dials; checkEvery, if not
+	// 0, is keep's socketCheck; relistened, if set, is called with the
+	// outcome of each of keep's tries to listen again; clientOnly makes
+	// the share another process's in this one (embedded shares one
+	// engine among a process's opens): it never serves.
+	wrapListener func(net.Listener) net.Listener
+	wrapConn     func(net.Conn) net.Conn
+	checkEvery   time.Duration
+	relistened   func(error)
+	clientOnly   bool
+
 	mu     sync.Mutex
 	local  *embedded.DB // the engine, while this process serves
 	ro     *embedded.DB // a read-only handle on it, for read-only DBs
 	server *remote.Server
-	ln     net.Listener
 	client *remote.DB // the connection to the server, if this process was ever a client
 	closed bool
 	// handlers are the open handles' ServeCalls handlers, the first of
 	// which answers the calls of other processes.
 	handlers []*DB
-	served   chan struct{} // the Serve goroutine's end
+	stop     chan struct{} // closed by close: keep stops serving
+	served   chan struct{} // keep's end
 }
 
 var registry = struct {
@@ -188,6 +204,9 @@ func (h *host) tryServe(first bool) (bool, error) {
 	if h.local != nil {
 		return true, nil
 	}
+	if h.clientOnly {
+		return false, embedded.ErrLocked
+	}
 	cfg := h.cfg
 	if cfg.Mode == embedded.ReadOnly || !first {
 		// The database exists: a take-over must not create one where
@@ -216,7 +235,10 @@ func (h *host) tryServe(first bool) (bool, error) {
 // serveLocked serves db, the engine this process just opened (and so
 // holds the directory's lock), on the directory's socket.
 func (h *host) serveLocked(db *embedded.DB) error {
-	ln, err := listen(h.sock)
+	if fi, err := os.Stat(h.dir); err == nil {
+		h.dirFile = fi
+	}
+	ln, file, err := h.listen()
 	if err != nil {
 		return fmt.Errorf("fdbqueue: serving %s to other processes: %w", h.dir, err)
 	}
@@ -225,15 +247,128 @@ func (h *host) serveLocked(db *embedded.DB) error {
 		ln.Close()
 		return err
 	}
-	h.local, h.ro, h.ln = db, ro, ln
+	h.local, h.ro = db, ro
 	h.server = remote.NewServer(db, remote.ServerOptions{Call: h.call})
-	h.served = make(chan struct{})
-	go func(s *remote.Server, done chan struct{}) {
-		defer close(done)
-		if err := s.Serve(ln); err != nil {
-			log.Printf("fdbqueue: serving %s to other processes: %v", h.dir, err)
+	h.stop, h.served = make(chan struct{}), make(chan struct{})
+	go h.keep(h.server, ln, file, h.stop, h.served)
+	return nil
+}
+
+// listen listens on the directory's socket, and returns the listener and
+// the socket's file (nil if it cannot be told: keep then only sees it
+// removed, not replaced).
+func (h *host) listen() (net.Listener, os.FileInfo, error) {
+	if h.dirFile != nil {
+		if fi, err := os.Stat(h.dir); err != nil || !os.SameFile(fi, h.dirFile) {
+			return nil, nil, fmt.Errorf("%s is no longer the directory this process opened (moved or removed): no socket is made in it", h.dir)
 		}
-	}(h.server, h.served)
+	}
+	ln, err := listen(h.sock)
+	if err != nil {
+		return nil, nil, err
+	}
+	file, _ := os.Stat(h.sock)
+	if h.wrapListener != nil {
+		ln = h.wrapListener(ln)
+	}
+	return ln, file, nil
+}
+
+// Keeping the socket. A serving process holds the directory's lock, so no
+// other process can serve the database while it lives: should it stop
+// listening, every other process's Open would fail (ErrNoServer) and their
+// reconnects give up, until it exits. So it listens again, on a fresh
+// socket, when serving ends other than by close (an Accept that failed for
+// good), and when the socket's file is removed (a cleaner of temporary
+// files, a careless rm) or replaced: its connections go on meanwhile.
+// Listening again that fails is retried with backoff.
+var (
+	// socketCheck is how often keep checks the socket's file.
+	socketCheck = time.Second
+	// minServePause and maxServePause bound the pause before listening
+	// again; a socket that served for maxServePause starts at the least.
+	minServePause = 10 * time.Millisecond
+	maxServePause = 5 * time.Second
+)
+
+// keep serves s on ln, file being ln's socket file, and on a fresh socket
+// each time serving on the last one ends (see above), until stop is
+// closed or s is; it closes done when it returns.
+func (h *host) keep(s *remote.Server, ln net.Listener, file os.FileInfo, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	every := socketCheck
+	if h.checkEvery != 0 {
+		every = h.checkEvery
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	pause := minServePause
+	for {
+		ended := make(chan error, 1)
+		go func(ln net.Listener) { ended <- s.Serve(ln) }(ln)
+		start := time.Now()
+		var why error
+		for why == nil {
+			select {
+			case err := <-ended:
+				if err == nil {
+					return // closed
+				}
+				why = err
+			case <-tick.C:
+				if why = socketGone(h.sock, file); why != nil {
+					ln.Close()
+					if err := <-ended; err == nil {
+						return // closed meanwhile
+					}
+				}
+			case <-stop:
+				<-ended // close closes s
+				return
+			}
+		}
+		if time.Since(start) >= maxServePause {
+			pause = minServePause
+		}
+		log.Printf("fdbqueue: serving %s to other processes: %v; listening again", h.dir, why)
+		for failed := false; ; {
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-stop:
+				t.Stop()
+				return
+			}
+			pause = min(2*pause, maxServePause)
+			var err error
+			ln, file, err = h.listen()
+			if h.relistened != nil {
+				h.relistened(err)
+			}
+			if err == nil {
+				if failed {
+					log.Printf("fdbqueue: serving %s to other processes again", h.dir)
+				}
+				break
+			}
+			if !failed {
+				log.Printf("fdbqueue: serving %s to other processes: listening again: %v; retrying", h.dir, err)
+				failed = true
+			}
+		}
+	}
+}
+
+// socketGone says why the socket's file at path is not file any more
+// (removed, or replaced), or nil if it is, or if that cannot be told.
+func socketGone(path string, file os.FileInfo) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("the socket's file was removed")
+	case err == nil && file != nil && !os.SameFile(fi, file):
+		return errors.New("the socket's file was replaced")
+	}
 	return nil
 }
 
@@ -244,6 +379,9 @@ func (h *host) redial(ctx context.Context) (net.Conn, error) {
 	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
 		c, err := dial(ctx, h.sock)
 		if err == nil {
+			if h.wrapConn != nil {
+				c = h.wrapConn(c)
+			}
 			return c, nil
 		}
 		// No process listens: the one that served is gone. Take the
@@ -282,7 +420,9 @@ func (db *DB) Close() error {
 	if h.refs > 0 {
 		return nil
 	}
-	delete(registry.hosts, h.dir)
+	if registry.hosts[h.dir] == h {
+		delete(registry.hosts, h.dir)
+	}
 	return h.close()
 }
 
@@ -291,7 +431,7 @@ func (h *host) close() error {
 	// in progress (redial) takes it, and closing the client waits for it.
 	h.mu.Lock()
 	h.closed = true
-	client, server, served, local, ro, dirf := h.client, h.server, h.served, h.local, h.ro, h.dirf
+	client, server, stop, served, local, ro, dirf := h.client, h.server, h.stop, h.served, h.local, h.ro, h.dirf
 	h.mu.Unlock()
 	var errs []error
 	if client != nil {
@@ -300,7 +440,9 @@ func (h *host) close() error {
 	if server != nil {
 		// Stop serving before the engine closes and so lets go of the
 		// directory's lock: a client that finds the socket gone takes
-		// the lock over only once no one serves.
+		// the lock over only once no one serves (and keep makes no
+		// socket after).
+		close(stop)
 		errs = append(errs, server.Close())
 		<-served
 		if err := os.Remove(h.sock); err != nil && !errors.Is(err, os.ErrNotExist) {
