@@ -49,6 +49,15 @@ type DB struct {
 	// statement to run here, say) while this process serves (ServeCalls);
 	// nil if none.
 	handler func(ctx context.Context, req []byte) ([]byte, error)
+	// running are the calls its handler runs, guarded by h.mu.
+	running map[*runningCall]struct{}
+}
+
+// runningCall is a call a handler runs: Close cancels it, and counts it
+// stale until it returns (see call).
+type runningCall struct {
+	cancel context.CancelFunc
+	stale  bool
 }
 
 var (
@@ -98,8 +107,15 @@ type host struct {
 	// handlers are the open handles' ServeCalls handlers, the first of
 	// which answers the calls of other processes.
 	handlers []*DB
-	stop     chan struct{} // closed by close: keep stops serving
-	served   chan struct{} // keep's end
+	// stale counts the calls still running in the handlers of closed
+	// handles; staleDone is closed once none is.
+	stale     int
+	staleDone chan struct{}
+	// callWaits, if set (tests), is called when a call waits for stale
+	// ones.
+	callWaits func()
+	stop      chan struct{} // closed by close: keep stops serving
+	served    chan struct{} // keep's end
 }
 
 var registry = struct {
@@ -415,6 +431,18 @@ func (db *DB) Close() error {
 	if i := slices.Index(h.handlers, db); i >= 0 {
 		h.handlers = slices.Delete(h.handlers, i, i+1)
 	}
+	// The calls its handler runs end now (they may have done their work,
+	// or part of it: their callers are told the outcome is unknown), and
+	// the next calls wait for them (see call).
+	for r := range db.running {
+		if h.stale == 0 {
+			h.staleDone = make(chan struct{})
+		}
+		h.stale++
+		r.stale = true
+		r.cancel()
+	}
+	clear(db.running)
 	h.mu.Unlock()
 	h.refs--
 	if h.refs > 0 {
@@ -563,17 +591,55 @@ func (db *DB) ServingCertain() bool {
 // way (its transactions fail once it is closed), or not: the caller is told
 // that the outcome is unknown, and calls again (another handle's handler,
 // or none, answers then).
+//
+// Such a call again must not run while the first still does: the caller
+// that lost its connection to the first calls again at once, and another
+// handle's handler (an executor with claims and combining of its own) or
+// the caller itself (ErrNoCalls) would not wait for the first, as the
+// handler that runs it does (one call of a statement's token at a time),
+// and could pop a task that the first then pops too, or pop another. So
+// no call is answered while a call of a closed handle's handler runs:
+// Close cancels those, and the next calls wait for them to return.
 func (h *host) call(ctx context.Context, req []byte) ([]byte, error) {
 	h.mu.Lock()
+	for h.stale > 0 {
+		done, waits := h.staleDone, h.callWaits
+		h.mu.Unlock()
+		if waits != nil {
+			waits()
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		h.mu.Lock()
+	}
 	var db *DB
 	if len(h.handlers) > 0 {
 		db = h.handlers[0]
 	}
-	h.mu.Unlock()
 	if db == nil {
+		h.mu.Unlock()
 		return nil, remote.ErrNoCalls
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &runningCall{cancel: cancel}
+	if db.running == nil {
+		db.running = make(map[*runningCall]struct{})
+	}
+	db.running[r] = struct{}{}
+	h.mu.Unlock()
 	resp, err := db.handler(ctx, req)
+	cancel()
+	h.mu.Lock()
+	delete(db.running, r)
+	if r.stale {
+		if h.stale--; h.stale == 0 {
+			close(h.staleDone)
+		}
+	}
+	h.mu.Unlock()
 	if db.closed.Load() {
 		return nil, kv.Errorf(kv.CodeCommitUnknownResult, "fdbqueue: the database handle that ran the call was closed meanwhile: it may or may not have been applied")
 	}
