@@ -121,7 +121,10 @@ type host struct {
 var registry = struct {
 	mu    sync.Mutex
 	hosts map[string]*host
-}{hosts: make(map[string]*host)}
+	// opening holds the directories being opened (Open), each with a
+	// channel closed once it is done.
+	opening map[string]chan struct{}
+}{hosts: make(map[string]*host), opening: make(map[string]chan struct{})}
 
 // Open opens the file database in dir, shared with the other processes of
 // the host that open it: it serves the database when no process does, and
@@ -140,16 +143,49 @@ func Open(dir string, cfg embedded.FileConfig) (*DB, error) {
 		abs = r
 	}
 	ro := cfg.Mode == embedded.ReadOnly
+	// The registry is not held while the directory opens, which can take
+	// OpenTimeout (its lock held by a process that does not serve yet)
+	// or a take-over's recovery: the process's Opens and Closes of other
+	// directories go on meanwhile. Opens of this one wait for it.
+	registry.mu.Lock()
+	for {
+		if h, ok := registry.hosts[abs]; ok {
+			h.refs++
+			registry.mu.Unlock()
+			return &DB{h: h, readOnly: ro}, nil
+		}
+		opening, ok := registry.opening[abs]
+		if !ok {
+			break
+		}
+		registry.mu.Unlock()
+		<-opening
+		registry.mu.Lock()
+	}
+	opening := make(chan struct{})
+	registry.opening[abs] = opening
+	registry.mu.Unlock()
+	h, err := newHost(abs, cfg)
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	if h, ok := registry.hosts[abs]; ok {
-		h.refs++
-		return &DB{h: h, readOnly: ro}, nil
+	delete(registry.opening, abs)
+	close(opening)
+	if err != nil {
+		return nil, err
 	}
+	h.refs = 1
+	registry.hosts[abs] = h
+	return &DB{h: h, readOnly: ro}, nil
+}
+
+// newHost makes the process's share in the database in dir (absolute,
+// symbolic links resolved), which no Open of the process holds.
+func newHost(abs string, cfg embedded.FileConfig) (*host, error) {
 	if err := checkFilesystem(abs); err != nil {
 		return nil, err
 	}
 	h := &host{dir: abs, cfg: cfg}
+	var err error
 	if h.sock, h.dirf, err = socketAddr(abs); err != nil {
 		return nil, err
 	}
@@ -159,9 +195,7 @@ func Open(dir string, cfg embedded.FileConfig) (*DB, error) {
 		}
 		return nil, err
 	}
-	h.refs = 1
-	registry.hosts[abs] = h
-	return &DB{h: h, readOnly: ro}, nil
+	return h, nil
 }
 
 // open serves the database or connects to the process that does,
@@ -413,6 +447,7 @@ func (h *host) redial(ctx context.Context) (net.Conn, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		testHookRedial()
 		sleep(ctx, pause/2+rand.N(pause/2+1))
 	}
 }
@@ -551,6 +586,9 @@ func (h *host) serving() bool {
 
 // Dir is the database's directory, absolute.
 func (db *DB) Dir() string { return db.h.dir }
+
+// testHookRedial runs in redial each time it waits to try again.
+var testHookRedial = func() {}
 
 // testHookServed runs in redial once this process serves (tests make a
 // take-over outlast Open's timeout with it).
