@@ -605,11 +605,13 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // ServeCalls has fn answer, while this process serves the database, the
 // calls other processes make with Forward: the first open handle's that
-// has one, until it closes.
+// has one, until it closes. A read-only handle's handler answers none: its
+// transactions refuse writes, and the calls are pops of other processes
+// (which then run them themselves, if no writable handle has a handler).
 func (db *DB) ServeCalls(fn func(ctx context.Context, req []byte) ([]byte, error)) {
 	db.h.mu.Lock()
 	defer db.h.mu.Unlock()
-	if db.handler == nil && fn != nil && !db.closed.Load() {
+	if db.handler == nil && fn != nil && !db.closed.Load() && !db.readOnly {
 		db.handler = fn
 		db.h.handlers = append(db.h.handlers, db)
 	}
