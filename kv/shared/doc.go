@@ -49,6 +49,13 @@
 // and returns what the first call popped. Transactions (sql.Tx, BEGIN)
 // and the other statements stay client-side kv transactions.
 //
+// The first writable handle with a handler answers the calls (a read-only
+// handle's executor could not pop). The handler that runs a statement runs
+// one call of its token at a time; a handle closed while its handler runs
+// a call cancels it, and no call is answered, by another handle or with
+// ErrNoCalls (the caller then runs it itself), until it returned: a call
+// made again after a lost connection would run beside it.
+//
 // A process's own transactions skip the socket while it serves. Its
 // commits are certain (no receipts) only if it has served since it opened
 // the database; one that took over keeps the connection for the
