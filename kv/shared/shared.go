@@ -317,6 +317,12 @@ func (h *host) listen() (net.Listener, os.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// Closing it leaves the name alone: it may not be the listener's any
+	// more (another directory's socket, if this one was moved away); keep
+	// removes the socket when it is.
+	if u, ok := ln.(*net.UnixListener); ok {
+		u.SetUnlinkOnClose(false)
+	}
 	file, _ := os.Stat(h.sock)
 	if h.wrapListener != nil {
 		ln = h.wrapListener(ln)
@@ -346,6 +352,15 @@ var (
 // closed or s is; it closes done when it returns.
 func (h *host) keep(s *remote.Server, ln net.Listener, file os.FileInfo, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	// remove removes the socket's file once s closed ln, if the name is
+	// still ln's.
+	remove := func() {
+		if file == nil || socketGone(h.sock, file) == nil {
+			if err := os.Remove(h.sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+				log.Printf("fdbqueue: serving %s to other processes: removing the socket: %v", h.dir, err)
+			}
+		}
+	}
 	every := socketCheck
 	if h.checkEvery != 0 {
 		every = h.checkEvery
@@ -362,6 +377,7 @@ func (h *host) keep(s *remote.Server, ln net.Listener, file os.FileInfo, stop <-
 			select {
 			case err := <-ended:
 				if err == nil {
+					remove()
 					return // closed
 				}
 				why = err
@@ -374,6 +390,7 @@ func (h *host) keep(s *remote.Server, ln net.Listener, file os.FileInfo, stop <-
 				}
 			case <-stop:
 				<-ended // close closes s
+				remove()
 				return
 			}
 		}
@@ -507,10 +524,7 @@ func (h *host) close() error {
 		// socket after).
 		close(stop)
 		errs = append(errs, server.Close())
-		<-served
-		if err := os.Remove(h.sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
+		<-served // keep removed the socket
 	}
 	if ro != nil && ro != local {
 		errs = append(errs, ro.Close())
