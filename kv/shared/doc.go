@@ -27,6 +27,14 @@
 // Nothing acknowledged is lost: a commit is acknowledged once it is in the
 // log on disk, whichever process wrote it.
 //
+// A serving process keeps its socket: no other process can serve while it
+// holds the lock, so when serving on the socket ends other than by Close
+// (an Accept that fails for good), or the socket's file is removed (a
+// cleaner of temporary files) or replaced, it listens again on a fresh one
+// (its connections go on), retrying with backoff; it checks the file
+// every second. It makes none in a directory that replaced its own under
+// the same name.
+//
 // # Pops run in the serving process
 //
 // A client's autocommit pops and leases (FOR POP, FOR LEASE, with or
@@ -40,6 +48,13 @@
 // connection was lost is called again, on the process that took over,
 // and returns what the first call popped. Transactions (sql.Tx, BEGIN)
 // and the other statements stay client-side kv transactions.
+//
+// The first writable handle with a handler answers the calls (a read-only
+// handle's executor could not pop). The handler that runs a statement runs
+// one call of its token at a time; a handle closed while its handler runs
+// a call cancels it, and no call is answered, by another handle or with
+// ErrNoCalls (the caller then runs it itself), until it returned: a call
+// made again after a lost connection would run beside it.
 //
 // A process's own transactions skip the socket while it serves. Its
 // commits are certain (no receipts) only if it has served since it opened

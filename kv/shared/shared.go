@@ -49,6 +49,15 @@ type DB struct {
 	// statement to run here, say) while this process serves (ServeCalls);
 	// nil if none.
 	handler func(ctx context.Context, req []byte) ([]byte, error)
+	// running are the calls its handler runs, guarded by h.mu.
+	running map[*runningCall]struct{}
+}
+
+// runningCall is a call a handler runs: Close cancels it, and counts it
+// stale until it returns (see call).
+type runningCall struct {
+	cancel context.CancelFunc
+	stale  bool
 }
 
 var (
@@ -73,23 +82,49 @@ type host struct {
 	// through the connection).
 	certain bool
 
+	// dirFile is the directory as this process first served it: the
+	// socket is made again (keep) only in that directory, not in one
+	// that replaced it under its name.
+	dirFile os.FileInfo
+	// Tests: wrapListener and wrapConn, if set, wrap each listener the
+	// process serves on and each connection it dials; checkEvery, if not
+	// 0, is keep's socketCheck; relistened, if set, is called with the
+	// outcome of each of keep's tries to listen again; clientOnly makes
+	// the share another process's in this one (embedded shares one
+	// engine among a process's opens): it never serves.
+	wrapListener func(net.Listener) net.Listener
+	wrapConn     func(net.Conn) net.Conn
+	checkEvery   time.Duration
+	relistened   func(error)
+	clientOnly   bool
+
 	mu     sync.Mutex
 	local  *embedded.DB // the engine, while this process serves
 	ro     *embedded.DB // a read-only handle on it, for read-only DBs
 	server *remote.Server
-	ln     net.Listener
 	client *remote.DB // the connection to the server, if this process was ever a client
 	closed bool
 	// handlers are the open handles' ServeCalls handlers, the first of
 	// which answers the calls of other processes.
 	handlers []*DB
-	served   chan struct{} // the Serve goroutine's end
+	// stale counts the calls still running in the handlers of closed
+	// handles; staleDone is closed once none is.
+	stale     int
+	staleDone chan struct{}
+	// callWaits, if set (tests), is called when a call waits for stale
+	// ones.
+	callWaits func()
+	stop      chan struct{} // closed by close: keep stops serving
+	served    chan struct{} // keep's end
 }
 
 var registry = struct {
 	mu    sync.Mutex
 	hosts map[string]*host
-}{hosts: make(map[string]*host)}
+	// opening holds the directories being opened (Open), each with a
+	// channel closed once it is done.
+	opening map[string]chan struct{}
+}{hosts: make(map[string]*host), opening: make(map[string]chan struct{})}
 
 // Open opens the file database in dir, shared with the other processes of
 // the host that open it: it serves the database when no process does, and
@@ -108,16 +143,49 @@ func Open(dir string, cfg embedded.FileConfig) (*DB, error) {
 		abs = r
 	}
 	ro := cfg.Mode == embedded.ReadOnly
+	// The registry is not held while the directory opens, which can take
+	// OpenTimeout (its lock held by a process that does not serve yet)
+	// or a take-over's recovery: the process's Opens and Closes of other
+	// directories go on meanwhile. Opens of this one wait for it.
+	registry.mu.Lock()
+	for {
+		if h, ok := registry.hosts[abs]; ok {
+			h.refs++
+			registry.mu.Unlock()
+			return &DB{h: h, readOnly: ro}, nil
+		}
+		opening, ok := registry.opening[abs]
+		if !ok {
+			break
+		}
+		registry.mu.Unlock()
+		<-opening
+		registry.mu.Lock()
+	}
+	opening := make(chan struct{})
+	registry.opening[abs] = opening
+	registry.mu.Unlock()
+	h, err := newHost(abs, cfg)
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
-	if h, ok := registry.hosts[abs]; ok {
-		h.refs++
-		return &DB{h: h, readOnly: ro}, nil
+	delete(registry.opening, abs)
+	close(opening)
+	if err != nil {
+		return nil, err
 	}
+	h.refs = 1
+	registry.hosts[abs] = h
+	return &DB{h: h, readOnly: ro}, nil
+}
+
+// newHost makes the process's share in the database in dir (absolute,
+// symbolic links resolved), which no Open of the process holds.
+func newHost(abs string, cfg embedded.FileConfig) (*host, error) {
 	if err := checkFilesystem(abs); err != nil {
 		return nil, err
 	}
 	h := &host{dir: abs, cfg: cfg}
+	var err error
 	if h.sock, h.dirf, err = socketAddr(abs); err != nil {
 		return nil, err
 	}
@@ -127,9 +195,7 @@ func Open(dir string, cfg embedded.FileConfig) (*DB, error) {
 		}
 		return nil, err
 	}
-	h.refs = 1
-	registry.hosts[abs] = h
-	return &DB{h: h, readOnly: ro}, nil
+	return h, nil
 }
 
 // open serves the database or connects to the process that does,
@@ -188,6 +254,9 @@ func (h *host) tryServe(first bool) (bool, error) {
 	if h.local != nil {
 		return true, nil
 	}
+	if h.clientOnly {
+		return false, embedded.ErrLocked
+	}
 	cfg := h.cfg
 	if cfg.Mode == embedded.ReadOnly || !first {
 		// The database exists: a take-over must not create one where
@@ -216,7 +285,10 @@ func (h *host) tryServe(first bool) (bool, error) {
 // serveLocked serves db, the engine this process just opened (and so
 // holds the directory's lock), on the directory's socket.
 func (h *host) serveLocked(db *embedded.DB) error {
-	ln, err := listen(h.sock)
+	if fi, err := os.Stat(h.dir); err == nil {
+		h.dirFile = fi
+	}
+	ln, file, err := h.listen()
 	if err != nil {
 		return fmt.Errorf("fdbqueue: serving %s to other processes: %w", h.dir, err)
 	}
@@ -225,15 +297,145 @@ func (h *host) serveLocked(db *embedded.DB) error {
 		ln.Close()
 		return err
 	}
-	h.local, h.ro, h.ln = db, ro, ln
+	h.local, h.ro = db, ro
 	h.server = remote.NewServer(db, remote.ServerOptions{Call: h.call})
-	h.served = make(chan struct{})
-	go func(s *remote.Server, done chan struct{}) {
-		defer close(done)
-		if err := s.Serve(ln); err != nil {
-			log.Printf("fdbqueue: serving %s to other processes: %v", h.dir, err)
+	h.stop, h.served = make(chan struct{}), make(chan struct{})
+	go h.keep(h.server, ln, file, h.stop, h.served)
+	return nil
+}
+
+// listen listens on the directory's socket, and returns the listener and
+// the socket's file (nil if it cannot be told: keep then only sees it
+// removed, not replaced).
+func (h *host) listen() (net.Listener, os.FileInfo, error) {
+	if h.dirFile != nil {
+		if fi, err := os.Stat(h.dir); err != nil || !os.SameFile(fi, h.dirFile) {
+			return nil, nil, fmt.Errorf("%s is no longer the directory this process opened (moved or removed): no socket is made in it", h.dir)
 		}
-	}(h.server, h.served)
+	}
+	ln, err := listen(h.sock)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Closing it leaves the name alone: it may not be the listener's any
+	// more (another directory's socket, if this one was moved away); keep
+	// removes the socket when it is.
+	if u, ok := ln.(*net.UnixListener); ok {
+		u.SetUnlinkOnClose(false)
+	}
+	file, _ := os.Stat(h.sock)
+	if h.wrapListener != nil {
+		ln = h.wrapListener(ln)
+	}
+	return ln, file, nil
+}
+
+// Keeping the socket. A serving process holds the directory's lock, so no
+// other process can serve the database while it lives: should it stop
+// listening, every other process's Open would fail (ErrNoServer) and their
+// reconnects give up, until it exits. So it listens again, on a fresh
+// socket, when serving ends other than by close (an Accept that failed for
+// good), and when the socket's file is removed (a cleaner of temporary
+// files, a careless rm) or replaced: its connections go on meanwhile.
+// Listening again that fails is retried with backoff.
+var (
+	// socketCheck is how often keep checks the socket's file.
+	socketCheck = time.Second
+	// minServePause and maxServePause bound the pause before listening
+	// again; a socket that served for maxServePause starts at the least.
+	minServePause = 10 * time.Millisecond
+	maxServePause = 5 * time.Second
+)
+
+// keep serves s on ln, file being ln's socket file, and on a fresh socket
+// each time serving on the last one ends (see above), until stop is
+// closed or s is; it closes done when it returns.
+func (h *host) keep(s *remote.Server, ln net.Listener, file os.FileInfo, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	// remove removes the socket's file once s closed ln, if the name is
+	// still ln's.
+	remove := func() {
+		if file == nil || socketGone(h.sock, file) == nil {
+			if err := os.Remove(h.sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+				log.Printf("fdbqueue: serving %s to other processes: removing the socket: %v", h.dir, err)
+			}
+		}
+	}
+	every := socketCheck
+	if h.checkEvery != 0 {
+		every = h.checkEvery
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	pause := minServePause
+	for {
+		ended := make(chan error, 1)
+		go func(ln net.Listener) { ended <- s.Serve(ln) }(ln)
+		start := time.Now()
+		var why error
+		for why == nil {
+			select {
+			case err := <-ended:
+				if err == nil {
+					remove()
+					return // closed
+				}
+				why = err
+			case <-tick.C:
+				if why = socketGone(h.sock, file); why != nil {
+					ln.Close()
+					if err := <-ended; err == nil {
+						return // closed meanwhile
+					}
+				}
+			case <-stop:
+				<-ended // close closes s
+				remove()
+				return
+			}
+		}
+		if time.Since(start) >= maxServePause {
+			pause = minServePause
+		}
+		log.Printf("fdbqueue: serving %s to other processes: %v; listening again", h.dir, why)
+		for failed := false; ; {
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-stop:
+				t.Stop()
+				return
+			}
+			pause = min(2*pause, maxServePause)
+			var err error
+			ln, file, err = h.listen()
+			if h.relistened != nil {
+				h.relistened(err)
+			}
+			if err == nil {
+				if failed {
+					log.Printf("fdbqueue: serving %s to other processes again", h.dir)
+				}
+				break
+			}
+			if !failed {
+				log.Printf("fdbqueue: serving %s to other processes: listening again: %v; retrying", h.dir, err)
+				failed = true
+			}
+		}
+	}
+}
+
+// socketGone says why the socket's file at path is not file any more
+// (removed, or replaced), or nil if it is, or if that cannot be told.
+func socketGone(path string, file os.FileInfo) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("the socket's file was removed")
+	case err == nil && file != nil && !os.SameFile(fi, file):
+		return errors.New("the socket's file was replaced")
+	}
 	return nil
 }
 
@@ -244,6 +446,9 @@ func (h *host) redial(ctx context.Context) (net.Conn, error) {
 	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
 		c, err := dial(ctx, h.sock)
 		if err == nil {
+			if h.wrapConn != nil {
+				c = h.wrapConn(c)
+			}
 			return c, nil
 		}
 		// No process listens: the one that served is gone. Take the
@@ -259,6 +464,7 @@ func (h *host) redial(ctx context.Context) (net.Conn, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		testHookRedial()
 		sleep(ctx, pause/2+rand.N(pause/2+1))
 	}
 }
@@ -277,12 +483,26 @@ func (db *DB) Close() error {
 	if i := slices.Index(h.handlers, db); i >= 0 {
 		h.handlers = slices.Delete(h.handlers, i, i+1)
 	}
+	// The calls its handler runs end now (they may have done their work,
+	// or part of it: their callers are told the outcome is unknown), and
+	// the next calls wait for them (see call).
+	for r := range db.running {
+		if h.stale == 0 {
+			h.staleDone = make(chan struct{})
+		}
+		h.stale++
+		r.stale = true
+		r.cancel()
+	}
+	clear(db.running)
 	h.mu.Unlock()
 	h.refs--
 	if h.refs > 0 {
 		return nil
 	}
-	delete(registry.hosts, h.dir)
+	if registry.hosts[h.dir] == h {
+		delete(registry.hosts, h.dir)
+	}
 	return h.close()
 }
 
@@ -291,7 +511,7 @@ func (h *host) close() error {
 	// in progress (redial) takes it, and closing the client waits for it.
 	h.mu.Lock()
 	h.closed = true
-	client, server, served, local, ro, dirf := h.client, h.server, h.served, h.local, h.ro, h.dirf
+	client, server, stop, served, local, ro, dirf := h.client, h.server, h.stop, h.served, h.local, h.ro, h.dirf
 	h.mu.Unlock()
 	var errs []error
 	if client != nil {
@@ -300,12 +520,11 @@ func (h *host) close() error {
 	if server != nil {
 		// Stop serving before the engine closes and so lets go of the
 		// directory's lock: a client that finds the socket gone takes
-		// the lock over only once no one serves.
+		// the lock over only once no one serves (and keep makes no
+		// socket after).
+		close(stop)
 		errs = append(errs, server.Close())
-		<-served
-		if err := os.Remove(h.sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
+		<-served // keep removed the socket
 	}
 	if ro != nil && ro != local {
 		errs = append(errs, ro.Close())
@@ -382,6 +601,9 @@ func (h *host) serving() bool {
 // Dir is the database's directory, absolute.
 func (db *DB) Dir() string { return db.h.dir }
 
+// testHookRedial runs in redial each time it waits to try again.
+var testHookRedial = func() {}
+
 // testHookServed runs in redial once this process serves (tests make a
 // take-over outlast Open's timeout with it).
 var testHookServed = func() {}
@@ -397,11 +619,13 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // ServeCalls has fn answer, while this process serves the database, the
 // calls other processes make with Forward: the first open handle's that
-// has one, until it closes.
+// has one, until it closes. A read-only handle's handler answers none: its
+// transactions refuse writes, and the calls are pops of other processes
+// (which then run them themselves, if no writable handle has a handler).
 func (db *DB) ServeCalls(fn func(ctx context.Context, req []byte) ([]byte, error)) {
 	db.h.mu.Lock()
 	defer db.h.mu.Unlock()
-	if db.handler == nil && fn != nil && !db.closed.Load() {
+	if db.handler == nil && fn != nil && !db.closed.Load() && !db.readOnly {
 		db.handler = fn
 		db.h.handlers = append(db.h.handlers, db)
 	}
@@ -421,17 +645,55 @@ func (db *DB) ServingCertain() bool {
 // way (its transactions fail once it is closed), or not: the caller is told
 // that the outcome is unknown, and calls again (another handle's handler,
 // or none, answers then).
+//
+// Such a call again must not run while the first still does: the caller
+// that lost its connection to the first calls again at once, and another
+// handle's handler (an executor with claims and combining of its own) or
+// the caller itself (ErrNoCalls) would not wait for the first, as the
+// handler that runs it does (one call of a statement's token at a time),
+// and could pop a task that the first then pops too, or pop another. So
+// no call is answered while a call of a closed handle's handler runs:
+// Close cancels those, and the next calls wait for them to return.
 func (h *host) call(ctx context.Context, req []byte) ([]byte, error) {
 	h.mu.Lock()
+	for h.stale > 0 {
+		done, waits := h.staleDone, h.callWaits
+		h.mu.Unlock()
+		if waits != nil {
+			waits()
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		h.mu.Lock()
+	}
 	var db *DB
 	if len(h.handlers) > 0 {
 		db = h.handlers[0]
 	}
-	h.mu.Unlock()
 	if db == nil {
+		h.mu.Unlock()
 		return nil, remote.ErrNoCalls
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &runningCall{cancel: cancel}
+	if db.running == nil {
+		db.running = make(map[*runningCall]struct{})
+	}
+	db.running[r] = struct{}{}
+	h.mu.Unlock()
 	resp, err := db.handler(ctx, req)
+	cancel()
+	h.mu.Lock()
+	delete(db.running, r)
+	if r.stale {
+		if h.stale--; h.stale == 0 {
+			close(h.staleDone)
+		}
+	}
+	h.mu.Unlock()
 	if db.closed.Load() {
 		return nil, kv.Errorf(kv.CodeCommitUnknownResult, "fdbqueue: the database handle that ran the call was closed meanwhile: it may or may not have been applied")
 	}
