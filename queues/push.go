@@ -468,12 +468,13 @@ func (q *Queue) readSeqs(tr kv.Transaction, items []Item, s *nextSeqs) *nextSeqs
 	s.q = q
 	s.tails = s.few[:0]
 	snap := tr.Snapshot()
+	noHidden := len(items) > 1 && q.noneHidden(snap)
 	for _, it := range items {
 		prio := q.prioOf(it)
 		if s.find(prio) >= 0 {
 			continue
 		}
-		visible, hidden := q.readTails(snap, prio)
+		visible, hidden := q.readTails(snap, prio, noHidden)
 		s.tails = append(s.tails, seqTail{prio: prio, items: visible, hidden: hidden})
 		switch n := len(s.tails); {
 		case s.at != nil:
@@ -490,7 +491,9 @@ func (q *Queue) readSeqs(tr kv.Transaction, items []Item, s *nextSeqs) *nextSeqs
 
 // readTails issues the reads of the last item of priority prio under
 // tagItems and under tagHidden, their ranges' bounds in one allocation.
-func (q *Queue) readTails(snap kv.ReadTransaction, prio int64) (items, hidden kv.FutureRange) {
+// With noHidden (noneHidden said so) the second is not read: its future
+// finds nothing.
+func (q *Queue) readTails(snap kv.ReadTransaction, prio int64, noHidden bool) (items, hidden kv.FutureRange) {
 	var vs []int64
 	if q.kind == Priority {
 		vs = []int64{prio}
@@ -505,8 +508,35 @@ func (q *Queue) readTails(snap kv.ReadTransaction, prio int64) (items, hidden kv
 		r[i] = kv.Range{Begin: buf[start:n:n], End: strincInPlace(buf[n:len(buf):len(buf)])}
 	}
 	opts := kv.RangeOptions{Limit: 1, Reverse: true}
-	return kv.GetRangeAsync(snap, r[0], opts), kv.GetRangeAsync(snap, r[1], opts)
+	items = kv.GetRangeAsync(snap, r[0], opts)
+	if noHidden {
+		return items, noRows{}
+	}
+	return items, kv.GetRangeAsync(snap, r[1], opts)
 }
+
+// noneHidden reports whether the queue holds no invisible item at all, as
+// one read of the whole of tagHidden through snap finds, on an engine that
+// answers a read when it is issued (kv.AnswersAtIssue: memory: and file:).
+// A push of several priorities then reads no priority's hidden tail:
+// fdbqueue bench's 100-row INSERTs of 10 priorities made 20 one-row reads
+// for their seqs, each taking the store's lock, where 11 do. Elsewhere
+// (FoundationDB, remote) the priorities' reads are issued together, one
+// round trip, which a read made first would double: it reports false.
+// A failed read reports false too, and the reads it saves then fail the
+// push as they would have.
+func (q *Queue) noneHidden(snap kv.ReadTransaction) bool {
+	if !kv.AnswersAtIssue(snap) {
+		return false
+	}
+	_, found, err := kv.First(snap, kv.PrefixRange(q.sub[tagHidden]), true)
+	return err == nil && !found
+}
+
+// noRows is a range read's future that found nothing.
+type noRows struct{}
+
+func (noRows) Get() ([]kv.KeyValue, error) { return nil, nil }
 
 // strincInPlace is kv.Strinc of a packed key, in place: a tuple's first
 // byte is a type code, never 0xff, so some byte is left to increment.
