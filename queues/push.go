@@ -251,8 +251,11 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 	}
 	lone := len(lones)
 	q.dirKeys(items, now, dirs)
-	keys := append(make([][]byte, 0, lone+len(dirs.keys)), lones...)
-	keys = append(keys, dirs.keys...)
+	keys := dirs.keys // no lone ids (a push of new ids in runs): the set's own
+	if lone > 0 {
+		keys = append(make([][]byte, 0, lone+len(dirs.keys)), lones...)
+		keys = append(keys, dirs.keys...)
+	}
 	vals, err := kv.GetMany(snap, keys)
 	if err != nil {
 		return nil, nil, err
