@@ -242,19 +242,35 @@ func AppendBytes(dst, v []byte) []byte {
 
 // AppendInt appends the tuple encoding of the integer v to dst. It is the
 // allocation-free path the queue layer uses for its keys.
+//
+// Where dst has room, the bytes are written into it in place, exactly
+// those and no byte past them (a caller may hold bytes there, as append
+// leaves them): appendCoded's copy of a few bytes through memmove, and the
+// append's checks, were most of the 60 instructions an integer took, and
+// a 100-row INSERT's keys and values hold about 2,000 (callgrind: 1,270
+// instructions a row).
 func AppendInt(dst []byte, v int64) []byte {
-	if v >= 0 {
-		return appendUint(dst, uint64(v))
+	u := uint64(v)
+	n := byteLen(u)
+	code := byte(codeIntZero + n)
+	if v < 0 {
+		// Negative: one's complement of the magnitude, in the fewest
+		// bytes.
+		mag := -u // the magnitude, 1<<63 for math.MinInt64 too
+		n = byteLen(mag)
+		u, code = ^mag, byte(codeIntZero-n)
 	}
-	// Negative: one's complement of the magnitude, in the fewest bytes.
-	var mag uint64
-	if v == math.MinInt64 {
-		mag = 1 << 63
-	} else {
-		mag = uint64(-v)
+	l := len(dst)
+	if cap(dst)-l <= n {
+		return appendCoded(dst, code, u, n)
 	}
-	n := byteLen(mag)
-	return appendCoded(dst, byte(codeIntZero-n), ^mag, n)
+	dst = dst[:l+1+n]
+	dst[l] = code
+	for i := l + n; i > l; i-- {
+		dst[i] = byte(u)
+		u >>= 8
+	}
+	return dst
 }
 
 func appendUint(dst []byte, v uint64) []byte {

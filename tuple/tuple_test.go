@@ -508,3 +508,20 @@ func BenchmarkAppendBytes(b *testing.B) {
 		})
 	}
 }
+
+// AppendInt into a slice with room writes the integer's bytes in place,
+// and no byte past them: a caller's bytes after the slice's length, in its
+// capacity, stay as they were, as append leaves them.
+func TestAppendIntInPlaceLeavesTheRestOfTheCapacity(t *testing.T) {
+	t.Parallel()
+	vals := []int64{0, 1, -1, 255, 256, -256, 1 << 16, 1<<24 - 1, 1 << 24, 1 << 32, 1<<40 + 5, 1 << 48, 1 << 56, math.MaxInt64, math.MinInt64}
+	for _, v := range vals {
+		want := AppendInt([]byte("p"), v) // no room: appended
+		buf := bytes.Repeat([]byte{0xee}, 32)
+		copy(buf, "p")
+		got := AppendInt(buf[:1], v)
+		require.Equal(t, want, got, "%d", v)
+		require.Equal(t, &buf[0], &got[0], "%d: written in place", v)
+		require.Equal(t, bytes.Repeat([]byte{0xee}, 32-len(got)), buf[len(got):], "%d: the bytes past it", v)
+	}
+}
