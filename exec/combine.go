@@ -270,6 +270,19 @@ func (e *Executor) runGroup(group []*combineReq, queued func()) {
 		failed := -1 // the statement whose own error ended the last attempt
 		err := e.transact(ctx, nil, false, func(tr kv.Transaction) error {
 			failed = -1
+			// A statement whose context ended since the last attempt
+			// leaves before this one: that attempt failed, so it took
+			// nothing, and no one waits for its result. A forwarded
+			// pop's caller that lost its connection may, meanwhile,
+			// have settled its token as unapplied (forward.go): run
+			// again, it would take a row no one receives.
+			live = slices.DeleteFunc(live, func(r *combineReq) bool {
+				if err := r.ctx.Err(); err != nil {
+					r.res, r.err = nil, err
+					return true
+				}
+				return false
+			})
 			if a, ok := tr.(*queues.Attempt); ok {
 				a.Several() // its pops share their reads (queues/firsts.go)
 			}
