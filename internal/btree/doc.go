@@ -34,7 +34,7 @@
 // its leaf, where the run's next keys go without shifting the items after
 // them (they shifted half a leaf of cold memory a key); such a leaf may
 // hold fewer than min items (PopMin, PopMax and DeleteAt allow for it).
-// And a keyed tree's node arrays grow by 16 slots at a time, not by
+// And a keyed tree's node arrays grow by 32 slots at a time, not by
 // doubling: leaves that a run's tail fills slowly keep no empty half.
 //
 // To update: copy btreeg.go and the tests from upstream again, and carry
