@@ -20,6 +20,9 @@ type BTreeG[T any] struct {
 	empty T
 	max   int
 	min   int
+	// full is the index in its leaf of the last item nodeSet found
+	// the leaf full for (fdbqueue's change: splitTail).
+	full int
 }
 
 type node[T any] struct {
@@ -287,6 +290,48 @@ func (tr *BTreeG[T]) nodeSplit(n *node[T]) (right *node[T], median T) {
 	return right, median
 }
 
+// splitTail makes room in n's full leaf child i, into which item goes at
+// index tr.full, inside it, by splitting it there, if item extends the run
+// of keys before it (shares a longer prefix with the item before it than
+// with the one after): the key of a queue's index entry at the tail of
+// its (cell, priority), which the next entries of that run follow. The
+// leaf keeps the items before; the item after goes up as the separator,
+// and the items after it to a new leaf of their size. Each later key of
+// the run is then set at the end of its leaf, with no shift of the items
+// after it (it shifted half a leaf, of cold memory, a key), and fills it.
+// It reports whether it split; n has room for a separator. Keyed trees
+// only. (fdbqueue's change to tidwall/btree.)
+func (tr *BTreeG[T]) splitTail(n *node[T], i int, item T) bool {
+	child := (*n.children)[i] // made n's own by nodeSet
+	j := tr.full
+	if tr.key == nil || !child.leaf() || len(n.items) == tr.max ||
+		j < 1 || j > len(child.items)-2 {
+		return false
+	}
+	k := tr.key(item)
+	if lcp(k, tr.key(child.items[j-1])) <= lcp(k, tr.key(child.items[j])) {
+		return false
+	}
+	median := child.items[j]
+	right := tr.newNode(true)
+	right.items = append([]T(nil), child.items[j+1:]...)
+	right.pre = child.pre
+	right.abbrs = append([]uint64(nil), child.abbrs[j+1:]...)
+	right.count = len(right.items)
+	child.items = append(make([]T, 0, j+tailRoom), child.items[:j]...)
+	child.abbrs = append(make([]uint64, 0, j+tailRoom), child.abbrs[:j]...)
+	child.count = j
+	tr.lengthen(child)
+	tr.lengthen(right)
+	*n.children = append(*n.children, nil)
+	copy((*n.children)[i+2:], (*n.children)[i+1:])
+	(*n.children)[i+1] = right
+	tr.insertAt(n, i, median)
+	return true
+}
+
+const tailRoom = 16
+
 // shiftLeft makes room in n's full child i, into which item goes, by
 // moving its first items, through the separator between them, into its
 // left sibling, if that has room, as a B*-tree does before it splits: an
@@ -401,6 +446,7 @@ func (tr *BTreeG[T]) nodeSet(cn **node[T], item T,
 	}
 	if n.leaf() {
 		if len(n.items) == tr.max {
+			tr.full = i
 			return tr.empty, false, true
 		}
 		tr.insertAt(n, i, item)
@@ -408,7 +454,7 @@ func (tr *BTreeG[T]) nodeSet(cn **node[T], item T,
 		return tr.empty, false, false
 	}
 	prev, replaced, split = tr.nodeSet(&(*n.children)[i], item, hint, depth+1)
-	if split && tr.shiftLeft(n, i, item) {
+	if split && (tr.splitTail(n, i, item) || tr.shiftLeft(n, i, item)) {
 		return tr.nodeSet(&n, item, hint, depth)
 	}
 	if split {
@@ -1342,7 +1388,7 @@ func (tr *BTreeG[T]) PopMin() (T, bool) {
 		n.count-- // optimistically update counts
 		if n.leaf() {
 			item = n.items[0]
-			if len(n.items) == tr.min {
+			if len(n.items) <= tr.min { // fdbqueue: a leaf splitTail made may hold fewer
 				break
 			}
 			tr.removeAt(n, 0)
@@ -1381,7 +1427,7 @@ func (tr *BTreeG[T]) PopMax() (T, bool) {
 		n.count-- // optimistically update counts
 		if n.leaf() {
 			item = n.items[len(n.items)-1]
-			if len(n.items) == tr.min {
+			if len(n.items) <= tr.min { // fdbqueue: a leaf splitTail made may hold fewer
 				break
 			}
 			tr.removeAt(n, len(n.items)-1)
@@ -1457,7 +1503,7 @@ outer:
 		if n.leaf() {
 			// the index is the item position
 			item = n.items[index]
-			if len(n.items) == tr.min {
+			if len(n.items) <= tr.min { // fdbqueue: a leaf splitTail made may hold fewer
 				path = append(path, uint8(index))
 				break outer
 			}

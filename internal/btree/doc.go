@@ -1,6 +1,6 @@
 // Package btree is github.com/tidwall/btree v1.8.1's generic B-tree
 // (btreeg.go, and from map.go what it needs: iso.go), MIT-licensed (see
-// LICENSE), with three changes. The first: a full node first moves items
+// LICENSE), with four changes. The first: a full node first moves items
 // into its left sibling, if that has room, and splits only if not
 // (shiftLeft, as a B*-tree does).
 //
@@ -26,6 +26,16 @@
 // records scattered over the heap, and each comparison read two of them
 // (cache misses: 20% of a realistic 100-row INSERT's CPU). It costs 8 bytes
 // an item more.
+//
+// A fourth (splitTail, reserve): in a keyed tree, a full leaf into which
+// a key goes inside, after a key it shares a longer prefix with than with
+// the next (the tail of a run: a queue's fit-index entry at the end of its
+// (cell, priority)), splits there, leaving the run's tail at the end of
+// its leaf, where the run's next keys go without shifting the items after
+// them (they shifted half a leaf of cold memory a key); such a leaf may
+// hold fewer than min items (PopMin, PopMax and DeleteAt allow for it).
+// And a keyed tree's node arrays grow by 32 slots at a time, not by
+// doubling: leaves that a run's tail fills slowly keep no empty half.
 //
 // To update: copy btreeg.go and the tests from upstream again, and carry
 // the changes over (search for "fdbqueue's change"; next.go and abbrev.go

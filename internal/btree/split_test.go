@@ -1,8 +1,12 @@
 package btree
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // fill returns the share of the slots of tr's nodes that hold an item.
@@ -104,5 +108,132 @@ func checkTree[T any](t *testing.T, tr *BTreeG[T], want int) {
 	}
 	if tr.root != nil {
 		walk(tr.root, true)
+	}
+}
+
+// runsTree returns a keyed tree of the given degree filled as a queue's
+// fit index is: keys appended one at a time at the tails of runs (a
+// run's keys share a prefix), the runs picked at random, and the runs'
+// last keys.
+func runsTree(degree, runs, keys int) (*BTreeG[string], []string) {
+	r := rand.New(rand.NewPCG(uint64(degree), 23))
+	tr := NewBTreeGKeyed(strKey, Options{NoLocks: true, Degree: degree})
+	next := make([]int, runs)
+	var hint PathHint
+	for range keys {
+		run := r.IntN(runs)
+		tr.SetHint(fmt.Sprintf("run%05d/%08d", run, next[run]), &hint)
+		next[run]++
+	}
+	var tails []string
+	for run, n := range next {
+		if n > 0 {
+			tails = append(tails, fmt.Sprintf("run%05d/%08d", run, n-1))
+		}
+	}
+	return tr, tails
+}
+
+// TestRunTailsEndLeaves: keys appended at the tails of many runs (a
+// queue's (cell, priority) runs of its fit index) leave most runs' last
+// key at the end of its leaf, where the run's next key goes without
+// shifting the leaf's items after it (splitTail), and the nodes' arrays
+// 90% or more full (reserve): the leaves left holding a run's first keys
+// are not left with empty room, nor are those a run's tail fills slowly.
+func TestRunTailsEndLeaves(t *testing.T) {
+	t.Parallel()
+	tr, tails := runsTree(64, 500, 200_000)
+	checkTree(t, tr, 200_000)
+	last := map[string]bool{}
+	var items, slots int
+	var walk func(n *node[string])
+	walk = func(n *node[string]) {
+		items += len(n.items)
+		slots += cap(n.items)
+		if n.leaf() {
+			last[n.items[len(n.items)-1]] = true
+			return
+		}
+		for _, c := range *n.children {
+			walk(c)
+		}
+	}
+	walk(tr.root)
+	atEnd := 0
+	for _, k := range tails {
+		if last[k] {
+			atEnd++
+		}
+	}
+	t.Logf("%d of %d runs end their leaf; arrays %.1f%% full", atEnd, len(tails), 100*float64(items)/float64(slots))
+	require.Greater(t, atEnd, len(tails)*3/4, "runs whose last key ends its leaf")
+	require.Greater(t, float64(items)/float64(slots), 0.9, "share of the arrays' slots used")
+}
+
+// TestSmallLeavesDelete: the leaves splitTail leaves with fewer than
+// tr.min items are deleted from whole by every deleting call (Delete,
+// PopMin, PopMax, DeleteAt, bulk deletes by Ascend's and Descend's
+// iterators), the tree staying exact.
+func TestSmallLeavesDelete(t *testing.T) {
+	t.Parallel()
+	for op := range 5 {
+		tr, _ := runsTree(8, 40, 3000)
+		want := tr.Items()
+		small := 0
+		tr.Walk(func(items []string) bool {
+			if len(items) < tr.min {
+				small++
+			}
+			return true
+		})
+		require.Positive(t, small, "leaves under tr.min")
+		r := rand.New(rand.NewPCG(uint64(op), 29))
+		for len(want) > 0 {
+			switch op {
+			case 0:
+				i := r.IntN(len(want))
+				_, ok := tr.Delete(want[i])
+				require.True(t, ok)
+				want = slices.Delete(want, i, i+1)
+			case 1:
+				k, ok := tr.PopMin()
+				require.True(t, ok)
+				require.Equal(t, want[0], k)
+				want = want[1:]
+			case 2:
+				k, ok := tr.PopMax()
+				require.True(t, ok)
+				require.Equal(t, want[len(want)-1], k)
+				want = want[:len(want)-1]
+			case 3:
+				i := r.IntN(len(want))
+				k, ok := tr.DeleteAt(i)
+				require.True(t, ok)
+				require.Equal(t, want[i], k)
+				want = slices.Delete(want, i, i+1)
+			case 4:
+				i := r.IntN(len(want))
+				n := 1 + r.IntN(min(len(want)-i, 50))
+				var deleted []string
+				tr.AscendMut(want[i], func(k string) bool {
+					if len(deleted) == n {
+						return false
+					}
+					deleted = append(deleted, k)
+					return true
+				})
+				for _, k := range deleted {
+					_, ok := tr.Delete(k)
+					require.True(t, ok)
+				}
+				require.Equal(t, want[i:i+n], deleted)
+				want = slices.Delete(want, i, i+n)
+			}
+			if len(want)%97 == 0 {
+				require.Equal(t, want, tr.Items())
+				checkTree(t, tr, len(want))
+			}
+		}
+		require.Zero(t, tr.Len())
 	}
 }
