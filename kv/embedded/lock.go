@@ -189,25 +189,40 @@ func (l *dirLock) current() error {
 	return nil
 }
 
-// sameFile says how path no longer names the file described by held, or
-// nil.
+// errLockMoved says a lock's file is no longer under its name; other
+// errors of current say it could not be told.
+var errLockMoved = errors.New("the lock's file is no longer under its name")
+
+// sameFile says how path no longer names the file described by held
+// (errLockMoved), or why that cannot be told, or nil.
 func sameFile(path string, held os.FileInfo) error {
 	now, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("%s was removed", path)
+		return fmt.Errorf("%s was removed%w", path, quiet{errLockMoved})
 	case err != nil:
 		return fmt.Errorf("%s cannot be checked: %w", path, err)
 	case !os.SameFile(now, held):
-		return fmt.Errorf("%s was replaced by another file", path)
+		return fmt.Errorf("%s was replaced by another file%w", path, quiet{errLockMoved})
 	}
 	return nil
 }
 
-// close lets go of the locks, without the holder check (see Close).
+// quiet wraps an error that adds nothing to a message it is formatted in.
+type quiet struct{ err error }
+
+func (q quiet) Error() string { return "" }
+func (q quiet) Unwrap() error { return q.err }
+
+// close lets go of the locks, without the holder check (see Close). They
+// are let go of before their files are closed: a child this process forks
+// meanwhile (os/exec) holds copies of the descriptors until its exec, and
+// the lock with them, which an unlock releases and a close does not.
 func (l *dirLock) close() error {
+	unlockFile(l.file)
 	err := l.file.Close()
 	if l.dirFile != nil {
+		unlockDirectory(l.dirFile)
 		if derr := l.dirFile.Close(); err == nil {
 			err = derr
 		}

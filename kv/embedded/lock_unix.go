@@ -40,10 +40,15 @@ func lockDirectory(d *os.File, shared bool) error {
 	return err
 }
 
-// unlockDirectory lets go of the lock lockDirectory took.
-func unlockDirectory(d *os.File) {
-	_ = syscall.Flock(int(d.Fd()), syscall.LOCK_UN)
+// unlockFile lets go of the lock tryLock took, also where a forked child
+// holds a copy of f's descriptor: the lock is the open file's, which the
+// copy shares.
+func unlockFile(f *os.File) {
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
+
+// unlockDirectory lets go of the lock lockDirectory took.
+func unlockDirectory(d *os.File) { unlockFile(d) }
 
 // processExists reports whether a process with this id runs.
 func processExists(pid int) bool {

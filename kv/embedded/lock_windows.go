@@ -33,6 +33,10 @@ func tryLock(f *os.File, shared bool) error {
 // is held.
 func lockDirectory(d *os.File, shared bool) error { return errNoDirLock }
 
+// unlockFile: closing the file lets go of its lock; a child process
+// inherits no handle of it.
+func unlockFile(f *os.File) {}
+
 // unlockDirectory: lockDirectory locks nothing on Windows.
 func unlockDirectory(d *os.File) {}
 

@@ -5,6 +5,7 @@
 package embedded
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -63,7 +64,13 @@ func (l *dirLock) watch(lost func(error)) {
 			case <-tick.C:
 			case answer = <-l.now:
 			}
+			// A check that cannot tell (a stat failing otherwise than
+			// with ENOENT: the directory's permissions changed, say)
+			// fails nothing: the next one may tell.
 			err := l.current()
+			if !errors.Is(err, errLockMoved) {
+				err = nil
+			}
 			if err != nil {
 				lost(&lockLostError{why: err})
 			}
