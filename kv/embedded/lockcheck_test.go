@@ -121,3 +121,34 @@ func TestLockFileGoneHolderStopsWriting(t *testing.T) {
 		})
 	}
 }
+
+// TestLockFileStillLockedForEarlierBuilds: a build that locks only
+// DIR/LOCK (flock) and one that also locks the directory keep each other
+// out, either way round.
+func TestLockFileStillLockedForEarlierBuilds(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := embedded.OpenFile(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	path := filepath.Join(dir, "LOCK")
+	earlier, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer earlier.Close()
+	for _, how := range []int{syscall.LOCK_EX, syscall.LOCK_SH} {
+		require.ErrorIs(t, syscall.Flock(int(earlier.Fd()), how|syscall.LOCK_NB), syscall.EWOULDBLOCK)
+	}
+	require.NoError(t, db.Close())
+
+	require.NoError(t, syscall.Flock(int(earlier.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+	// Another process's id, not this one's: an open waits out a lock
+	// held by this process's own forked child (lock.go).
+	require.NoError(t, earlier.Truncate(0))
+	_, err = embedded.OpenFile(dir, embedded.FileConfig{})
+	require.ErrorIs(t, err, embedded.ErrLocked)
+	_, err = embedded.OpenFile(dir, embedded.FileConfig{Mode: embedded.ReadOnly})
+	require.ErrorIs(t, err, embedded.ErrLocked)
+	require.NoError(t, syscall.Flock(int(earlier.Fd()), syscall.LOCK_UN))
+	db, err = embedded.OpenFile(dir, embedded.FileConfig{Mode: embedded.ReadWrite})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+}
