@@ -81,6 +81,9 @@ func lockDir(dir string, shared bool, opened func()) (*dirLock, error) {
 			return l, nil
 		}
 		l.close()
+		if !errors.Is(err, errLockMoved) {
+			return nil, fmt.Errorf("fdbqueue: locking %s: %w", l.path, err)
+		}
 		if attempt == lockAttempts {
 			return nil, fmt.Errorf("fdbqueue: locking %s: %w; it was replaced %d times while this process locked it", l.path, err, attempt)
 		}
