@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fdbqueue/fdbqueue/exec"
@@ -129,32 +130,115 @@ func TestForwardedPopLost(t *testing.T) {
 // serving process still ran the statement (a FOR POP WAIT waiting), and
 // the client called again at once: the second call waits for the first,
 // which takes the row pushed meanwhile, and then returns it from the
-// receipt.
+// receipt. The row is pushed once the first call waits for a push and the
+// second waits for the first.
 func TestForwardedCallsOfOneToken(t *testing.T) {
 	t.Parallel()
 	server, client, cdb, srv := forwarding(t)
+	watching := &watchingDB{Database: srv.Database, waiting: make(chan struct{}, 1)}
+	srv.Database = watching
+	server = exec.New(srv, tuple.Tuple{"r"}.Pack())
 	calls := 0
-	first := make(chan error, 1)
+	type answer struct {
+		resp []byte
+		err  error
+	}
+	first := make(chan answer, 1)
+	second := &askedCtx{asked: make(chan struct{})}
 	cdb.forward = func(ctx context.Context, req []byte) ([]byte, bool, error) {
 		calls++
 		if calls == 1 {
 			go func() {
-				_, err := srv.call(context.WithoutCancel(ctx), req)
-				first <- err
+				resp, err := srv.call(context.WithoutCancel(ctx), req)
+				first <- answer{resp, err}
 			}()
+			<-watching.waiting
 			return nil, true, lost
 		}
-		resp, err := srv.call(ctx, req)
+		second.Context = ctx
+		resp, err := srv.call(second, req)
 		return resp, true, err
 	}
+	pushed := make(chan struct{})
 	go func() {
-		time.Sleep(100 * time.Millisecond)
-		mustRun(t, server, "INSERT INTO q (v) VALUES (7)")
+		defer close(pushed)
+		<-second.asked
+		_, err := run(t, server, "INSERT INTO q (v) VALUES (7)")
+		assert.NoError(t, err)
 	}()
-	res := mustRun(t, client, "SELECT v FROM q LIMIT 1 FOR POP WAIT 2")
-	require.NoError(t, <-first)
+	res := mustRun(t, client, "SELECT v FROM q LIMIT 1 FOR POP WAIT 300")
+	<-pushed
+	require.Equal(t, 2, calls)
 	require.Equal(t, [][]any{{int64(7)}}, res.Rows)
 	require.Empty(t, values(t, server))
+	// The first call ended before the second went on: it answered the
+	// row (the second answered it from its receipt). A first call still
+	// waiting would fail now, its watch failing with the database.
+	require.NoError(t, watching.Database.(*embedded.DB).Close())
+	a := <-first
+	require.NoError(t, a.err)
+	// Its answer, read as a client reads one.
+	replay := exec.New(&clientDB{Database: cdb.Database, forward: func(context.Context, []byte) ([]byte, bool, error) {
+		return a.resp, true, nil
+	}}, tuple.Tuple{"r"}.Pack())
+	res, err := run(t, replay, "SELECT v FROM q LIMIT 1 FOR POP")
+	require.NoError(t, err, "the first call's answer")
+	require.Equal(t, [][]any{{int64(7)}}, res.Rows, "the first call took the row")
+}
+
+// watchingDB is a database whose transactions' watches say, on waiting,
+// when one is waited for: a FOR POP WAIT waits for its table's pushes.
+type watchingDB struct {
+	kv.Database
+	waiting chan struct{}
+}
+
+func (d *watchingDB) Transact(ctx context.Context, fn func(kv.Transaction) error) error {
+	return kv.Transact(ctx, d, fn)
+}
+
+func (d *watchingDB) CreateTransaction(ctx context.Context) (kv.Transaction, error) {
+	tr, err := d.Database.CreateTransaction(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &watchingTxn{Transaction: tr, waiting: d.waiting}, nil
+}
+
+type watchingTxn struct {
+	kv.Transaction
+	waiting chan struct{}
+}
+
+func (t *watchingTxn) Watch(key []byte) kv.Watch {
+	return &waitedWatch{Watch: t.Transaction.Watch(key), waiting: t.waiting}
+}
+
+type waitedWatch struct {
+	kv.Watch
+	waiting chan struct{}
+}
+
+func (w *waitedWatch) Done() <-chan struct{} {
+	select {
+	case w.waiting <- struct{}{}:
+	default:
+	}
+	return w.Watch.Done()
+}
+
+// askedCtx is a call's context that says when the call first asks whether
+// it is done: a call of a token that another call of runs asks as it
+// waits for that one (exec.serveCall), and nothing before.
+type askedCtx struct {
+	context.Context
+	once  sync.Once
+	asked chan struct{}
+}
+
+func (c *askedCtx) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.asked) })
+	return c.Context.Done()
 }
 
 // TestForwardedResults: a forwarded statement's values, its errors (which

@@ -5,7 +5,6 @@ package embedded
 
 import (
 	"context"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,7 +139,7 @@ type store struct {
 
 	// File databases: the lock file held while open, and what recovery
 	// found.
-	lock     *os.File
+	lock     *dirLock
 	recovery RecoveryStats
 	readOnly bool // opened ReadOnly: no log, every handle refuses writes
 

@@ -119,5 +119,6 @@
 //	checkpoint.go  checkpoints: starting one, writing it, and dropping the log
 //	               it makes redundant
 //	lock.go        the directory lock; lock_*.go its call on each OS
+//	lockcheck.go   a writer checks once a second that LOCK is still its own
 //	faults.go      injected FoundationDB failures, for tests
 package embedded

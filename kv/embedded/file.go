@@ -182,7 +182,7 @@ func dirContents(dir string) (db bool, other string, err error) {
 
 func openFileStore(dir string, cfg FileConfig) (*store, error) {
 	readOnly := cfg.Mode == ReadOnly
-	lock, err := lockDir(dir, readOnly)
+	lock, err := lockDir(dir, readOnly, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +214,7 @@ func openFileStore(dir string, cfg FileConfig) (*store, error) {
 		live:      int64(s.slabs.live),
 	}
 	s.log.start()
+	lock.watch(s.log.lose)
 	return s, nil
 }
 

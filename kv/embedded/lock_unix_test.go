@@ -21,7 +21,7 @@ func TestFileReopenWhileForkHoldsLock(t *testing.T) {
 	require.NoError(t, err)
 	// A dup shares the open file description, and so the flock, as a
 	// forked child's copy does.
-	dup, err := syscall.Dup(int(db.s.lock.Fd()))
+	dup, err := syscall.Dup(int(db.s.lock.file.Fd()))
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	go func() {

@@ -1,4 +1,6 @@
 // The lock call on Windows: LockFileEx on the first byte of the lock file.
+// The directory is not locked, and the holder check (lockcheck.go) finds
+// nothing to see: a file open here cannot be removed or replaced.
 
 //go:build windows
 
@@ -24,6 +26,19 @@ func tryLock(f *os.File, shared bool) error {
 	}
 	return err
 }
+
+// lockDirectory: Windows locks byte ranges of files, not directories. None
+// is needed there: a file open here cannot be removed or renamed (os opens
+// files without FILE_SHARE_DELETE), so LOCK stays the file locked while it
+// is held.
+func lockDirectory(d *os.File, shared bool) error { return errNoDirLock }
+
+// unlockFile: closing the file lets go of its lock; a child process
+// inherits no handle of it.
+func unlockFile(f *os.File) {}
+
+// unlockDirectory: lockDirectory locks nothing on Windows.
+func unlockDirectory(d *os.File) {}
 
 // processExists reports whether a process with this id runs.
 func processExists(pid int) bool {
