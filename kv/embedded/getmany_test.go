@@ -27,11 +27,17 @@ func TestGetManyReadsAsGets(t *testing.T) {
 	// Every key but each third; runs of absent keys, longer than a walk
 	// steps over, at 1000-1099 and 2000-2499.
 	present := func(i int) bool { return i%3 != 0 && !(i >= 1000 && i < 1100) && !(i >= 2000 && i < 2500) }
+	// Keys that differ only past their first 9 bytes, each second one
+	// present.
+	long := func(i int) []byte { return fmt.Appendf(nil, "m0123456789ab%05d", i) }
 	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
 		for i := range n {
 			if present(i) {
 				tr.Set(key(i), fmt.Appendf(nil, "v%d", i))
 			}
+		}
+		for i := 0; i < 300; i += 2 {
+			tr.Set(long(i), fmt.Appendf(nil, "l%d", i))
 		}
 		return nil
 	}))
@@ -61,7 +67,7 @@ func TestGetManyReadsAsGets(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
 		var keys [][]byte
-		switch m := r.IntN(4); m {
+		switch m := r.IntN(5); m {
 		case 0: // neighbours
 			start := r.IntN(n)
 			for i := start; i < min(n+5, start+r.IntN(200)+1); i++ {
@@ -76,6 +82,11 @@ func TestGetManyReadsAsGets(t *testing.T) {
 				keys = append(keys, key(i))
 			}
 			keys = append(keys, []byte("a"), []byte("z"), []byte("k"))
+		case 3: // long keys, and one that is not
+			for range r.IntN(100) + 1 {
+				keys = append(keys, long(r.IntN(310)))
+			}
+			keys = append(keys, key(r.IntN(n)))
 		default: // one
 			keys = append(keys, key(r.IntN(n)))
 		}
