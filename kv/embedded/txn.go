@@ -312,7 +312,12 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 // bytes.Compare through the indexes took 80M of the 3,383M instructions
 // fdbqueue bench's 100,000 rows in 100-row INSERTs took (callgrind).
 func sortByKey(order []int, keys [][]byte) {
-	if len(order) < 2 {
+	if len(order) <= fewSort {
+		for j := 1; j < len(order); j++ { // insertion sort
+			for m := j; m > 0 && bytes.Compare(keys[order[m]], keys[order[m-1]]) < 0; m-- {
+				order[m], order[m-1] = order[m-1], order[m]
+			}
+		}
 		return
 	}
 	first := keys[order[0]]
@@ -338,6 +343,10 @@ func sortByKey(order []int, keys [][]byte) {
 		order[j] = o.i
 	}
 }
+
+// fewSort is the most keys sortByKey sorts by insertion, comparing the
+// keys: a single-row push's three.
+const fewSort = 4
 
 // keyOrder is an index in sortByKey's order, with the bytes it sorts by.
 type keyOrder struct {
