@@ -79,6 +79,18 @@ func (s *store) getMany(rv uint64, keys [][]byte, order []int, vals [][]byte, ok
 		}
 	}
 	for j := 0; j < len(order); {
+		if j+1 == len(order) || !near(keys[order[j]], keys[order[j+1]]) {
+			// A search alone: the next key is not near.
+			p := probe(scratch, keys[order[j]])
+			if r, ok := s.tree.GetHint(p, &hint); ok {
+				i := order[j]
+				vals[i], oks[i] = s.at(r, rv)
+			} else {
+				absent(j)
+			}
+			j++
+			continue
+		}
 		skips, again := 0, false // again: stopped walking, to search
 		s.tree.AscendHint(probe(scratch, keys[order[j]]), func(r rec) bool {
 			k := r.key()
