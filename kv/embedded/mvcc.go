@@ -54,13 +54,14 @@ func (s *store) get(rv uint64, key []byte, scratch *[]byte) ([]byte, bool) {
 // at rv, into vals and oks, under one hold of s.mu.
 //
 // It walks the tree from each key it searches for to the next keys, as
-// long as they are near (see near) and come within walkSkips records: keys read together are
-// often neighbours (a push's directory keys: fdbqueue bench's 100-row
-// INSERTs read about 120, 90 of them among the 256 keys of one
-// directory), and a step to the next record costs a comparison, where a
-// search from the path hint cost about 1,400 instructions (callgrind).
-// Past walkSkips records it searches again, from the hint: keys far
-// apart cost a search each, as they did.
+// long as they are near (see near) and come within walkSkips records:
+// keys read together are often neighbours (a push's directory keys:
+// fdbqueue bench's 100-row INSERTs read about 120, 76 cell directories
+// and 44 shape directories, each family a few hundred keys), and a step
+// to the next record costs a comparison, where a search from the path
+// hint cost about 1,400 instructions (callgrind). Past walkSkips records
+// it searches again, from the hint: keys far apart cost a search each,
+// as they did.
 func (s *store) getMany(rv uint64, keys [][]byte, order []int, vals [][]byte, oks []bool, scratch *[]byte) {
 	if len(order) == 0 {
 		return
