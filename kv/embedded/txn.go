@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -285,7 +286,7 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 		}
 		fromStore = append(fromStore, i)
 	}
-	slices.SortFunc(fromStore, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	sortByKey(fromStore, keys)
 	t.s.getMany(t.rv, keys, fromStore, vals, oks, &t.eprobe)
 	if err := t.expired(); err != nil {
 		return nil, err
@@ -302,6 +303,55 @@ func (t *txn) getMany(keys [][]byte, snapshot bool) ([][]byte, error) {
 		vals[i] = presence(vals[i], oks[i])
 	}
 	return vals, nil
+}
+
+// sortByKey sorts order, indexes in keys, by key. It sorts by the 8
+// bytes of each key after the keys' common prefix, and compares the keys
+// only where those are equal: a push's directory keys (about 120 a
+// 100-row INSERT) share their queue's prefix, and sorting them by
+// bytes.Compare through the indexes took 80M of the 3,383M instructions
+// fdbqueue bench's 100,000 rows in 100-row INSERTs took (callgrind).
+func sortByKey(order []int, keys [][]byte) {
+	if len(order) <= fewSort {
+		for j := 1; j < len(order); j++ { // insertion sort
+			for m := j; m > 0 && bytes.Compare(keys[order[m]], keys[order[m-1]]) < 0; m-- {
+				order[m], order[m-1] = order[m-1], order[m]
+			}
+		}
+		return
+	}
+	first := keys[order[0]]
+	cp := len(first)
+	for _, i := range order[1:] {
+		cp = commonPrefix(first[:cp], keys[i])
+	}
+	var few [16]keyOrder
+	ord := few[:0]
+	if len(order) > len(few) {
+		ord = make([]keyOrder, 0, len(order))
+	}
+	for _, i := range order {
+		ord = append(ord, keyOrder{pre: prefix8(keys[i][cp:]), i: i})
+	}
+	slices.SortFunc(ord, func(a, b keyOrder) int {
+		if a.pre != b.pre {
+			return cmp.Compare(a.pre, b.pre)
+		}
+		return bytes.Compare(keys[a.i][cp:], keys[b.i][cp:])
+	})
+	for j, o := range ord {
+		order[j] = o.i
+	}
+}
+
+// fewSort is the most keys sortByKey sorts by insertion, comparing the
+// keys: a single-row push's three.
+const fewSort = 4
+
+// keyOrder is an index in sortByKey's order, with the bytes it sorts by.
+type keyOrder struct {
+	pre uint64
+	i   int
 }
 
 func presence(v []byte, ok bool) []byte {
