@@ -250,20 +250,30 @@ func admit[T any](n *node[T], k []byte) {
 	n.pre = p[:l]
 }
 
-// reserve makes room in a keyed tree's node n for m more items: by
+// reserve makes room in node n for m more items: in a keyed tree by
 // growStep slots at a time, where append doubled the arrays, whose empty
 // half a node that fills slowly (a leaf splitTail left at a queue's
-// tail, which takes a key every few dozen commits) kept for long.
+// tail, which takes a key every few dozen commits) kept for long; in
+// others by doubling, as append did.
+//
+// The items left behind in the old array are cleared: nodeSplit's halves
+// share their node's array, and the half that keeps it (the other's
+// region is past its length) kept them reachable, deleted or not, for as
+// long as it did (the engine's records, and the slabs they lie in).
 func (tr *BTreeG[T]) reserve(n *node[T], m int) {
-	if tr.key == nil {
-		return
-	}
 	l := len(n.items)
 	if l+m > cap(n.items) {
-		c := min(l+max(m, growStep), max(tr.max+1, l+m))
+		c := max(2*cap(n.items), l+m)
+		if tr.key != nil {
+			c = min(l+max(m, growStep), max(tr.max+1, l+m))
+		}
 		items := slices.Grow([]T(nil), c)[:l] // a size class's whole
 		copy(items, n.items)
+		clear(n.items)
 		n.items = items
+	}
+	if tr.key == nil {
+		return
 	}
 	if l+m > cap(n.abbrs) {
 		c := min(l+max(m, growStep), max(tr.max+1, l+m))

@@ -318,7 +318,9 @@ func (tr *BTreeG[T]) splitTail(n *node[T], i int, item T) bool {
 	right.pre = child.pre
 	right.abbrs = append([]uint64(nil), child.abbrs[j+1:]...)
 	right.count = len(right.items)
-	child.items = append(make([]T, 0, j+tailRoom), child.items[:j]...)
+	left := append(make([]T, 0, j+tailRoom), child.items[:j]...)
+	clear(child.items) // the array may be a nodeSplit sibling's too (reserve)
+	child.items = left
 	child.abbrs = append(make([]uint64, 0, j+tailRoom), child.abbrs[:j]...)
 	child.count = j
 	tr.lengthen(child)
@@ -1070,8 +1072,12 @@ func (tr *BTreeG[T]) nodeRebalance(n *node[T], i int) {
 		tr.appendFrom(left, right, 0, len(right.items))
 		if !left.leaf() {
 			*left.children = append(*left.children, *right.children...)
+			clear(*right.children)
 		}
 		left.count += right.count + 1
+		// right goes; its arrays may be left's too (nodeSplit's halves
+		// share one), which would keep its items reachable (reserve).
+		clear(right.items)
 
 		// move the items over one slot
 		tr.removeAt(n, i)
