@@ -111,20 +111,4 @@ func (l *dirLock) Close() error {
 // ErrFailed) as it is: commits queued are answered with it, and later
 // ones too. A group being written when it is called fails at its next
 // step, or is written (and answered) before it.
-func (w *wal) lose(err error) {
-	w.mu.Lock()
-	first := w.failed == nil
-	if first {
-		w.failed = err
-	}
-	failed := w.failed
-	rest := w.queue
-	w.queue = nil
-	w.mu.Unlock()
-	if first {
-		w.s.failWatches(failed)
-	}
-	for _, p := range rest {
-		p.done <- failed
-	}
-}
+func (w *wal) lose(err error) { w.failWith(err, nil) }

@@ -31,12 +31,8 @@ func TestTombCollectedAroundKeyMovedBack(t *testing.T) {
 	between := readerNow(t, db) // sees the range cleared
 	defer between.Cancel()
 
-	collect := func(budget int) {
-		db.s.wlock()
-		defer db.s.mu.Unlock()
-		db.s.tombsLocked(tombVer, budget) // as if oldest were gone
-	}
-	collect(3) // k00..k02
+	collect := tombsCollector(db, tombVer) // as if oldest were gone
+	collect(3)                             // k00..k02
 	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
 		tr.Clear(key(5)) // ahead of the walk: into s.dead
 		return nil
@@ -164,11 +160,7 @@ func TestTombSliceBoundsDeletedKeys(t *testing.T) {
 	between := readerNow(t, db)
 	defer between.Cancel()
 
-	collect := func(budget int) {
-		db.s.wlock()
-		defer db.s.mu.Unlock()
-		db.s.tombsLocked(tombVer, budget) // as if oldest were gone
-	}
+	collect := tombsCollector(db, tombVer) // as if oldest were gone
 	collect(5)
 	require.Equal(t, 1, Tombs(db), "one slice took every deleted key")
 	require.Equal(t, kv.KeyAfter(key(4)), db.s.tombs[0].next)
@@ -180,4 +172,14 @@ func TestTombSliceBoundsDeletedKeys(t *testing.T) {
 	got, err := kv.Collect(between.GetRange(all, kv.RangeOptions{}))
 	require.NoError(t, err)
 	require.Empty(t, got)
+}
+
+// tombsCollector returns a function that runs one call of the tombstone
+// collector with a budget, at the horizon h.
+func tombsCollector(db *DB, h uint64) func(budget int) {
+	return func(budget int) {
+		db.s.wlock()
+		defer db.s.mu.Unlock()
+		db.s.tombsLocked(h, budget)
+	}
 }

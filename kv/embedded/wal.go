@@ -463,10 +463,17 @@ func (w *wal) put(group []*pending, sync bool) error {
 // may not be on disk, and no later commit is accepted. fsync is never
 // retried after an error (the kernel may have dropped the dirty pages).
 func (w *wal) fail(err error, group []*pending) {
+	w.failWith(fmt.Errorf("%w: %w", ErrFailed, err), group)
+}
+
+// failWith fails the log with failed (an ErrFailed), unless it failed
+// already: group's commits may or may not be on disk, the queued ones
+// were not written.
+func (w *wal) failWith(err error, group []*pending) {
 	w.mu.Lock()
 	first := w.failed == nil
 	if first {
-		w.failed = fmt.Errorf("%w: %w", ErrFailed, err)
+		w.failed = err
 	}
 	failed := w.failed
 	rest := w.queue

@@ -22,16 +22,7 @@ func TestMovedDirectoryKeepsTheOthersSocket(t *testing.T) {
 	dir, other := filepath.Join(parent, "db"), filepath.Join(parent, "other")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	require.NoError(t, os.Mkdir(other, 0o700))
-	tried := make(chan error, 1)
-	srv := openHost(t, dir, func(h *host) {
-		h.checkEvery = 5e6
-		h.relistened = func(err error) {
-			select {
-			case tried <- err:
-			default:
-			}
-		}
-	})
+	srv, tried := checkingHost(t, dir)
 	require.True(t, srv.Serving())
 	theirs, err := net.Listen("unix", filepath.Join(other, SocketName))
 	require.NoError(t, err)

@@ -169,8 +169,21 @@ func TestNoSocketInAnotherDirectory(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "db")
 	require.NoError(t, os.Mkdir(dir, 0o700))
-	tried := make(chan error, 1)
-	srv := openHost(t, dir, func(h *host) {
+	srv, tried := checkingHost(t, dir)
+	require.True(t, srv.Serving())
+	require.NoError(t, os.Rename(dir, filepath.Join(parent, "moved")))
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	require.ErrorContains(t, <-tried, "no longer the directory this process opened")
+	_, err := os.Stat(filepath.Join(dir, SocketName))
+	require.ErrorIs(t, err, os.ErrNotExist, "a socket made in the directory that replaced the database's")
+}
+
+// checkingHost opens dir in a host that checks its socket's file every 5
+// ms, and sends the outcome of its first try to listen again on tried.
+func checkingHost(t *testing.T, dir string) (srv *DB, tried chan error) {
+	t.Helper()
+	tried = make(chan error, 1)
+	srv = openHost(t, dir, func(h *host) {
 		h.checkEvery = 5e6
 		h.relistened = func(err error) {
 			select {
@@ -179,10 +192,5 @@ func TestNoSocketInAnotherDirectory(t *testing.T) {
 			}
 		}
 	})
-	require.True(t, srv.Serving())
-	require.NoError(t, os.Rename(dir, filepath.Join(parent, "moved")))
-	require.NoError(t, os.Mkdir(dir, 0o700))
-	require.ErrorContains(t, <-tried, "no longer the directory this process opened")
-	_, err := os.Stat(filepath.Join(dir, SocketName))
-	require.ErrorIs(t, err, os.ErrNotExist, "a socket made in the directory that replaced the database's")
+	return srv, tried
 }
