@@ -31,8 +31,9 @@ func TestTombCollectedAroundKeyMovedBack(t *testing.T) {
 	between := readerNow(t, db) // sees the range cleared
 	defer between.Cancel()
 
-	collect := tombsCollector(db, tombVer) // as if oldest were gone
-	collect(3)                             // k00..k02
+	// As if oldest were gone.
+	collect := tombsCollector(db, tombVer)
+	collect(3) // k00..k02
 	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
 		tr.Clear(key(5)) // ahead of the walk: into s.dead
 		return nil
