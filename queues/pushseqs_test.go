@@ -30,6 +30,14 @@ func TestPushAllSeqsAfterOwnInvisiblePush(t *testing.T) {
 		_, err := q.PushAll(tr, queues.Token{}, items)
 		return err
 	}))
+	got := seqsByPriority(t, db, q)
+	require.Equal(t, map[int64][]int64{0: {1}, 1: {1}, 2: {1}, 3: {1, 2}}, got)
+}
+
+// seqsByPriority returns the seqs of q's items, visible or not, by
+// priority, in Min order.
+func seqsByPriority(t *testing.T, db kv.Database, q *queues.Queue) map[int64][]int64 {
+	t.Helper()
 	got := map[int64][]int64{}
 	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
 		return q.Scan(tr, queues.Min, func(it queues.Item) (bool, error) {
@@ -37,5 +45,5 @@ func TestPushAllSeqsAfterOwnInvisiblePush(t *testing.T) {
 			return true, nil
 		})
 	}))
-	require.Equal(t, map[int64][]int64{0: {1}, 1: {1}, 2: {1}, 3: {1, 2}}, got)
+	return got
 }

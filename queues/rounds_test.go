@@ -240,13 +240,7 @@ func TestPushAllSeqsOfManyPriorities(t *testing.T) {
 			return err
 		}))
 	}
-	got := map[int64][]int64{}
-	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
-		return q.Scan(tr, queues.Min, func(it queues.Item) (bool, error) {
-			got[it.Priority] = append(got[it.Priority], it.Seq)
-			return true, nil
-		})
-	}))
+	got := seqsByPriority(t, db, q)
 	for p := range int64(prios) {
 		require.Equal(t, []int64{1, 2, 3, 4, 5, 6}, got[p], "priority %d", p)
 	}
