@@ -58,17 +58,6 @@ func TestKeyedTreeMatchesModel(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(degree), 11))
 		tr := NewBTreeGKeyed(strKey, Options{NoLocks: true, Degree: degree})
 		want := []string{}
-		has := func(k string) bool { _, ok := slices.BinarySearch(want, k); return ok }
-		add := func(k string) {
-			if i, ok := slices.BinarySearch(want, k); !ok {
-				want = slices.Insert(want, i, k)
-			}
-		}
-		del := func(k string) {
-			if i, ok := slices.BinarySearch(want, k); ok {
-				want = slices.Delete(want, i, i+1)
-			}
-		}
 		var hint PathHint
 		var hints [8]PathHint
 		var copies []*BTreeG[string]
@@ -106,8 +95,8 @@ func TestKeyedTreeMatchesModel(t *testing.T) {
 					_, replaced = tr.Load(k)
 				}
 				hints[r.IntN(len(hints))] = hint
-				require.Equal(t, has(k), replaced, "key %q", k)
-				add(k)
+				require.Equal(t, sortedHas(want, k), replaced, "key %q", k)
+				sortedAdd(&want, k)
 			}
 			// Deletes of every kind.
 			for range r.IntN(30) {
@@ -120,7 +109,7 @@ func TestKeyedTreeMatchesModel(t *testing.T) {
 				case 0:
 					k = randStr(r)
 					_, ok = tr.Delete(k)
-					require.Equal(t, has(k), ok)
+					require.Equal(t, sortedHas(want, k), ok)
 				case 1:
 					k = want[r.IntN(len(want))]
 					_, ok = tr.DeleteHint(k, &hint)
@@ -153,19 +142,19 @@ func TestKeyedTreeMatchesModel(t *testing.T) {
 							if r.IntN(4) == 0 {
 								return Keep
 							}
-							del(item)
+							sortedDel(&want, item)
 							return Delete
 						})
 						break
 					}
 					for _, w := range slices.Clone(want) {
 						if w >= lo && w < hi {
-							del(w)
+							sortedDel(&want, w)
 						}
 					}
 				}
 				if ok {
-					del(k)
+					sortedDel(&want, k)
 				}
 			}
 			require.Equal(t, want, tr.Items(), "round %d", round)
@@ -174,7 +163,7 @@ func TestKeyedTreeMatchesModel(t *testing.T) {
 			for range 20 {
 				k := randStr(r)
 				_, ok := tr.GetHint(k, &hint)
-				require.Equal(t, has(k), ok)
+				require.Equal(t, sortedHas(want, k), ok)
 				i, _ := slices.BinarySearch(want, k)
 				got := []string{}
 				tr.AscendHint(k, func(item string) bool { got = append(got, item); return len(got) < 3 }, &hint)

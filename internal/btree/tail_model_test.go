@@ -128,17 +128,6 @@ func runTailsModel(t *testing.T, degree int, seed uint64, steps int) {
 	g := &tailKeys{r: r, runs: runs, head: make([]uint64, runs), next: make([]uint64, runs)}
 	tr := NewBTreeGKeyed(strKey, Options{NoLocks: r.IntN(2) == 0, Degree: degree})
 	var want []string
-	has := func(k string) bool { _, ok := slices.BinarySearch(want, k); return ok }
-	add := func(k string) {
-		if i, ok := slices.BinarySearch(want, k); !ok {
-			want = slices.Insert(want, i, k)
-		}
-	}
-	del := func(k string) {
-		if i, ok := slices.BinarySearch(want, k); ok {
-			want = slices.Delete(want, i, i+1)
-		}
-	}
 	hints := make([]PathHint, 4)
 	type snapshot struct {
 		tr   *BTreeG[string]
@@ -173,25 +162,25 @@ func runTailsModel(t *testing.T, degree int, seed uint64, steps int) {
 			case 0:
 				k := g.tail()
 				_, rep := tr.Set(k)
-				require.Equal(t, has(k), rep)
-				add(k)
+				require.Equal(t, sortedHas(want, k), rep)
+				sortedAdd(&want, k)
 			case 1:
 				k := g.tail()
 				_, rep := tr.SetHint(k, hint)
-				require.Equal(t, has(k), rep)
-				add(k)
+				require.Equal(t, sortedHas(want, k), rep)
+				sortedAdd(&want, k)
 			case 2:
 				k := g.tail()
 				_, rep := tr.SetHintNext(k, hint)
-				require.Equal(t, has(k), rep)
-				add(k)
+				require.Equal(t, sortedHas(want, k), rep)
+				sortedAdd(&want, k)
 			case 3:
 				k := g.inside()
 				if !tr.TrySetNext(k, hint) {
 					_, rep := tr.SetHintPast(k, hint)
-					require.Equal(t, has(k), rep)
+					require.Equal(t, sortedHas(want, k), rep)
 				}
-				add(k)
+				sortedAdd(&want, k)
 			case 4:
 				// A batch: a few runs' consecutive tails, sorted.
 				var batch []string
@@ -205,14 +194,14 @@ func runTailsModel(t *testing.T, degree int, seed uint64, steps int) {
 				for len(batch) > 0 {
 					n := tr.TrySetRun(batch, hint)
 					for _, k := range batch[:n] {
-						require.False(t, has(k))
-						add(k)
+						require.False(t, sortedHas(want, k))
+						sortedAdd(&want, k)
 					}
 					batch = batch[n:]
 					if n == 0 {
 						_, rep := tr.SetHintPast(batch[0], hint)
-						require.Equal(t, has(batch[0]), rep)
-						add(batch[0])
+						require.Equal(t, sortedHas(want, batch[0]), rep)
+						sortedAdd(&want, batch[0])
 						batch = batch[1:]
 					}
 				}
@@ -220,11 +209,11 @@ func runTailsModel(t *testing.T, degree int, seed uint64, steps int) {
 				k := g.tail()
 				if mx, ok := tr.Max(); ok && k <= mx {
 					_, rep := tr.Set(k)
-					require.Equal(t, has(k), rep)
+					require.Equal(t, sortedHas(want, k), rep)
 				} else {
 					tr.Load(k)
 				}
-				add(k)
+				sortedAdd(&want, k)
 			}
 		case len(want) == 0:
 			continue
@@ -247,7 +236,7 @@ func runTailsModel(t *testing.T, degree int, seed uint64, steps int) {
 				require.Equal(t, k, got)
 			}
 			require.True(t, ok)
-			del(k)
+			sortedDel(&want, k)
 		case op < 75:
 			what = "delete one"
 			i := r.IntN(len(want))
@@ -272,7 +261,7 @@ func runTailsModel(t *testing.T, degree int, seed uint64, steps int) {
 				require.True(t, ok)
 				require.Equal(t, k, got)
 			}
-			del(k)
+			sortedDel(&want, k)
 		case op < 82:
 			what = "delete a range"
 			i := r.IntN(len(want))
@@ -298,7 +287,7 @@ func runTailsModel(t *testing.T, degree int, seed uint64, steps int) {
 			require.Equal(t, len(deleted), list.Len())
 			require.Equal(t, deleted, got)
 			for _, k := range deleted {
-				del(k)
+				sortedDel(&want, k)
 			}
 		case op < 89:
 			what = "delete by iterator"
@@ -307,7 +296,7 @@ func runTailsModel(t *testing.T, degree int, seed uint64, steps int) {
 			keep := r.IntN(4)
 			seen := 0
 			tr.DeleteAscend(lo, func(k string) Action {
-				require.True(t, has(k))
+				require.True(t, sortedHas(want, k))
 				seen++
 				if seen > stop {
 					return Stop
@@ -315,7 +304,7 @@ func runTailsModel(t *testing.T, degree int, seed uint64, steps int) {
 				if keep > 0 && r.IntN(4) < keep-1 {
 					return Keep
 				}
-				del(k)
+				sortedDel(&want, k)
 				return Delete
 			})
 		case op < 93:
@@ -340,7 +329,7 @@ func runTailsModel(t *testing.T, degree int, seed uint64, steps int) {
 			for _, k := range got {
 				_, ok := tr.DeleteHint(k, hint)
 				require.True(t, ok)
-				del(k)
+				sortedDel(&want, k)
 			}
 		case op < 98:
 			what = "iterate"
@@ -433,4 +422,23 @@ func smallLeaves[T any](tr *BTreeG[T]) int {
 		walk(tr.root)
 	}
 	return small
+}
+
+// sortedHas, sortedAdd and sortedDel keep a model of a tree's keys: a
+// sorted slice without duplicates.
+func sortedHas(want []string, k string) bool {
+	_, ok := slices.BinarySearch(want, k)
+	return ok
+}
+
+func sortedAdd(want *[]string, k string) {
+	if i, ok := slices.BinarySearch(*want, k); !ok {
+		*want = slices.Insert(*want, i, k)
+	}
+}
+
+func sortedDel(want *[]string, k string) {
+	if i, ok := slices.BinarySearch(*want, k); ok {
+		*want = slices.Delete(*want, i, i+1)
+	}
 }
