@@ -3,7 +3,6 @@
 package embedded_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,21 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fdbqueue/fdbqueue/internal/crashtest"
-	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/kv/embedded"
 )
-
-// getKey reads key.
-func getKey(t *testing.T, db kv.Database, key string) string {
-	t.Helper()
-	var v []byte
-	require.NoError(t, db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
-		var err error
-		v, err = tr.Get([]byte(key))
-		return err
-	}))
-	return string(v)
-}
 
 // TestLockFileRemovedKeepsOthersOut: a cleaner of temporary files removed
 // DIR/LOCK while a process holds the database. Another process that opens
@@ -102,7 +88,7 @@ func TestLockFileGoneHolderStopsWriting(t *testing.T) {
 			require.ErrorIs(t, err, embedded.ErrFailed)
 			require.ErrorContains(t, err, c.says)
 			require.ErrorContains(t, err, "close the database and open it again")
-			require.Equal(t, "v2", getKey(t, db, "k"), "reads go on")
+			require.Equal(t, "v2", string(mustGet(t, db, "k")), "reads go on")
 			require.NoError(t, db.Close())
 
 			if other != nil {
@@ -116,7 +102,7 @@ func TestLockFileGoneHolderStopsWriting(t *testing.T) {
 			db, err = embedded.OpenFile(dir, embedded.FileConfig{Mode: embedded.ReadWrite})
 			require.NoError(t, err)
 			defer db.Close()
-			require.Equal(t, "v2", getKey(t, db, "k"))
+			require.Equal(t, "v2", string(mustGet(t, db, "k")))
 			require.NoError(t, set(t, db, "k", "v4"))
 		})
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fdbqueue/fdbqueue/kv/embedded"
 	"github.com/fdbqueue/fdbqueue/kv/remote"
 )
 
@@ -35,11 +34,7 @@ func (l *emfileListener) Accept() (net.Conn, error) {
 // process keeps the database's lock: no other process could serve it).
 func TestServeSurvivesEMFILE(t *testing.T) {
 	t.Parallel()
-	db := embedded.Open("", embedded.Config{})
-	defer db.Close()
-	path := sockPath(t)
-	l, err := net.Listen("unix", path)
-	require.NoError(t, err)
+	db, path, l := listening(t)
 	el := &emfileListener{Listener: l}
 	el.fails.Store(2)
 	srv := remote.NewServer(db, remote.ServerOptions{Logger: quiet})

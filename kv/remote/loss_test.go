@@ -240,11 +240,7 @@ func (k *killable) kill() {
 // ReconnectTimeout.
 func TestServerDies(t *testing.T) {
 	t.Parallel()
-	db := embedded.Open("", embedded.Config{})
-	defer db.Close()
-	path := sockPath(t)
-	l, err := net.Listen("unix", path)
-	require.NoError(t, err)
+	db, path, l := listening(t)
 	k := &killable{Listener: l}
 	srv := remote.NewServer(db, remote.ServerOptions{Logger: quiet})
 	serveErr := make(chan error, 1)

@@ -48,6 +48,18 @@ func (c *fakeClock) Advance(d time.Duration) {
 // sockPath returns a path for a Unix socket in a directory of t's. Socket
 // paths are short (108 bytes on Linux): a test's directory may be too
 // deep, and then a shorter one is used.
+// listening returns a memory database, closed when the test ends, and a
+// listener on a fresh socket path, for a server the test wraps or kills.
+func listening(t *testing.T) (*embedded.DB, string, net.Listener) {
+	t.Helper()
+	db := embedded.Open("", embedded.Config{})
+	t.Cleanup(func() { _ = db.Close() })
+	path := sockPath(t)
+	l, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	return db, path, l
+}
+
 func sockPath(t testing.TB) string {
 	p := filepath.Join(t.TempDir(), "s")
 	if len(p) < 100 {
