@@ -266,20 +266,28 @@ func (b *insertBufs) block(size, room int) []byte {
 	return blk
 }
 
-// put returns b to the pool, its items cleared (they point into rows and
-// resources), or lets go of it if it grew large.
+// put returns b to the pool, or lets go of it if it grew large (reset).
 func (b *insertBufs) put() {
+	if b.reset() {
+		insertPool.Put(b)
+	}
+}
+
+// reset readies b for the next statement, its items cleared (they point
+// into rows and resources), and reports whether it is small enough to
+// keep.
+func (b *insertBufs) reset() bool {
 	clear(b.items[:b.n])
 	clear(b.cells)
 	b.taken = false
 	if cap(b.items) > pooledRows || cap(b.resources) > 8*pooledRows || cap(b.rows) > pooledInsert || cap(b.cells) > pooledRows {
-		return
+		return false
 	}
 	if n := cap(b.rows) + b.spilled; b.spilled > 0 && n <= pooledInsert {
 		b.rows = make([]byte, 0, n)
 	}
 	b.spilled = 0
-	insertPool.Put(b)
+	return true
 }
 
 // rowTooLarge is the error for a row of vals that takes size bytes stored,
