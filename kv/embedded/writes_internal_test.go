@@ -79,3 +79,80 @@ func TestSortPendingOrder(t *testing.T) {
 		require.Equal(t, want, got, "%d writes", n)
 	}
 }
+
+// TestSortPendingOrderOfMany: sortPending orders long lists as sorting
+// them by key does, one write a key, each the key's last Set: keys of
+// random bytes and lengths under prefixes of several lengths (the common
+// prefix, which commonPrefix finds 8 bytes at a time, ends inside a word
+// or at its end), alike in their first 16 bytes after it or not, some
+// set twice.
+func TestSortPendingOrderOfMany(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 3))
+	db := Open("", Config{})
+	defer db.Close()
+	for _, c := range []struct {
+		prefixes []string
+		more     int // random bytes after the prefix, at least
+	}{
+		{[]string{"p/", "p/x\x00", "p/0123456789abcdef", "p/0123456789abcdef0123456789", "p/\xff\xff"}, 0},
+		// Keys a word longer than their common prefix, at least: it
+		// ends in the words commonPrefix compares, at one byte or
+		// another.
+		{[]string{"p/0123456789abcdef"}, 8},
+		{[]string{"p/0123456789a", "p/0123456789b"}, 8},
+	} {
+		prefixes := c.prefixes
+		for _, n := range []int{25, 100, 404, 3000} {
+			tr := newTxn(db.s, t.Context())
+			last := map[string][]byte{}
+			for i := range n {
+				k := []byte(prefixes[r.IntN(len(prefixes))])
+				for range c.more + r.IntN(12) {
+					k = append(k, "\x00\x01\x02\xfe\xff"[r.IntN(5)])
+				}
+				if i > 0 && r.IntN(8) == 0 { // a key set again
+					for s := range last {
+						k = []byte(s)
+						break
+					}
+				}
+				v := binary.AppendUvarint(nil, uint64(i))
+				tr.Set(k, v)
+				last[string(k)] = v
+			}
+			want := slices.Sorted(maps.Keys(last))
+			ws := tr.sortPending()
+			got := make([]string, len(ws))
+			for i, w := range ws {
+				got[i] = string(w.key)
+				require.Equal(t, last[got[i]], w.val, "%q, %d writes: %q", prefixes, n, w.key)
+			}
+			require.Equal(t, want, got, "%q, %d writes", prefixes, n)
+		}
+	}
+}
+
+// TestCommonPrefix: commonPrefix, which compares 8 bytes at a time,
+// finds the first byte in which two keys differ, wherever it is in a
+// word, or the shorter key's length, as a byte at a time does.
+func TestCommonPrefix(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(4, 4))
+	for range 5000 {
+		a := make([]byte, r.IntN(40))
+		for i := range a {
+			a[i] = byte(r.IntN(4))
+		}
+		b := slices.Clone(a[:r.IntN(len(a)+1)])
+		for range r.IntN(10) {
+			b = append(b, byte(r.IntN(4)))
+		}
+		want := 0
+		for want < min(len(a), len(b)) && a[want] == b[want] {
+			want++
+		}
+		require.Equal(t, want, commonPrefix(a, b), "%x, %x", a, b)
+		require.Equal(t, want, commonPrefix(b, a), "%x, %x", b, a)
+	}
+}
