@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"encoding/binary"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -69,15 +70,21 @@ func TestSortPendingOrder(t *testing.T) {
 			tr.Set(k, v)
 			last[string(k)] = v
 		}
-		want := slices.Sorted(maps.Keys(last))
-		ws := tr.sortPending()
-		got := make([]string, len(ws))
-		for i, w := range ws {
-			got[i] = string(w.key)
-			require.Equal(t, last[got[i]], w.val, "%d writes: %q", n, w.key)
-		}
-		require.Equal(t, want, got, "%d writes", n)
+		requireSortedLast(t, tr, last, fmt.Sprintf("%d writes", n))
 	}
+}
+
+// requireSortedLast checks what tr.sortPending returns: one write a key
+// of last, in key order, each with the key's last value.
+func requireSortedLast(t *testing.T, tr *txn, last map[string][]byte, what string) {
+	t.Helper()
+	ws := tr.sortPending()
+	got := make([]string, len(ws))
+	for i, w := range ws {
+		got[i] = string(w.key)
+		require.Equal(t, last[got[i]], w.val, "%s: %q", what, w.key)
+	}
+	require.Equal(t, slices.Sorted(maps.Keys(last)), got, what)
 }
 
 // TestSortPendingOrderOfMany: sortPending orders long lists as sorting
@@ -121,14 +128,7 @@ func TestSortPendingOrderOfMany(t *testing.T) {
 				tr.Set(k, v)
 				last[string(k)] = v
 			}
-			want := slices.Sorted(maps.Keys(last))
-			ws := tr.sortPending()
-			got := make([]string, len(ws))
-			for i, w := range ws {
-				got[i] = string(w.key)
-				require.Equal(t, last[got[i]], w.val, "%q, %d writes: %q", prefixes, n, w.key)
-			}
-			require.Equal(t, want, got, "%q, %d writes", prefixes, n)
+			requireSortedLast(t, tr, last, fmt.Sprintf("%q, %d writes", prefixes, n))
 		}
 	}
 }
