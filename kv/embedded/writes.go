@@ -168,9 +168,9 @@ func (t *txn) sortPending() []*write {
 }
 
 // commonPrefix returns the length of the longest common prefix of a and b.
-// It compares 8 bytes at a time: a byte at a time, the common prefix of
-// a 100-row INSERT's ~400 keys took sortPending 190 more instructions a
-// row (callgrind, GOGC=off: 3,163 -> 2,976).
+// It compares 8 bytes at a time: a byte at a time, BenchmarkSortPending
+// (358 keys of a 100-row INSERT's shapes) took 341,471 instructions a
+// sort, not 333,843 (callgrind), about 75 more a row of the INSERT.
 func commonPrefix(a, b []byte) int {
 	n := min(len(a), len(b))
 	i := 0
