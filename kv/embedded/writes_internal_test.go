@@ -89,10 +89,8 @@ func requireSortedLast(t *testing.T, tr *txn, last map[string][]byte, what strin
 
 // TestSortPendingOrderOfMany: sortPending orders long lists as sorting
 // them by key does, one write a key, each the key's last Set: keys of
-// random bytes and lengths under prefixes of several lengths (the common
-// prefix, which commonPrefix finds 8 bytes at a time, ends inside a word
-// or at its end), alike in their first 16 bytes after it or not, some
-// set twice.
+// random bytes and lengths under prefixes of several lengths, alike in
+// their first 16 bytes after the common prefix or not, some set twice.
 func TestSortPendingOrderOfMany(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 3))
@@ -103,9 +101,7 @@ func TestSortPendingOrderOfMany(t *testing.T) {
 		more     int // random bytes after the prefix, at least
 	}{
 		{[]string{"p/", "p/x\x00", "p/0123456789abcdef", "p/0123456789abcdef0123456789", "p/\xff\xff"}, 0},
-		// Keys a word longer than their common prefix, at least: it
-		// ends in the words commonPrefix compares, at one byte or
-		// another.
+		// Keys 8 bytes longer than their common prefix, at least.
 		{[]string{"p/0123456789abcdef"}, 8},
 		{[]string{"p/0123456789a", "p/0123456789b"}, 8},
 	} {
@@ -130,29 +126,5 @@ func TestSortPendingOrderOfMany(t *testing.T) {
 			}
 			requireSortedLast(t, tr, last, fmt.Sprintf("%q, %d writes", prefixes, n))
 		}
-	}
-}
-
-// TestCommonPrefix: commonPrefix, which compares 8 bytes at a time,
-// finds the first byte in which two keys differ, wherever it is in a
-// word, or the shorter key's length, as a byte at a time does.
-func TestCommonPrefix(t *testing.T) {
-	t.Parallel()
-	r := rand.New(rand.NewPCG(4, 4))
-	for range 5000 {
-		a := make([]byte, r.IntN(40))
-		for i := range a {
-			a[i] = byte(r.IntN(4))
-		}
-		b := slices.Clone(a[:r.IntN(len(a)+1)])
-		for range r.IntN(10) {
-			b = append(b, byte(r.IntN(4)))
-		}
-		want := 0
-		for want < min(len(a), len(b)) && a[want] == b[want] {
-			want++
-		}
-		require.Equal(t, want, commonPrefix(a, b), "%x, %x", a, b)
-		require.Equal(t, want, commonPrefix(b, a), "%x, %x", b, a)
 	}
 }
