@@ -70,8 +70,9 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 	items := bufs.itemsFor(len(st.Rows))
 	// One row's scratch, reused: a row is packed before the next is read.
 	nc := len(t.Columns)
-	cells, set := bufs.rowFor(nc)
+	cells, flags := bufs.rowFor(nc)
 	full, tup := cells[:nc:nc], tuple.Tuple(cells[nc:])
+	set, raw := flags[:nc:nc], flags[nc:]
 	resources := bufs.resourcesFor(len(st.Rows) * len(t.Resources))
 	uniq := s.newUniqueRows(len(st.Rows))
 	// The rows are packed one after the other into blocks of a few rows'
@@ -82,14 +83,21 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		if len(vals) != len(targets) {
 			return nil, &RowError{r + 1, fmt.Errorf("%w: %d values for %d columns", ErrValue, len(vals), len(targets))}
 		}
-		clear(set)
+		clear(flags)
 		item := queues.Item{ID: b.ids[r]}
 		var errText any // _error, if given (errtext.go)
 		for j, i := range targets {
 			var v any
 			var err error
 			if vals[j].Kind == parser.ValueArg {
-				v, err = convertRead(t.columnDef(i), b.value(vals[j]))
+				v = b.value(vals[j])
+				// A key's values are packed on their own
+				// (uniqueValues), as their columns' types.
+				if i >= 0 && uniq == nil && textBytes(&t.Columns[i], v) {
+					full[i], set[i], raw[i] = v, true, true
+					continue
+				}
+				v, err = convertRead(t.columnDef(i), v)
 			} else {
 				v, err = b.convert(t.columnDef(i), vals[j])
 			}
@@ -154,7 +162,7 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		}
 		start := len(block)
 		var err error
-		if block, err = packing.AppendPack(block); err != nil {
+		if block, err = packRow(block, packing, raw); err != nil {
 			return nil, &RowError{r + 1, err}
 		}
 		item.Value = block[start:len(block):len(block)]
@@ -194,8 +202,8 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 // they were 200 of the 1,200 bytes a row of a 100-row INSERT allocated.
 type insertBufs struct {
 	targets   []int
-	cells     []any // a row's values and their tuple, as many of each
-	set       []bool
+	cells     []any  // a row's values and their tuple, as many of each
+	flags     []bool // a row's set and raw flags, as many of each
 	items     []queues.Item
 	resources []int64
 	rows      []byte // the first block of packed rows
@@ -226,13 +234,44 @@ func (b *insertBufs) targetsFor(n int) []int {
 }
 
 // rowFor returns a row's scratch for a table of n columns: cells for its
-// values and their tuple encoding, all nil, and set, all false.
+// values and their tuple encoding, all nil, and flags for its values, set
+// and raw (packRow), all false.
 func (b *insertBufs) rowFor(n int) ([]any, []bool) {
 	if cap(b.cells) < 2*n {
-		b.cells, b.set = make([]any, 2*n), make([]bool, n)
+		b.cells, b.flags = make([]any, 2*n), make([]bool, 2*n)
 	}
-	b.cells, b.set = b.cells[:2*n], b.set[:n]
-	return b.cells, b.set
+	b.cells, b.flags = b.cells[:2*n], b.flags[:2*n]
+	return b.cells, b.flags
+}
+
+// tupleString is the tuple layer's type code of a string: its bytes
+// follow, escaped as a byte string's are (code 0x01).
+const tupleString = 0x02
+
+// packRow appends the tuple encoding of row to dst, as row.AppendPack
+// does, but for the cells raw marks (textBytes): []byte given for TEXT
+// columns, packed as the strings they hold, with no string made of them.
+func packRow(dst []byte, row tuple.Tuple, raw []bool) ([]byte, error) {
+	isRaw := func(i int) bool { return i < len(raw) && raw[i] }
+	for i := 0; i < len(row); {
+		if isRaw(i) {
+			start := len(dst)
+			dst = tuple.AppendBytes(dst, row[i].([]byte))
+			dst[start] = tupleString
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(row) && !isRaw(j) {
+			j++
+		}
+		var err error
+		if dst, err = row[i:j].AppendPack(dst); err != nil {
+			return nil, err
+		}
+		i = j
+	}
+	return dst, nil
 }
 
 func (b *insertBufs) itemsFor(n int) []queues.Item {

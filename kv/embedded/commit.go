@@ -78,6 +78,9 @@ func (t *txn) commit() error {
 	}
 	s.settle(r)
 	if r.err != nil {
+		// Refused before it went into the history (settleLocked): its
+		// record is no one's.
+		r.writes.release()
 		s.discard(b.pre)
 		return r.err
 	}

@@ -178,6 +178,9 @@ func (s *store) gcLocked(now time.Time, budget int) {
 		n++
 	}
 	if n > 0 {
+		for i := range s.history[:n] {
+			s.history[i].release()
+		}
 		clear(s.history[:n])
 		s.history = s.history[n:]
 	}

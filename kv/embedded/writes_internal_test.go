@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"encoding/binary"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -69,13 +70,61 @@ func TestSortPendingOrder(t *testing.T) {
 			tr.Set(k, v)
 			last[string(k)] = v
 		}
-		want := slices.Sorted(maps.Keys(last))
-		ws := tr.sortPending()
-		got := make([]string, len(ws))
-		for i, w := range ws {
-			got[i] = string(w.key)
-			require.Equal(t, last[got[i]], w.val, "%d writes: %q", n, w.key)
+		requireSortedLast(t, tr, last, fmt.Sprintf("%d writes", n))
+	}
+}
+
+// requireSortedLast checks what tr.sortPending returns: one write a key
+// of last, in key order, each with the key's last value.
+func requireSortedLast(t *testing.T, tr *txn, last map[string][]byte, what string) {
+	t.Helper()
+	ws := tr.sortPending()
+	got := make([]string, len(ws))
+	for i, w := range ws {
+		got[i] = string(w.key)
+		require.Equal(t, last[got[i]], w.val, "%s: %q", what, w.key)
+	}
+	require.Equal(t, slices.Sorted(maps.Keys(last)), got, what)
+}
+
+// TestSortPendingOrderOfMany: sortPending orders long lists as sorting
+// them by key does, one write a key, each the key's last Set: keys of
+// random bytes and lengths under prefixes of several lengths, alike in
+// their first 16 bytes after the common prefix or not, some set twice.
+func TestSortPendingOrderOfMany(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 3))
+	db := Open("", Config{})
+	defer db.Close()
+	for _, c := range []struct {
+		prefixes []string
+		more     int // random bytes after the prefix, at least
+	}{
+		{[]string{"p/", "p/x\x00", "p/0123456789abcdef", "p/0123456789abcdef0123456789", "p/\xff\xff"}, 0},
+		// Keys 8 bytes longer than their common prefix, at least.
+		{[]string{"p/0123456789abcdef"}, 8},
+		{[]string{"p/0123456789a", "p/0123456789b"}, 8},
+	} {
+		prefixes := c.prefixes
+		for _, n := range []int{25, 100, 404, 3000} {
+			tr := newTxn(db.s, t.Context())
+			last := map[string][]byte{}
+			for i := range n {
+				k := []byte(prefixes[r.IntN(len(prefixes))])
+				for range c.more + r.IntN(12) {
+					k = append(k, "\x00\x01\x02\xfe\xff"[r.IntN(5)])
+				}
+				if i > 0 && r.IntN(8) == 0 { // a key set again
+					for s := range last {
+						k = []byte(s)
+						break
+					}
+				}
+				v := binary.AppendUvarint(nil, uint64(i))
+				tr.Set(k, v)
+				last[string(k)] = v
+			}
+			requireSortedLast(t, tr, last, fmt.Sprintf("%q, %d writes", prefixes, n))
 		}
-		require.Equal(t, want, got, "%d writes", n)
 	}
 }
