@@ -244,10 +244,6 @@ func (b *insertBufs) rowFor(n int) ([]any, []bool) {
 	return b.cells, b.flags
 }
 
-// tupleString is the tuple layer's type code of a string: its bytes
-// follow, escaped as a byte string's are (code 0x01).
-const tupleString = 0x02
-
 // packRow appends the tuple encoding of row to dst, as row.AppendPack
 // does, but for the cells raw marks (textBytes): []byte given for TEXT
 // columns, packed as the strings they hold, with no string made of them.
@@ -255,9 +251,7 @@ func packRow(dst []byte, row tuple.Tuple, raw []bool) ([]byte, error) {
 	isRaw := func(i int) bool { return i < len(raw) && raw[i] }
 	for i := 0; i < len(row); {
 		if isRaw(i) {
-			start := len(dst)
-			dst = tuple.AppendBytes(dst, row[i].([]byte))
-			dst[start] = tupleString
+			dst = tuple.AppendStringBytes(dst, row[i].([]byte))
 			i++
 			continue
 		}

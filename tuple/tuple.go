@@ -240,6 +240,13 @@ func AppendBytes(dst, v []byte) []byte {
 	return appendEscaped(append(dst, codeBytes), v)
 }
 
+// AppendStringBytes appends the tuple encoding of the string whose bytes
+// are v to dst: what Tuple{string(v)}.AppendPack appends, without making
+// the string (an INSERT's []byte given for a TEXT column).
+func AppendStringBytes(dst, v []byte) []byte {
+	return appendEscaped(append(dst, codeString), v)
+}
+
 // AppendInt appends the tuple encoding of the integer v to dst. It is the
 // allocation-free path the queue layer uses for its keys.
 //

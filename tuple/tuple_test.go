@@ -420,6 +420,16 @@ func TestAppendBytes(t *testing.T) {
 	}
 }
 
+// TestAppendStringBytes: AppendStringBytes appends what Pack appends for a
+// tuple of the one string those bytes hold.
+func TestAppendStringBytes(t *testing.T) {
+	for _, v := range [][]byte{nil, {}, {0}, {0, 0xff, 0}, []byte("payload\x00\x00x"), []byte("héllo")} {
+		want := Tuple{string(v)}.Pack()
+		require.Equal(t, want, AppendStringBytes(nil, v), "%x", v)
+		require.Equal(t, append([]byte("pre"), want...), AppendStringBytes([]byte("pre"), v), "%x", v)
+	}
+}
+
 // TestEscapeMatchesByteLoop: byte strings and strings of every zero
 // density, packed, escape each zero byte as 0x00 0xff and end with 0x00,
 // as a byte-at-a-time loop does.
