@@ -122,14 +122,10 @@ type Attempt struct {
 	mine   []*claim
 	remove []bool // for each of mine: its pop removes the row (a lease leaves it queued)
 
-	// The one-key range reads it remembers (firsts.go), by key in firstAt.
-	firsts   []firstRead
-	firstAt  map[string]int
-	firstBuf []byte
-	// firstLo and firstHi bound the ranges in firsts.
-	firstLo, firstHi []byte
-	picks            int    // the pops and leases it made
-	writes           uint64 // the writes it made
+	// The one-key range reads it remembers (firsts.go).
+	remembered
+	picks  int    // the pops and leases it made
+	writes uint64 // the writes it made
 	// several: it runs several statements that pick (Several).
 	several bool
 	// carries: it remembers its reads from its first pick on, and

@@ -46,6 +46,65 @@ import (
 // them all and starts over.
 const maxFirsts = 1024
 
+// remembered is what an Attempt remembers of its one-row reads, handed on
+// whole to the next attempt (carried) and kept for another once released
+// (firstsMems).
+type remembered struct {
+	firsts   []firstRead
+	firstAt  map[string]int // each read's index in firsts, by its key (firstKey)
+	firstBuf []byte
+	// firstLo and firstHi bound the ranges in firsts.
+	firstLo, firstHi []byte
+	// firstSpans[i] is firsts[i]'s range abbreviated (firstSpan), for
+	// the scan of every write (writesElse): 16 bytes a read, where a
+	// firstRead is 200 and comparing its bounds reads two more places.
+	// Each write of a lone fit pop scanned hundreds of carried reads
+	// that way, 12% of the pop's CPU (memory:, random limits).
+	firstSpans []firstSpan
+	// firstAbbr is how many bytes firstLo and firstHi share, and so every
+	// key between them: the abbreviations start there.
+	firstAbbr int
+}
+
+// firstSpan is a remembered read's range [Begin, End) abbreviated: the 8
+// bytes of each bound after the prefix every key between firstLo and
+// firstHi shares (firstAbbr), big-endian, zero-padded past its end. For
+// keys that share that prefix, taking those 8 bytes keeps their order or
+// makes them equal, so a key k between firstLo and firstHi lies in the
+// range only if lo <= abbr(k) <= hi: a write checks the bounds
+// themselves only then. A forgotten read's span holds no key (deadSpan).
+type firstSpan struct{ lo, hi uint64 }
+
+var deadSpan = firstSpan{lo: ^uint64(0)}
+
+// abbrAt returns the 8 bytes of k after its first at, big-endian,
+// zero-padded past k's end.
+func abbrAt(k []byte, at int) uint64 {
+	if len(k) >= at+8 {
+		return binary.BigEndian.Uint64(k[at:])
+	}
+	var b [8]byte
+	if at < len(k) {
+		copy(b[:], k[at:])
+	}
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// spanOf returns r's span (firstSpan).
+func (m *remembered) spanOf(r kv.Range) firstSpan {
+	return firstSpan{lo: abbrAt(r.Begin, m.firstAbbr), hi: abbrAt(r.End, m.firstAbbr)}
+}
+
+// commonPrefix returns how many bytes a and b share at their start.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
 // firstRead is one remembered read; gone once a write forgot it.
 type firstRead struct {
 	key     string // its key in Attempt.firstAt
@@ -213,13 +272,10 @@ type committedAlone interface {
 // remembered read answered serializably adds the conflict the read would
 // have (recall), and the attempt starts with none.
 type carried struct {
-	ver    int64
-	firsts []firstRead
-	at     map[string]int
-	buf    []byte
-	lo, hi []byte
-	dir    *dirRead
-	items  *known
+	ver   int64
+	rem   remembered
+	dir   *dirRead
+	items *known
 }
 
 // carryLocked hands what the attempt, which carries its reads (Several,
@@ -246,8 +302,8 @@ func (a *Attempt) carryLocked() {
 		old.drop()
 	}
 	a.compactFirsts()
-	c.carry = &carried{ver: ver, firsts: a.firsts, at: a.firstAt, buf: a.firstBuf, lo: a.firstLo, hi: a.firstHi, dir: a.dir, items: a.items}
-	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir, a.items = nil, nil, nil, nil, nil, nil, nil
+	c.carry = &carried{ver: ver, rem: a.remembered, dir: a.dir, items: a.items}
+	a.remembered, a.dir, a.items = remembered{}, nil, nil
 	c.armSweepLocked()
 }
 
@@ -321,21 +377,19 @@ func (a *Attempt) adopt() (took, carried bool) {
 		return false, true
 	}
 	c.adopted.Add(1)
-	for i := range cr.firsts {
-		cr.firsts[i].conflicts = false // none in this attempt yet
+	for i := range cr.rem.firsts {
+		cr.rem.firsts[i].conflicts = false // none in this attempt yet
 	}
-	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi, a.dir, a.items = cr.firsts, cr.at, cr.buf, cr.lo, cr.hi, cr.dir, cr.items
+	a.remembered, a.dir, a.items = cr.rem, cr.dir, cr.items
 	return true, true
 }
 
 // drop gives the memory of reads carried and not taken over back.
 func (cr *carried) drop() {
-	if cr.at == nil {
+	if cr.rem.firstAt == nil {
 		return
 	}
-	clear(cr.firsts)
-	clear(cr.at)
-	firstsMems.Put(&firstsMem{firsts: cr.firsts[:0], at: cr.at, buf: cr.buf[:0]})
+	cr.rem.release()
 }
 
 // compactFirsts drops the reads the attempt forgot (wrote) from firsts,
@@ -368,6 +422,7 @@ func (a *Attempt) compactFirsts() {
 		}
 		if n > i {
 			a.firsts[i] = a.firsts[n]
+			a.firstSpans[i] = a.firstSpans[n]
 			a.firstAt[a.firsts[i].key] = i
 			if to != nil {
 				to[n] = i
@@ -375,7 +430,7 @@ func (a *Attempt) compactFirsts() {
 		}
 	}
 	clear(a.firsts[n:])
-	a.firsts = a.firsts[:n]
+	a.firsts, a.firstSpans = a.firsts[:n], a.firstSpans[:n]
 	// firstLo and firstHi still bound the reads left: looser bounds cost
 	// a write the scan of the reads only where it falls between them,
 	// and computing them again cost a lone pop 2 us (memory:).
@@ -384,18 +439,12 @@ func (a *Attempt) compactFirsts() {
 	}
 }
 
-// firstsMem is the memory of an Attempt's remembered reads, kept for the
+// firstsMems keeps the memory of an Attempt's remembered reads for the
 // next attempt that remembers once one is released: an attempt of a
 // group of pops remembers hundreds of reads, and growing their array and
 // map anew for each cost a fifth of the bytes a pop allocated (32
 // consumers, memory:).
-type firstsMem struct {
-	firsts []firstRead
-	at     map[string]int
-	buf    []byte
-}
-
-var firstsMems = sync.Pool{New: func() any { return &firstsMem{at: make(map[string]int)} }}
+var firstsMems = sync.Pool{New: func() any { return &remembered{firstAt: make(map[string]int)} }}
 
 // forgetFirsts drops the attempt's remembered reads, and gives their
 // memory back for another attempt, once it is released.
@@ -404,10 +453,15 @@ func (a *Attempt) forgetFirsts() {
 	if a.firstAt == nil {
 		return
 	}
-	clear(a.firsts)
-	clear(a.firstAt)
-	firstsMems.Put(&firstsMem{firsts: a.firsts[:0], at: a.firstAt, buf: a.firstBuf[:0]})
-	a.firsts, a.firstAt, a.firstBuf, a.firstLo, a.firstHi = nil, nil, nil, nil, nil
+	a.remembered.release()
+	a.remembered = remembered{}
+}
+
+// release gives m's memory back for another attempt (firstsMems).
+func (m *remembered) release() {
+	clear(m.firsts)
+	clear(m.firstAt)
+	firstsMems.Put(&remembered{firsts: m.firsts[:0], firstAt: m.firstAt, firstBuf: m.firstBuf[:0], firstSpans: m.firstSpans[:0]})
 }
 
 // firstKey returns the key of a one-row read of r in firstAt, in firstBuf:
@@ -456,11 +510,10 @@ func (a *Attempt) remember(r kv.Range, reverse bool, e kv.KeyValue, ok, serializ
 	if len(a.firsts) == maxFirsts {
 		clear(a.firstAt)
 		clear(a.firsts)
-		a.firsts = a.firsts[:0]
+		a.firsts, a.firstSpans = a.firsts[:0], a.firstSpans[:0]
 	}
 	if a.firstAt == nil {
-		m := firstsMems.Get().(*firstsMem)
-		a.firsts, a.firstAt, a.firstBuf = m.firsts, m.at, m.buf
+		a.remembered = *firstsMems.Get().(*remembered)
 	}
 	k := string(a.firstKey(r, reverse))
 	a.firstAt[k] = len(a.firsts)
@@ -468,13 +521,29 @@ func (a *Attempt) remember(r kv.Range, reverse bool, e kv.KeyValue, ok, serializ
 	// written to.
 	kb := unsafe.Slice(unsafe.StringData(k), len(r.Begin)+len(r.End))
 	kr := kv.Range{Begin: kb[:len(r.Begin):len(r.Begin)], End: kb[len(r.Begin):]}
-	if len(a.firsts) == 0 || bytes.Compare(kr.Begin, a.firstLo) < 0 {
-		a.firstLo = kr.Begin
-	}
-	if len(a.firsts) == 0 || bytes.Compare(kr.End, a.firstHi) > 0 {
-		a.firstHi = kr.End
+	if len(a.firsts) == 0 {
+		a.firstLo, a.firstHi = kr.Begin, kr.End
+		a.firstAbbr = commonPrefix(kr.Begin, kr.End)
+	} else if lo, hi := bytes.Compare(kr.Begin, a.firstLo) < 0, bytes.Compare(kr.End, a.firstHi) > 0; lo || hi {
+		if lo {
+			a.firstLo = kr.Begin
+		}
+		if hi {
+			a.firstHi = kr.End
+		}
+		if p := commonPrefix(a.firstLo, a.firstHi); p < a.firstAbbr {
+			// Wider bounds share fewer bytes: abbreviate every
+			// range again after them.
+			a.firstAbbr = p
+			for i := range a.firsts {
+				if !a.firsts[i].gone {
+					a.firstSpans[i] = a.spanOf(a.firsts[i].r)
+				}
+			}
+		}
 	}
 	a.firsts = append(a.firsts, firstRead{key: k, r: kr, reverse: reverse, e: e, ok: ok, conflicts: serializable})
+	a.firstSpans = append(a.firstSpans, a.spanOf(kr))
 }
 
 // oneRow is a one-row range read (kv.First) issued in a round: a search
@@ -610,18 +679,33 @@ func (a *Attempt) writesElse(begin, end []byte) {
 		bytes.Compare(a.firstLo, begin) > 0 && (end == nil || bytes.Compare(a.firstLo, end) >= 0) {
 		return // outside every remembered range
 	}
+	if end == nil {
+		// begin lies between firstLo and firstHi: its abbreviation
+		// says which ranges may hold it (firstSpan).
+		ab := abbrAt(begin, a.firstAbbr)
+		for i, sp := range a.firstSpans {
+			if ab < sp.lo || ab > sp.hi || !a.firsts[i].r.Contains(begin) {
+				continue
+			}
+			a.forget(i)
+		}
+		return
+	}
 	for i := range a.firsts {
 		f := &a.firsts[i]
-		if f.gone {
+		if f.gone || bytes.Compare(begin, f.r.End) >= 0 || bytes.Compare(f.r.Begin, end) >= 0 {
 			continue
 		}
-		if end == nil && !f.r.Contains(begin) ||
-			end != nil && (bytes.Compare(begin, f.r.End) >= 0 || bytes.Compare(f.r.Begin, end) >= 0) {
-			continue
-		}
-		delete(a.firstAt, f.key)
-		f.gone = true
+		a.forget(i)
 	}
+}
+
+// forget forgets the remembered read firsts[i], which a write changed.
+func (a *Attempt) forget(i int) {
+	f := &a.firsts[i]
+	delete(a.firstAt, f.key)
+	f.gone = true
+	a.firstSpans[i] = deadSpan
 }
 
 // First is kv.First, answered from the Attempt's remembered reads when it
