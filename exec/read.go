@@ -114,7 +114,13 @@ func (s *stmtCtx) planSelect(st *parser.Select) (*query, error) {
 		}, nil
 	}
 	// The projection: * is the declared columns; id is selectable.
-	q := &query{res: &Result{HasRows: true}}
+	cols := len(st.Columns)
+	if st.Star {
+		cols += len(t.Columns)
+	}
+	q := &query{proj: make([]int, 0, cols), res: &Result{HasRows: true,
+		Columns: make([]string, 0, cols), Types: make([]parser.Type, 0, cols),
+		Nullable: make([]bool, 0, cols), Lengths: make([]int, 0, cols)}}
 	add := func(i int) {
 		q.proj = append(q.proj, i)
 		c := t.columnDef(i)
