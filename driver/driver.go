@@ -59,8 +59,33 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 	return NewConnector(cfg)
 }
 
-// root is the key prefix of all of fdbqueue's data.
+// root is the key prefix of all of fdbqueue's data on FoundationDB, in a
+// cluster other layers share, and in an embedded database made before the
+// embedded engines' data went under no prefix (embeddedRoot).
 var root = tuple.Tuple{"fdbqueue"}.Pack()
+
+// embeddedRoot returns the key prefix of fdbqueue's data in db, an
+// embedded database (memory: or file:), which holds nothing else: none,
+// unless db holds data under root, as every embedded database made
+// before did. The prefix was 10 of a key's ~31 bytes: 35 bytes of
+// memory a queued row (of ~300), and as much of every commit's log
+// record. The data decides, so every process and every connector of one
+// database agrees.
+func embeddedRoot(ctx context.Context, db kv.Database) ([]byte, error) {
+	var legacy bool
+	err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		_, found, err := kv.First(tr.Snapshot(), kv.PrefixRange(root), false)
+		legacy = found
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading which key layout the database has: %w", err)
+	case legacy:
+		return root, nil
+	}
+	return nil, nil
+}
 
 // NewConnector opens the engine cfg names. Its connections share the
 // engine; closing the sql.DB closes the engine (a named in-memory database
@@ -104,7 +129,11 @@ func NewConnector(cfg *Config) (driver.Connector, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrDSN, cfg.Engine)
 	}
-	c := &connector{cfg: cfg.Clone(), exec: exec.New(db, root)}
+	r, err := embeddedRoot(context.Background(), db)
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	c := &connector{cfg: cfg.Clone(), exec: exec.New(db, r)}
 	return c, nil
 }
 
@@ -114,8 +143,21 @@ func NewConnector(cfg *Config) (driver.Connector, error) {
 // engine (fdbqueue bench runs the in-memory engine on a modeled
 // FoundationDB cluster with it); programs open engines from DSNs
 // (NewConnector, sql.Open).
+//
+// On an embedded database (embedded.DB, shared.DB), the connector's key
+// layout is the one its data has, as for a DSN's; on any other engine,
+// fdbqueue's data goes under the prefix ("fdbqueue"), as on FoundationDB.
 func NewConnectorOn(db kv.Database) driver.Connector {
-	return &connector{exec: exec.New(db, root)}
+	r := root
+	switch db.(type) {
+	case *embedded.DB, *shared.DB:
+		// A database that cannot be read now fails the statements
+		// too; they say why.
+		if er, err := embeddedRoot(context.Background(), db); err == nil {
+			r = er
+		}
+	}
+	return &connector{exec: exec.New(db, r)}
 }
 
 // engineConfig reads the embedded engine's parameters: injected faults.
