@@ -396,14 +396,17 @@ func decodeElement(b []byte) (any, []byte, error) {
 		v, rest, err := decodeEscaped(b[1:])
 		return v, rest, err
 	case code == codeString:
-		v, rest, err := decodeEscaped(b[1:])
+		end, escapes, err := escapedEnd(b[1:])
 		if err != nil {
 			return nil, nil, err
 		}
 		// Not checked for UTF-8, as the official Go bindings do not: a
 		// string Pack accepts always unpacks (a check here once made one
 		// bad value fail every read of a table).
-		return string(v), rest, nil
+		if escapes == 0 {
+			return string(b[1 : 1+end]), b[2+end:], nil
+		}
+		return string(unescape(b[1:1+end], escapes)), b[2+end:], nil
 	case code == codeNested:
 		return decodeTuple(b[1:], true)
 	case code > codeNegIntBig && code < codePosIntBig:
@@ -455,21 +458,57 @@ func decodeElement(b []byte) (any, []byte, error) {
 	return nil, nil, fmt.Errorf("%w: unknown type code 0x%02x", ErrInvalid, code)
 }
 
-func decodeEscaped(b []byte) ([]byte, []byte, error) {
-	out := make([]byte, 0, 16)
-	for i := 0; i < len(b); i++ {
-		if b[i] != 0x00 {
-			continue
-		}
-		if i+1 < len(b) && b[i+1] == 0xff {
-			out = append(out, b[:i+1]...)
-			b = b[i+2:]
-			i = -1
-			continue
-		}
-		return append(out, b[:i]...), b[i+1:], nil
+// DecodeBytes decodes a single packed byte string element at the start of
+// b and returns a copy of its bytes with the rest of b: what Unpack
+// returns for it, without the tuple around it.
+func DecodeBytes(b []byte) ([]byte, []byte, error) {
+	if len(b) == 0 || b[0] != codeBytes {
+		return nil, nil, fmt.Errorf("%w: not a byte string element", ErrInvalid)
 	}
-	return nil, nil, fmt.Errorf("%w: byte string not terminated", ErrInvalid)
+	return decodeEscaped(b[1:])
+}
+
+// decodeEscaped decodes the escaped bytes of a byte string, after its type
+// code, into a slice of their size: one allocation, where growing it from
+// 16 bytes took four for a 64-byte payload.
+func decodeEscaped(b []byte) ([]byte, []byte, error) {
+	end, escapes, err := escapedEnd(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return unescape(b[:end], escapes), b[end+1:], nil
+}
+
+// escapedEnd returns where the escaped bytes at the start of b end (at
+// the unescaped 0x00 that terminates them), and how many escaped 0x00s
+// (0x00 0xff) are before it.
+func escapedEnd(b []byte) (end, escapes int, err error) {
+	for {
+		i := bytes.IndexByte(b[end:], 0x00)
+		if i < 0 {
+			return 0, 0, fmt.Errorf("%w: byte string not terminated", ErrInvalid)
+		}
+		end += i
+		if end+1 < len(b) && b[end+1] == 0xff {
+			end += 2
+			escapes++
+			continue
+		}
+		return end, escapes, nil
+	}
+}
+
+// unescape returns a new slice of the bytes that the escaped bytes b,
+// holding escapes escaped 0x00s, stand for.
+func unescape(b []byte, escapes int) []byte {
+	out := make([]byte, 0, len(b)-escapes)
+	for escapes > 0 {
+		i := bytes.IndexByte(b, 0x00)
+		out = append(out, b[:i+1]...)
+		b = b[i+2:]
+		escapes--
+	}
+	return append(out, b...)
 }
 
 func decodeInt(b []byte) (any, []byte, error) {

@@ -460,6 +460,50 @@ func TestEscapeMatchesByteLoop(t *testing.T) {
 	}
 }
 
+// TestDecodeBytesOfEveryZeroDensity: byte strings and strings of every
+// zero density unpack to what was packed, alone and followed by another
+// element, and DecodeBytes returns the bytes, a copy of their size, and
+// the rest; a byte string without its terminator, or not a byte string,
+// is an error.
+func TestDecodeBytesOfEveryZeroDensity(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := range 300 {
+		b := make([]byte, n%70+n/10)
+		for i := range b {
+			if r.IntN(10) >= n%11 {
+				b[i] = byte(1 + r.IntN(255))
+			} else if r.IntN(3) == 0 {
+				b[i] = 0xff
+			}
+		}
+		packed := Tuple{b, string(b), int64(n)}.Pack()
+		got, err := Unpack(packed)
+		require.NoError(t, err)
+		require.Equal(t, Tuple{b, string(b), int64(n)}, got, "%x", b)
+
+		v, rest, err := DecodeBytes(packed)
+		require.NoError(t, err)
+		require.Equal(t, b, v, "%x", b)
+		require.Equal(t, len(b), cap(v), "a copy of the bytes' size")
+		require.Equal(t, Tuple{string(b), int64(n)}.Pack(), rest)
+		if len(b) > 0 {
+			v[0] ^= 1
+			require.Equal(t, byte(codeBytes), packed[0])
+			again, _, err := DecodeBytes(packed)
+			require.NoError(t, err)
+			require.Equal(t, b, again, "the bytes are a copy")
+		}
+		enc := AppendBytes(nil, b)
+		_, _, err = DecodeBytes(enc[:len(enc)-1])
+		require.ErrorIs(t, err, ErrInvalid)
+	}
+	_, _, err := DecodeBytes(Tuple{"text"}.Pack())
+	require.ErrorIs(t, err, ErrInvalid)
+	_, _, err = DecodeBytes(nil)
+	require.ErrorIs(t, err, ErrInvalid)
+}
+
 // AppendInt writes what the byte-at-a-time loop it replaced wrote: the
 // type code of the length, then the magnitude (one's complement for a
 // negative number) in the fewest bytes, big-endian, around every length's
