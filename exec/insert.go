@@ -17,8 +17,9 @@ import (
 
 // MaxRowSize is the most bytes a row takes stored: one FoundationDB value
 // (kv.MaxValueSize) holds it. Each byte of a TEXT or BLOB takes one byte,
-// a zero byte three (it is escaped twice: in the row, and in the queue's
-// record), a number at most nine; rowTooLarge says which column is large.
+// a zero byte two (it is escaped in the row's packed tuple; the queue's
+// record holds the row as it is), a number at most nine; rowTooLarge says
+// which column is large.
 const MaxRowSize = kv.MaxValueSize
 
 // rowBlock is the size of the blocks an INSERT packs its rows into, at
@@ -337,7 +338,7 @@ func rowTooLarge(t *Table, vals []any, size int) error {
 		default:
 			continue
 		}
-		if n+2*z > bigLen+2*zeros {
+		if n+z > bigLen+zeros {
 			big, bigLen, zeros = i, n, z
 		}
 	}
@@ -345,7 +346,7 @@ func rowTooLarge(t *Table, vals []any, size int) error {
 	if big >= 0 {
 		msg += fmt.Sprintf(": column %s holds %d bytes", t.Columns[big].Name, bigLen)
 		if zeros > 0 {
-			msg += fmt.Sprintf(", %d of them zero bytes, which take 3 bytes each stored", zeros)
+			msg += fmt.Sprintf(", %d of them zero bytes, which take 2 bytes each stored", zeros)
 		}
 	}
 	return fmt.Errorf("%w: %s", ErrValue, msg)

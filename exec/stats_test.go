@@ -36,15 +36,27 @@ func downgrade(t *testing.T, e *exec.Executor, table string) {
 				return err
 			}
 			for _, r := range rows {
-				v, err := tuple.Unpack(r.Value)
-				require.NoError(t, err)
-				switch len(v) {
-				case 2: // value, pushed_at
-					v = v[:1]
-				case 6: // value, visible_at, lease, attempts, pushed_at, held
-					v = v[:4]
+				// The record (queues/layout.go): tuple integers, then
+				// 0xfe and the value; written before statistics, the
+				// value as a packed byte string, then visible_at, lease
+				// and attempts if any is set.
+				var ints []int64
+				rest := r.Value
+				for rest[0] != 0xfe {
+					var n int64
+					n, rest, err = tuple.DecodeInt(rest)
+					require.NoError(t, err)
+					ints = append(ints, n)
 				}
-				tr.Set(r.Key, v.Pack())
+				old := tuple.Tuple{rest[1:]}
+				switch len(ints) {
+				case 1: // pushed_at
+				case 5: // visible_at, lease, attempts, pushed_at, held
+					old = append(old, ints[0], ints[1], ints[2])
+				default:
+					t.Fatalf("a record with %d integers: %x", len(ints), r.Value)
+				}
+				tr.Set(r.Key, old.Pack())
 			}
 		}
 		tr.ClearRange(kv.Range{Begin: key(int64(17), int64(1)), End: key(int64(17), int64(5))})

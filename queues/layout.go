@@ -20,12 +20,15 @@ import (
 // FoundationDB's tuple layer in any language can read them:
 //
 //	key                                     value                                         written by
-//	P (0, seq, id)                          FIFO item: packed (resources..., value,       insert, rewrite
-//	                                        pushed_at), or (resources..., value,
-//	                                        visible_at, lease, attempts, pushed_at,
-//	                                        held) once it has any of those; without
-//	                                        pushed_at and held, a row from before
-//	                                        statistics (see stats.go)
+//	P (0, seq, id)                          FIFO item: packed (resources...,              insert, rewrite
+//	                                        pushed_at), or (resources..., visible_at,
+//	                                        lease, attempts, pushed_at, held) once it
+//	                                        has any of those, then the byte 0xfe and
+//	                                        the value as it is (encodeValue); written
+//	                                        before: packed (resources..., value,
+//	                                        [the integers]); without pushed_at and
+//	                                        held, a row from before statistics (see
+//	                                        stats.go)
 //	P (0, priority, seq, id)                priority item: the same                       insert, rewrite
 //	P (1, id)                               id index: packed (seq) for FIFO,              insert, rewrite
 //	                                        (priority, seq) for priority queues;
@@ -368,30 +371,44 @@ func (q *Queue) decodeKeyUnder(tag int, k []byte) (pos, error) {
 	return pos{prio: v[0], seq: v[1], id: v[2]}, err
 }
 
-// encodeValue packs an item's resources and value as a tuple, followed by
-// its pushed_at, or, when any of them is set, its visible_at, lease,
-// attempts, pushed_at and held. An item without a pushed_at (a row from
-// before statistics, see stats.go) keeps the earlier forms: its resources
-// and value, and its visible_at, lease and attempts when any is set.
+// encodeValue encodes an item's record: its resources and its pushed_at,
+// or, when any of them is set, its visible_at, lease, attempts, pushed_at
+// and held, packed as tuple integers; then valueRaw and the item's value,
+// its bytes as they are, to the record's end. An item without a pushed_at
+// (a row from before statistics, see stats.go) has its visible_at, lease
+// and attempts when any is set, or no integer after its resources.
+//
+// Records written before put the value, as a packed byte string, right
+// after the resources (decodeItemUnder reads both): each 0x00 of it took
+// two bytes, and exec's rows, packed tuples, escape theirs already, so a
+// zero byte of a BLOB column took three, and packing and unpacking the
+// value once more was a copy of every row and an escape of every zero
+// (an all-zero 64-byte payload made an 86-byte record 211).
 func encodeValue(it Item) []byte { return appendValue(nil, it) }
+
+// valueRaw marks the start of an item record's value (encodeValue): a byte
+// no packed tuple element starts with (0xfe is no type code). A record
+// written before has the value as a packed byte string (codeBytes) there.
+const (
+	valueRaw  = 0xfe
+	codeBytes = 0x01
+)
 
 // MaxRecordSize returns the most bytes the record of an item with value
 // and n resources takes in the store, whether leased or not: its
-// resources, its value with each 0x00 escaped by one more byte, the lease
-// fields (visible_at, lease, attempts) a lease adds, and its pushed_at and
-// held. A record is one value of the store, so this must stay within
-// kv.MaxValueSize for the item to be pushed, leased and moved.
+// resources, the lease fields (visible_at, lease, attempts) a lease adds,
+// its pushed_at and held, and its value. A record is one value of the
+// store, so this must stay within kv.MaxValueSize for the item to be
+// pushed, leased and moved.
 func MaxRecordSize(value []byte, n int) int {
-	return maxIntLen*(n+4) + len(value) + bytes.Count(value, []byte{0}) + 4
+	return maxIntLen*(n+4) + 1 + len(value)
 }
 
 // appendValue appends the item record's value of it (encodeValue) to dst.
 func appendValue(dst []byte, it Item) []byte {
-	// Sized for the escapes and the lease fields, the buffer grows at most
-	// once.
+	// Sized for the lease fields, the buffer grows at most once.
 	size := MaxRecordSize(it.Value, len(it.Resources))
 	b := appendInts(slices.Grow(dst, size), it.Resources...)
-	b = tuple.AppendBytes(b, it.Value)
 	vis := nanos(it.VisibleAt)
 	meta := vis != 0 || it.Lease != 0 || it.Attempts != 0
 	switch {
@@ -408,7 +425,7 @@ func appendValue(dst []byte, it Item) []byte {
 	default:
 		b = appendInts(b, pushedSeconds(it.PushedAt))
 	}
-	return b
+	return append(append(b, valueRaw), it.Value...)
 }
 
 // pushedSeconds returns t (not the zero time) in unix seconds, at least
@@ -461,37 +478,49 @@ func (q *Queue) decodeItemUnder(tag int, k, v []byte) (Item, pos, error) {
 	if err != nil {
 		return Item{}, p, err
 	}
-	t, err := tuple.Unpack(v)
-	nres := len(q.resources)
-	if err != nil || len(t) != nres+1 && len(t) != nres+2 && len(t) != nres+4 && len(t) != nres+6 {
+	it := Item{ID: p.id, Priority: p.prio, Seq: p.seq}
+	malformed := func() (Item, pos, error) {
 		return Item{}, p, fmt.Errorf("%w: item %d has a malformed value", ErrCorrupt, p.id)
 	}
-	it := Item{ID: p.id, Priority: p.prio, Seq: p.seq}
 	if len(q.resources) > 0 {
 		it.Resources = make([]int64, len(q.resources))
-		for i := range q.resources {
-			r, ok := t[i].(int64)
-			if !ok {
+		for i := range it.Resources {
+			if it.Resources[i], v, err = tuple.DecodeInt(v); err != nil {
 				return Item{}, p, fmt.Errorf("%w: item %d has a malformed resource", ErrCorrupt, p.id)
 			}
-			it.Resources[i] = r
 		}
 	}
-	val, ok := t[len(q.resources)].([]byte)
-	if !ok {
-		return Item{}, p, fmt.Errorf("%w: item %d has a malformed value", ErrCorrupt, p.id)
-	}
-	it.Value = val
-	if len(t) > nres+1 {
-		var meta [5]int64
-		ms := meta[:len(t)-nres-1]
-		for i := range ms {
-			m, ok := t[nres+1+i].(int64)
-			if !ok {
-				return Item{}, p, fmt.Errorf("%w: item %d has a malformed lease", ErrCorrupt, p.id)
-			}
-			ms[i] = m
+	// The value: a packed byte string right after the resources (records
+	// written before), or the record's rest after valueRaw, after the
+	// integers.
+	old := len(v) > 0 && v[0] == codeBytes
+	if old {
+		if it.Value, v, err = tuple.DecodeBytes(v); err != nil {
+			return malformed()
 		}
+	}
+	var meta [5]int64
+	n := 0
+	for len(v) > 0 && (old || v[0] != valueRaw) {
+		if n == len(meta) {
+			return malformed()
+		}
+		if meta[n], v, err = tuple.DecodeInt(v); err != nil {
+			return Item{}, p, fmt.Errorf("%w: item %d has a malformed lease", ErrCorrupt, p.id)
+		}
+		n++
+	}
+	if !old {
+		if len(v) == 0 {
+			return malformed()
+		}
+		it.Value = bytes.Clone(v[1:])
+	}
+	if n == 2 || n == 4 {
+		return malformed()
+	}
+	if n > 0 {
+		ms := meta[:n]
 		switch len(ms) {
 		case 1:
 			it.PushedAt = time.Unix(ms[0], 0)

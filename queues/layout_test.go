@@ -90,7 +90,9 @@ func TestKeyLayout(t *testing.T) {
 				idValue = packInts(1)
 			}
 			pushedAt := at.Unix()
-			require.Equal(t, append(tuple.Tuple{int64(3), int64(1000), []byte("v")}.Pack(), packInts(pushedAt)...), value(itemKey...))
+			// An item's record: its resources and pushed_at as tuple
+			// integers, then 0xfe and its value as it is.
+			require.Equal(t, append(packInts(3, 1000, pushedAt), 0xfe, 'v'), value(itemKey...))
 			require.Equal(t, idValue, value(int64(1), int64(id)))
 			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 2), value(int64(2)), "the count has both items")
 			// cell (3, 960): 3 is exact; 1000 falls in [960, 1023].
@@ -121,7 +123,7 @@ func TestKeyLayout(t *testing.T) {
 				hiddenKey = []any{int64(13), int64(2), int64(delayed)}
 				hiddenID = packInts(2, dueNanos)
 			}
-			require.Equal(t, append(tuple.Tuple{int64(3), int64(1000), []byte("d")}.Pack(), packInts(dueNanos, 0, 0, pushedAt, 0)...), value(hiddenKey...))
+			require.Equal(t, append(packInts(3, 1000, dueNanos, 0, 0, pushedAt, 0), 0xfe, 'd'), value(hiddenKey...))
 			require.Equal(t, hiddenID, value(int64(1), int64(delayed)))
 			require.Empty(t, value(int64(12), dueNanos, p, int64(2), int64(delayed)))
 			require.Empty(t, value(int64(7), int64(delayed)))

@@ -1,0 +1,162 @@
+package queues
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// legacyRecord encodes it as records were written before the value went
+// raw after the integers: the resources, the value as a packed byte
+// string, then the integers of encodeValue's forms.
+func legacyRecord(it Item) []byte {
+	t := tuple.Tuple{}
+	for _, r := range it.Resources {
+		t = append(t, r)
+	}
+	t = append(t, it.Value)
+	vis := nanos(it.VisibleAt)
+	meta := vis != 0 || it.Lease != 0 || it.Attempts != 0
+	held := int64(0)
+	if it.Held {
+		held = 1
+	}
+	switch {
+	case it.PushedAt.IsZero():
+		if meta {
+			t = append(t, vis, it.Lease, it.Attempts)
+		}
+	case meta || it.Held:
+		t = append(t, vis, it.Lease, it.Attempts, pushedSeconds(it.PushedAt), held)
+	default:
+		t = append(t, pushedSeconds(it.PushedAt))
+	}
+	return t.Pack()
+}
+
+// TestItemRecordsOfBothFormats: an item's record decodes to the item
+// encoded, in the format written now (integers, then the value as it
+// is) and in the one written before (the value packed, then the
+// integers), in every form (with and without pushed_at; visible, leased,
+// held), with values of every zero density, empty, and of bytes that
+// look like the format's own (0xfe, tuple codes). The value of a zero
+// byte takes one byte of the record, where it took two. A record that is
+// neither, cut short, or has a wrong count of integers, is ErrCorrupt,
+// never a panic or a wrong item.
+func TestItemRecordsOfBothFormats(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, kind := range []Kind{FIFO, Priority} {
+		for _, nres := range []int{0, 2} {
+			names := []string{"cpu", "mem"}[:nres]
+			q := New(tuple.Tuple{"rec", int64(kind), int64(nres)}.Pack(), kind, names...)
+			for n := range 400 {
+				v := make([]byte, r.IntN(90))
+				for i := range v {
+					switch c := r.IntN(10); {
+					case c < n%11:
+						v[i] = 0
+					case c == 9:
+						v[i] = []byte{0xfe, 0xff, 0x01, 0x14}[r.IntN(4)]
+					default:
+						v[i] = byte(r.IntN(256))
+					}
+				}
+				if n%50 == 0 {
+					v = []byte{}
+				}
+				it := Item{ID: int64(1 + n), Priority: int64(r.IntN(10)), Seq: int64(1 + n), Value: v}
+				if kind == FIFO {
+					it.Priority = 0
+				}
+				for range nres {
+					it.Resources = append(it.Resources, r.Int64N(1<<40)-1<<20)
+				}
+				switch n % 4 {
+				case 1:
+					it.PushedAt = time.Unix(1_800_000_000+int64(n), 0)
+				case 2:
+					it.PushedAt = time.Unix(1_800_000_000+int64(n), 0)
+					it.VisibleAt, it.Lease, it.Attempts, it.Held = time.Unix(0, 1_800_000_000_123_456_789+int64(n)), r.Int64(), int64(n%7), n%8 == 2
+				case 3:
+					it.VisibleAt, it.Lease, it.Attempts = time.Unix(0, 1_700_000_000_000_000_000+int64(n)), r.Int64(), 1
+				}
+				tag := tagItems
+				if !it.VisibleAt.IsZero() {
+					tag = tagHidden
+				}
+				key := q.itemKey(pos{prio: it.Priority, seq: it.Seq, id: it.ID, due: nanos(it.VisibleAt)})
+				for _, rec := range [][]byte{encodeValue(it), legacyRecord(it)} {
+					got, p, err := q.decodeItemUnder(tag, key, rec)
+					require.NoError(t, err, "%x", rec)
+					require.Equal(t, it.ID, p.id)
+					require.Equal(t, it.Value, got.Value, "%x", rec)
+					require.NotNil(t, got.Value)
+					require.Equal(t, it.Resources, got.Resources)
+					require.True(t, it.VisibleAt.Equal(got.VisibleAt), "%v %v", it.VisibleAt, got.VisibleAt)
+					require.True(t, it.PushedAt.Equal(got.PushedAt))
+					require.Equal(t, []any{it.Lease, it.Attempts, it.Held}, []any{got.Lease, got.Attempts, got.Held})
+					if len(rec) > 0 && len(v) > 0 {
+						// The item's value is a copy: the record's
+						// bytes are the engine's.
+						saved := bytes.Clone(rec)
+						got.Value[0] ^= 1
+						require.Equal(t, saved, rec)
+					}
+				}
+				require.Len(t, encodeValue(it), len(legacyRecord(it))-bytes.Count(v, []byte{0})-1,
+					"a zero byte of the value takes one byte of the record")
+				require.LessOrEqual(t, len(encodeValue(it)), MaxRecordSize(v, nres))
+			}
+		}
+	}
+}
+
+// TestMalformedItemRecords: records that are cut short, hold integers
+// of a count no form has, or bytes no format starts with, are ErrCorrupt.
+func TestMalformedItemRecords(t *testing.T) {
+	t.Parallel()
+	q := New(tuple.Tuple{"bad"}.Pack(), Priority, "cpu")
+	key := q.itemKey(pos{prio: 1, seq: 1, id: 1})
+	ints := func(vs ...int64) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = tuple.AppendInt(b, v)
+		}
+		return b
+	}
+	good := append(ints(3, 1_800_000_000), 0xfe, 'v')
+	_, _, err := q.decodeItemUnder(tagItems, key, good)
+	require.NoError(t, err)
+	for i, rec := range [][]byte{
+		nil,
+		{0xfe},                           // no resource
+		ints(3),                          // no value
+		append(ints(3, 1, 2), 0xfe),      // two integers: no form
+		append(ints(3, 1, 2, 3, 4), 'v'), // no 0xfe
+		append(ints(3, 1, 2, 3, 4, 5, 6), 0xfe, 'v'), // six integers
+		append(ints(3), 0x02, 'v', 0),                // a string where the value goes
+		append(ints(3), 0x01, 'v'),                   // a byte string not terminated
+		append(append(ints(3), tuple.AppendBytes(nil, []byte("v"))...), 0x02, 0),
+		append(append(ints(3), tuple.AppendBytes(nil, []byte("v"))...), ints(1, 2)...),
+		append(ints(3), 0x00, 0xfe, 'v'),
+	} {
+		_, _, err := q.decodeItemUnder(tagItems, key, rec)
+		require.ErrorIs(t, err, ErrCorrupt, fmt.Sprintf("record %d: %x", i, rec))
+	}
+	// Every cut of a good record of each format is ErrCorrupt or, where
+	// the cut leaves a shorter value, that value; never a panic.
+	for _, rec := range [][]byte{good, append(ints(3), append(tuple.AppendBytes(nil, []byte("v\x00w")), ints(1_800_000_000)...)...)} {
+		for n := range len(rec) {
+			if _, _, err := q.decodeItemUnder(tagItems, key, rec[:n]); err != nil {
+				require.ErrorIs(t, err, ErrCorrupt)
+			}
+		}
+	}
+}
