@@ -63,9 +63,11 @@ import (
 //	                                        items it pushed, when it skipped some;
 //	                                        expiry: unix nanoseconds (Token)
 //	P (14, expiry, token, n)                pop receipt, the n-th item popped:            RecordReceipt
-//	                                        packed (id, priority, (resources...), value,
+//	                                        packed (id, priority, (resources...),
 //	                                        [visible_at, lease, attempts,] seq), the three
-//	                                        when any is set (a lease's receipt)
+//	                                        when any is set (a lease's receipt), then the
+//	                                        byte 0xfe and the value as it is; written
+//	                                        before: the value packed after (resources...)
 //	P (15, k, values...)                    unique index: packed (id), the item holding   exec (unique.go)
 //	                                        values (a packed tuple of its values in the
 //	                                        columns of unique key k)
@@ -395,13 +397,14 @@ const (
 )
 
 // MaxRecordSize returns the most bytes the record of an item with value
-// and n resources takes in the store, whether leased or not: its
+// and n resources takes in the store, whether leased or not (its
 // resources, the lease fields (visible_at, lease, attempts) a lease adds,
-// its pushed_at and held, and its value. A record is one value of the
-// store, so this must stay within kv.MaxValueSize for the item to be
-// pushed, leased and moved.
+// its pushed_at and held, and its value), or a part of a pop's receipt of
+// it (RecordReceipt: its id, priority, resources, lease fields and seq,
+// and its value). Both are values of the store, so this must stay within
+// kv.MaxValueSize for the item to be pushed, leased, moved and popped.
 func MaxRecordSize(value []byte, n int) int {
-	return maxIntLen*(n+4) + 1 + len(value)
+	return maxIntLen*(n+7) + 3 + len(value)
 }
 
 // appendValue appends the item record's value of it (encodeValue) to dst.

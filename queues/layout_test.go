@@ -108,8 +108,8 @@ func TestKeyLayout(t *testing.T) {
 			if kind == queues.FIFO {
 				wantPrio = 0
 			}
-			require.Equal(t, tuple.Tuple{int64(id), wantPrio, tuple.Tuple{int64(3), int64(1000)}, []byte("v"), int64(1)}.Pack(),
-				value(int64(14), expiry, popToken.ID), "a receipt of one part has the bare key; the item's seq ends it")
+			require.Equal(t, append(tuple.Tuple{int64(id), wantPrio, tuple.Tuple{int64(3), int64(1000)}, int64(1)}.Pack(), 0xfe, 'v'),
+				value(int64(14), expiry, popToken.ID), "a receipt of one part has the bare key; the item's seq ends its packed fields, 0xfe and the value follow")
 			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 3), value(int64(14), expiry, countToken.ID))
 			// The push signal: the items ever pushed.
 			require.Equal(t, binary.LittleEndian.AppendUint64(nil, 2), value(int64(11)))

@@ -1,9 +1,11 @@
 package queues
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -310,7 +312,16 @@ func (q *Queue) Receipt(tr kv.Transaction, token Token) ([]Item, bool, error) {
 	}
 	items := make([]Item, 0, len(parts))
 	for _, p := range parts {
-		t, err := tuple.Unpack(p)
+		// The part as RecordReceipt writes it: the value's bytes after
+		// valueRaw, the other fields packed before; or, written before,
+		// all of them packed, the value fourth.
+		t, raw, err := tuple.UnpackUntil(p, valueRaw)
+		if err == nil && raw != nil {
+			if len(t) != 4 && len(t) != 7 {
+				return nil, false, fmt.Errorf("%w: unreadable receipt", ErrCorrupt)
+			}
+			t = slices.Insert(t, 3, any(bytes.Clone(raw[1:])))
+		}
 		if err != nil || len(t) < 4 || len(t) > 8 || len(t) == 6 {
 			return nil, false, fmt.Errorf("%w: unreadable receipt", ErrCorrupt)
 		}
@@ -355,7 +366,11 @@ func (q *Queue) RecordReceipt(tr kv.Transaction, token Token, items []Item) erro
 		for _, r := range it.Resources {
 			res = append(res, r)
 		}
-		t := tuple.Tuple{it.ID, it.Priority, res, it.Value}
+		// The value goes last, as it is, as in the item's record
+		// (encodeValue): packed, its zero bytes would take two bytes
+		// each, and a row INSERT accepts (MaxRecordSize) would make a
+		// receipt too large to write, and its pops fail.
+		t := tuple.Tuple{it.ID, it.Priority, res}
 		if vis := nanos(it.VisibleAt); vis != 0 || it.Lease != 0 || it.Attempts != 0 {
 			t = append(t, vis, it.Lease, it.Attempts)
 		}
@@ -364,7 +379,7 @@ func (q *Queue) RecordReceipt(tr kv.Transaction, token Token, items []Item) erro
 		if err != nil {
 			return err
 		}
-		parts[i] = v
+		parts[i] = append(append(v, valueRaw), it.Value...)
 	}
 	return q.receipts.Record(tr, token, parts...)
 }

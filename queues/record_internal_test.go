@@ -2,6 +2,7 @@ package queues
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/kv/embedded"
 	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
@@ -158,5 +161,55 @@ func TestMalformedItemRecords(t *testing.T) {
 				require.ErrorIs(t, err, ErrCorrupt)
 			}
 		}
+	}
+}
+
+// TestReceiptsOfBothForms: a pop's receipt gives back the items it
+// recorded, their values as they were (empty, zero-heavy, starting with
+// 0xfe), in the form written now (the value's bytes after the packed
+// fields) and in the one written before (every field packed, the value
+// fourth), with and without the lease fields.
+func TestReceiptsOfBothForms(t *testing.T) {
+	t.Parallel()
+	db := embedded.Open("", embedded.Config{})
+	defer db.Close()
+	q := New(tuple.Tuple{"receipts"}.Pack(), Priority, "cpu")
+	at := time.Unix(1_800_000_000, 0)
+	items := []Item{
+		{ID: 1, Priority: 2, Seq: 3, Resources: []int64{4}, Value: []byte{}},
+		{ID: 5, Priority: 6, Seq: 7, Resources: []int64{8}, Value: make([]byte, 100)},
+		{ID: 9, Priority: 1, Seq: 2, Resources: []int64{3}, Value: []byte{0xfe, 0x01, 0x00, 0xfe},
+			VisibleAt: at, Lease: 77, Attempts: 2},
+	}
+	legacy := func(it Item) []byte {
+		t := tuple.Tuple{it.ID, it.Priority, tuple.Tuple{it.Resources[0]}, it.Value}
+		if !it.VisibleAt.IsZero() {
+			t = append(t, nanos(it.VisibleAt), it.Lease, it.Attempts)
+		}
+		return append(t, it.Seq).Pack()
+	}
+	for i, write := range []func(tr kv.Transaction) error{
+		func(tr kv.Transaction) error { return q.RecordReceipt(tr, Token{ID: 1, At: at}, items) },
+		func(tr kv.Transaction) error {
+			parts := make([][]byte, len(items))
+			for i, it := range items {
+				parts[i] = legacy(it)
+			}
+			return q.receipts.Record(tr, Token{ID: 2, At: at}, parts...)
+		},
+	} {
+		require.NoError(t, db.Transact(context.Background(), write))
+		require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
+			got, ok, err := q.Receipt(tr, Token{ID: int64(i + 1), At: at, Unsure: true})
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Len(t, got, len(items))
+			for j, it := range items {
+				require.Equal(t, []any{it.ID, it.Priority, it.Seq, it.Resources, it.Value, it.Lease, it.Attempts},
+					[]any{got[j].ID, got[j].Priority, got[j].Seq, got[j].Resources, got[j].Value, got[j].Lease, got[j].Attempts}, "form %d, item %d", i, j)
+				require.True(t, it.VisibleAt.Equal(got[j].VisibleAt))
+			}
+			return nil
+		}))
 	}
 }

@@ -363,6 +363,26 @@ func Unpack(b []byte) (Tuple, error) {
 	return t, nil
 }
 
+// UnpackUntil decodes the elements at the start of b up to one that
+// starts with the byte stop, which must be no type code (0xfe, say), and
+// returns them with the rest of b from stop on; rest is nil when no
+// element starts with stop, and every byte of b was decoded. It reads
+// records that end with bytes of their own after packed elements.
+func UnpackUntil(b []byte, stop byte) (t Tuple, rest []byte, err error) {
+	t = Tuple{}
+	for len(b) > 0 {
+		if b[0] == stop {
+			return t, b, nil
+		}
+		e, r, err := decodeElement(b)
+		if err != nil {
+			return nil, nil, err
+		}
+		t, b = append(t, e), r
+	}
+	return t, nil, nil
+}
+
 func decodeTuple(b []byte, nested bool) (Tuple, []byte, error) {
 	t := Tuple{}
 	for len(b) > 0 {

@@ -579,3 +579,23 @@ func TestAppendIntInPlaceLeavesTheRestOfTheCapacity(t *testing.T) {
 		require.Equal(t, bytes.Repeat([]byte{0xee}, 32-len(got)), buf[len(got):], "%d: the bytes past it", v)
 	}
 }
+
+// TestUnpackUntil: the elements before a byte that starts none (0xfe),
+// and the rest from it on, bytes of any kind; nil rest without it.
+func TestUnpackUntil(t *testing.T) {
+	t.Parallel()
+	head := Tuple{int64(-300), []byte{0xfe, 0}, "s\x00", Tuple{int64(1), nil}, int64(254)}
+	packed := head.Pack()
+	for _, tail := range [][]byte{{0xfe}, {0xfe, 0xfe, 0, 1, 0xff}, append([]byte{0xfe}, packed...)} {
+		got, rest, err := UnpackUntil(append(slices.Clone(packed), tail...), 0xfe)
+		require.NoError(t, err)
+		require.Equal(t, head, got)
+		require.Equal(t, tail, rest)
+	}
+	got, rest, err := UnpackUntil(packed, 0xfe)
+	require.NoError(t, err)
+	require.Equal(t, head, got)
+	require.Nil(t, rest)
+	_, _, err = UnpackUntil(append(slices.Clone(packed), 0xfd), 0xfe)
+	require.ErrorIs(t, err, ErrInvalid)
+}
