@@ -64,20 +64,68 @@ func (d *Driver) OpenConnector(dsn string) (driver.Connector, error) {
 // embedded engines' data went under no prefix (embeddedRoot).
 var root = tuple.Tuple{"fdbqueue"}.Pack()
 
-// embeddedRoot returns the key prefix of fdbqueue's data in db, an
-// embedded database (memory: or file:), which holds nothing else: none,
-// unless db holds data under root, as every embedded database made
-// before did. The prefix was 10 of a key's ~31 bytes: 35 bytes of
-// memory a queued row (of ~300), and as much of every commit's log
-// record. The data decides, so every process and every connector of one
-// database agrees.
-func embeddedRoot(ctx context.Context, db kv.Database) ([]byte, error) {
+// layoutKey marks a database whose fdbqueue keys have no prefix
+// (embeddedRoot). It is under neither root nor any key exec writes.
+var layoutKey = tuple.Tuple{"fdbqueue_layout"}.Pack()
+
+// How embeddedRoot may learn a database's layout.
+type layoutProbe int
+
+const (
+	// probeEmbedded: db is an embedded database (memory: or file:),
+	// which holds nothing but fdbqueue's data, and may be marked.
+	probeEmbedded layoutProbe = iota
+	// probeEmbeddedReadOnly: the same, opened read-only.
+	probeEmbeddedReadOnly
+	// probeUnknown: an engine the driver does not know, perhaps a
+	// wrapper of an embedded database, perhaps a FoundationDB cluster
+	// shared with other layers: only a mark says it has no prefix.
+	probeUnknown
+)
+
+// embeddedRoot returns the key prefix of fdbqueue's data in db: none in a
+// database marked so (layoutKey); root in an unmarked one that holds data
+// under root (as every embedded database made before the embedded
+// engines' keys lost the prefix does) or that the driver does not know
+// for embedded; none otherwise, marking the database when it may write.
+// The prefix was 10 of a key's ~31 bytes: 35 bytes of memory a queued
+// row, and as many of every row's log record.
+//
+// The mark, not the data, decides once it is there: data written under
+// root later (by an earlier build, or a connector on a wrapper of the
+// engine opened first) does not turn the database to the other layout
+// and hide its tables, and a connector on a wrapper of a marked database
+// (NewConnectorOn) reads it as a DSN's does.
+func embeddedRoot(ctx context.Context, db kv.Database, probe layoutProbe) ([]byte, error) {
 	var legacy bool
-	err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		_, found, err := kv.First(tr.Snapshot(), kv.PrefixRange(root), false)
-		legacy = found
-		return err
-	})
+	read := func(tr kv.ReadTransaction) (marked bool, err error) {
+		legacy = false
+		v, err := tr.Get(layoutKey)
+		switch {
+		case err != nil || v != nil:
+			return v != nil, err
+		case probe == probeUnknown:
+			legacy = true
+			return false, nil
+		}
+		_, legacy, err = kv.First(tr, kv.PrefixRange(root), false)
+		return false, err
+	}
+	var err error
+	if probe == probeEmbedded {
+		err = db.Transact(ctx, func(tr kv.Transaction) error {
+			marked, err := read(tr)
+			if err == nil && !marked && !legacy {
+				tr.Set(layoutKey, []byte{1})
+			}
+			return err
+		})
+	} else {
+		err = db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			_, err := read(tr)
+			return err
+		})
+	}
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("reading which key layout the database has: %w", err)
@@ -129,7 +177,11 @@ func NewConnector(cfg *Config) (driver.Connector, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrDSN, cfg.Engine)
 	}
-	r, err := embeddedRoot(context.Background(), db)
+	probe := probeEmbedded
+	if cfg.Params["mode"] == "ro" {
+		probe = probeEmbeddedReadOnly
+	}
+	r, err := embeddedRoot(context.Background(), db, probe)
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -145,19 +197,20 @@ func NewConnector(cfg *Config) (driver.Connector, error) {
 // (NewConnector, sql.Open).
 //
 // On an embedded database (embedded.DB, shared.DB), the connector's key
-// layout is the one its data has, as for a DSN's; on any other engine,
-// fdbqueue's data goes under the prefix ("fdbqueue"), as on FoundationDB.
+// layout is the database's, as for a DSN's; on any other engine (a
+// wrapper of one), fdbqueue's data goes under the prefix ("fdbqueue"), as
+// on FoundationDB, unless the database is marked as one whose keys have
+// none (a DSN's connector or this one on the embedded database marks it
+// when it finds it empty). If the layout cannot be read, every connection
+// fails with the error.
 func NewConnectorOn(db kv.Database) driver.Connector {
-	r := root
+	probe := probeUnknown
 	switch db.(type) {
 	case *embedded.DB, *shared.DB:
-		// A database that cannot be read now fails the statements
-		// too; they say why.
-		if er, err := embeddedRoot(context.Background(), db); err == nil {
-			r = er
-		}
+		probe = probeEmbedded
 	}
-	return &connector{exec: exec.New(db, r)}
+	r, err := embeddedRoot(context.Background(), db, probe)
+	return &connector{exec: exec.New(db, r), err: err}
 }
 
 // engineConfig reads the embedded engine's parameters: injected faults.
@@ -221,6 +274,9 @@ func engineConfig(cfg *Config) (embedded.Config, error) {
 type connector struct {
 	cfg  Config
 	exec *exec.Executor
+	// err, if set, fails every connection: NewConnectorOn could not
+	// read the database's key layout (embeddedRoot).
+	err  error
 	pops openPops
 	obs  observers
 	// sched fires the schedules due (schedule.go), from the first
@@ -233,6 +289,9 @@ var _ driver.Connector = (*connector)(nil)
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if c.err != nil {
+		return nil, c.err
 	}
 	c.sched.start(c.exec)
 	return &conn{exec: c.exec, pops: &c.pops, obs: &c.obs}, nil

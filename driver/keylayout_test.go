@@ -3,6 +3,7 @@ package driver_test
 import (
 	"bytes"
 	"database/sql"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -133,4 +134,72 @@ func TestConnectorOnEmbeddedDatabaseSharesItsLayout(t *testing.T) {
 	var got string
 	require.NoError(t, on.QueryRowContext(bg, "SELECT payload FROM t").Scan(&got))
 	require.Equal(t, "a", got)
+}
+
+// TestWrappedEngineSeesTheSameDatabase: a program that hands the driver
+// its file: engine wrapped (tracing, metrics, a model: anything that is
+// not the engine itself) sees the tables a DSN's connector made, and what
+// it writes does not hide them from the next open: the database is
+// marked as one whose keys have no prefix.
+func TestWrappedEngineSeesTheSameDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := sql.Open("fdbqueue", "file:"+dir)
+	require.NoError(t, err)
+	_, err = db.Exec("CREATE TABLE t (payload TEXT)")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO t (payload) VALUES ('queued')")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	eng, err := shared.Open(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	wrapped := sql.OpenDB(fdbqueue.NewConnectorOn(opaqueDB{eng}))
+	var n int
+	require.NoError(t, wrapped.QueryRow("SELECT COUNT(*) FROM t").Scan(&n))
+	require.Equal(t, 1, n)
+	_, err = wrapped.Exec("CREATE TABLE audit (x INT)")
+	require.NoError(t, err)
+	require.NoError(t, wrapped.Close())
+
+	db, err = sql.Open("fdbqueue", "file:"+dir)
+	require.NoError(t, err)
+	defer db.Close()
+	var p string
+	require.NoError(t, db.QueryRow("SELECT payload FROM t").Scan(&p))
+	require.Equal(t, "queued", p)
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM audit").Scan(&n))
+}
+
+// TestMarkedDatabaseKeepsItsLayout: keys written under ("fdbqueue") into
+// a database marked as one whose keys have none (by an earlier build, say)
+// do not turn it to the other layout: its tables stay in view, read-write
+// and read-only.
+func TestMarkedDatabaseKeepsItsLayout(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := sql.Open("fdbqueue", "file:"+dir)
+	require.NoError(t, err)
+	_, err = db.Exec("CREATE TABLE t (payload TEXT)")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO t (payload) VALUES ('kept')")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	eng, err := shared.Open(dir, embedded.FileConfig{})
+	require.NoError(t, err)
+	require.NoError(t, eng.Transact(bg, func(tr kv.Transaction) error {
+		tr.Set(append(slices.Clone(legacyRoot), tuple.Tuple{"catalog", "t"}.Pack()...), []byte("an earlier build's"))
+		return nil
+	}))
+	require.NoError(t, eng.Close())
+
+	for _, dsn := range []string{"file:" + dir, "file:" + dir + "?mode=ro"} {
+		db, err := sql.Open("fdbqueue", dsn)
+		require.NoError(t, err)
+		var p string
+		require.NoError(t, db.QueryRow("SELECT payload FROM t").Scan(&p), dsn)
+		require.Equal(t, "kept", p)
+		require.NoError(t, db.Close())
+	}
 }
