@@ -17,7 +17,8 @@ import (
 //
 // A queue lives under a key prefix P (a packed tuple). Every key is P
 // followed by a packed tuple of integers, the first of which is the tag, so
-// FoundationDB's tuple layer in any language can read them:
+// FoundationDB's tuple layer in any language can read them (and the
+// integers of the values below, up to an item's or a receipt's 0xfe):
 //
 //	key                                     value                                         written by
 //	P (0, seq, id)                          FIFO item: packed (resources...,              insert, rewrite
