@@ -213,3 +213,32 @@ func TestReceiptsOfBothForms(t *testing.T) {
 		}))
 	}
 }
+
+// TestRandomRecordsDecodeOrFail: arbitrary bytes of the codes the two
+// forms use decode to an item or to ErrCorrupt, never a panic; an item
+// decoded re-encodes to a record that decodes to the same item.
+func TestRandomRecordsDecodeOrFail(t *testing.T) {
+	t.Parallel()
+	q := New(tuple.Tuple{"random"}.Pack(), Priority, "cpu")
+	keys := map[int][]byte{tagItems: q.itemKey(pos{prio: 1, seq: 1, id: 1}), tagHidden: q.itemKey(pos{prio: 1, seq: 1, id: 1, due: 5})}
+	alphabet := []byte{0x00, 0x01, 0x02, 0x14, 0x15, 0x0c, 0x1c, 0x13, 0xfe, 0xff, 0x05, 0x21}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 50_000 {
+		b := make([]byte, r.IntN(14))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		for tag, key := range keys {
+			it, _, err := q.decodeItemUnder(tag, key, b)
+			if err != nil {
+				require.ErrorIs(t, err, ErrCorrupt, "%x", b)
+				continue
+			}
+			again, _, err := q.decodeItemUnder(tag, key, encodeValue(it))
+			require.NoError(t, err, "%x", b)
+			require.Equal(t, it.Value, again.Value)
+			require.Equal(t, it.Resources, again.Resources)
+			require.True(t, it.VisibleAt.Equal(again.VisibleAt))
+		}
+	}
+}
