@@ -136,6 +136,21 @@ func TestConnectorOnEmbeddedDatabaseSharesItsLayout(t *testing.T) {
 	require.Equal(t, "a", got)
 }
 
+// newFileWithRow returns the directory of a new file: database, made
+// through a DSN, with a table t holding one row of payload.
+func newFileWithRow(t *testing.T, payload string) string {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := sql.Open("fdbqueue", "file:"+dir)
+	require.NoError(t, err)
+	_, err = db.Exec("CREATE TABLE t (payload TEXT)")
+	require.NoError(t, err)
+	_, err = db.Exec("INSERT INTO t (payload) VALUES (?)", payload)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	return dir
+}
+
 // TestWrappedEngineSeesTheSameDatabase: a program that hands the driver
 // its file: engine wrapped (tracing, metrics, a model: anything that is
 // not the engine itself) sees the tables a DSN's connector made, and what
@@ -143,15 +158,7 @@ func TestConnectorOnEmbeddedDatabaseSharesItsLayout(t *testing.T) {
 // marked as one whose keys have no prefix.
 func TestWrappedEngineSeesTheSameDatabase(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	db, err := sql.Open("fdbqueue", "file:"+dir)
-	require.NoError(t, err)
-	_, err = db.Exec("CREATE TABLE t (payload TEXT)")
-	require.NoError(t, err)
-	_, err = db.Exec("INSERT INTO t (payload) VALUES ('queued')")
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-
+	dir := newFileWithRow(t, "queued")
 	eng, err := shared.Open(dir, embedded.FileConfig{})
 	require.NoError(t, err)
 	wrapped := sql.OpenDB(fdbqueue.NewConnectorOn(opaqueDB{eng}))
@@ -162,7 +169,7 @@ func TestWrappedEngineSeesTheSameDatabase(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, wrapped.Close())
 
-	db, err = sql.Open("fdbqueue", "file:"+dir)
+	db, err := sql.Open("fdbqueue", "file:"+dir)
 	require.NoError(t, err)
 	defer db.Close()
 	var p string
@@ -177,15 +184,7 @@ func TestWrappedEngineSeesTheSameDatabase(t *testing.T) {
 // and read-only.
 func TestMarkedDatabaseKeepsItsLayout(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	db, err := sql.Open("fdbqueue", "file:"+dir)
-	require.NoError(t, err)
-	_, err = db.Exec("CREATE TABLE t (payload TEXT)")
-	require.NoError(t, err)
-	_, err = db.Exec("INSERT INTO t (payload) VALUES ('kept')")
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
-
+	dir := newFileWithRow(t, "kept")
 	eng, err := shared.Open(dir, embedded.FileConfig{})
 	require.NoError(t, err)
 	require.NoError(t, eng.Transact(bg, func(tr kv.Transaction) error {
