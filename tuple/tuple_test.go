@@ -430,6 +430,22 @@ func TestAppendStringBytes(t *testing.T) {
 	}
 }
 
+// zeroDensity returns the n-th of a series of byte strings whose lengths
+// and shares of zero bytes (none to all) vary with n; with ff, some of the
+// other bytes are 0xff, the byte an escape adds after a zero.
+func zeroDensity(r *rand.Rand, n int, ff bool) []byte {
+	b := make([]byte, n%70+n/10)
+	for i := range b {
+		switch {
+		case r.IntN(10) >= n%11:
+			b[i] = byte(1 + r.IntN(255))
+		case ff && r.IntN(3) == 0:
+			b[i] = 0xff
+		}
+	}
+	return b
+}
+
 // TestEscapeMatchesByteLoop: byte strings and strings of every zero
 // density, packed, escape each zero byte as 0x00 0xff and end with 0x00,
 // as a byte-at-a-time loop does.
@@ -448,12 +464,7 @@ func TestEscapeMatchesByteLoop(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for n := range 300 {
-		b := make([]byte, n%70+n/10)
-		for i := range b {
-			if r.IntN(10) >= n%11 {
-				b[i] = byte(1 + r.IntN(255))
-			}
-		}
+		b := zeroDensity(r, n, false)
 		require.Equal(t, escape(codeBytes, b), AppendBytes(nil, b), "%x", b)
 		require.Equal(t, escape(codeBytes, b), Tuple{b}.Pack(), "%x", b)
 		require.Equal(t, escape(codeString, b), Tuple{string(b)}.Pack(), "%x", b)
@@ -469,14 +480,7 @@ func TestDecodeBytesOfEveryZeroDensity(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	for n := range 300 {
-		b := make([]byte, n%70+n/10)
-		for i := range b {
-			if r.IntN(10) >= n%11 {
-				b[i] = byte(1 + r.IntN(255))
-			} else if r.IntN(3) == 0 {
-				b[i] = 0xff
-			}
-		}
+		b := zeroDensity(r, n, true)
 		packed := Tuple{b, string(b), int64(n)}.Pack()
 		got, err := Unpack(packed)
 		require.NoError(t, err)
