@@ -111,26 +111,32 @@ func embeddedRoot(ctx context.Context, db kv.Database, probe layoutProbe) ([]byt
 		_, legacy, err = kv.First(tr, kv.PrefixRange(root), false)
 		return false, err
 	}
-	var err error
-	if probe == probeEmbedded {
-		err = db.Transact(ctx, func(tr kv.Transaction) error {
+	var marked bool
+	err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) (err error) {
+		marked, err = read(tr)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading which key layout the database has: %w", err)
+	case legacy:
+		return root, nil
+	case !marked && probe == probeEmbedded:
+		// Marked in a transaction that reads again, so that data
+		// written under root meanwhile keeps its layout. A mark that
+		// fails to commit (an injected fault, say) is left to the next
+		// open: the database is still empty, or holds data without the
+		// prefix, which an open reads the same way.
+		err := db.Transact(ctx, func(tr kv.Transaction) error {
 			marked, err := read(tr)
 			if err == nil && !marked && !legacy {
 				tr.Set(layoutKey, []byte{1})
 			}
 			return err
 		})
-	} else {
-		err = db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-			_, err := read(tr)
-			return err
-		})
-	}
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("reading which key layout the database has: %w", err)
-	case legacy:
-		return root, nil
+		if err == nil && legacy {
+			return root, nil
+		}
 	}
 	return nil, nil
 }

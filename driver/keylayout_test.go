@@ -202,3 +202,19 @@ func TestMarkedDatabaseKeepsItsLayout(t *testing.T) {
 		require.NoError(t, db.Close())
 	}
 }
+
+// TestLayoutMarkIsNotNeededToOpen: a database whose every commit fails
+// (injected faults) still opens: marking it is left to a later open, and
+// until then it is read as a new database is.
+func TestLayoutMarkIsNotNeededToOpen(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("fdbqueue", "memory:?fault_timeout=1")
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Ping())
+	rows, err := db.Query("SELECT name FROM fdbqueue_queues")
+	require.NoError(t, err)
+	require.False(t, rows.Next(), "no tables")
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+}
