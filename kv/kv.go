@@ -112,6 +112,7 @@ package kv
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"time"
 )
 
@@ -147,6 +148,31 @@ func PrefixRange(prefix []byte) Range {
 // Contains reports whether key is in r.
 func (r Range) Contains(key []byte) bool {
 	return bytes.Compare(r.Begin, key) <= 0 && bytes.Compare(key, r.End) < 0
+}
+
+// CommonPrefix returns the length of the longest common prefix of a and b.
+func CommonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// Abbrev returns the first 8 bytes of k as a big-endian number, k padded
+// with zeros: for keys that share a prefix, their Abbrev after it keeps
+// their order or makes them equal, so that comparing two numbers sorts
+// most keys, and a key that lies between two others has its Abbrev
+// between theirs.
+func Abbrev(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var buf [8]byte
+	copy(buf[:], k)
+	return binary.BigEndian.Uint64(buf[:])
 }
 
 // KeyAfter returns the first key after k in key order (k + 0x00).

@@ -1,9 +1,11 @@
 package kv_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -102,4 +104,35 @@ func TestAsyncFallback(t *testing.T) {
 	require.Nil(t, rows)
 	_, err = kv.GetMany(rt, [][]byte{[]byte("a"), []byte("\xff")})
 	require.Equal(t, kv.CodeKeyOutsideLegalRange, kv.Code(err))
+}
+
+// TestAbbrevKeepsOrderAfterACommonPrefix: for keys that share a prefix,
+// their Abbrev after it is ordered as they are, or equal; and
+// CommonPrefix is that prefix's length.
+func TestAbbrevKeepsOrderAfterACommonPrefix(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(1, 1))
+	key := func() []byte {
+		k := make([]byte, r.IntN(14))
+		for i := range k {
+			k[i] = []byte{0x00, 0x01, 0x7f, 0xff}[r.IntN(4)]
+		}
+		return k
+	}
+	for range 20_000 {
+		a, b := key(), key()
+		p := kv.CommonPrefix(a, b)
+		require.Equal(t, a[:p], b[:p])
+		require.True(t, p == len(a) || p == len(b) || a[p] != b[p])
+		switch c := bytes.Compare(a, b); {
+		case c < 0:
+			require.LessOrEqual(t, kv.Abbrev(a[p:]), kv.Abbrev(b[p:]), "%x %x", a, b)
+		case c > 0:
+			require.GreaterOrEqual(t, kv.Abbrev(a[p:]), kv.Abbrev(b[p:]), "%x %x", a, b)
+		default:
+			require.Equal(t, kv.Abbrev(a), kv.Abbrev(b))
+		}
+	}
+	require.Equal(t, uint64(0x0102000000000000), kv.Abbrev([]byte{1, 2}))
+	require.Equal(t, uint64(0x0102030405060708), kv.Abbrev([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}))
 }

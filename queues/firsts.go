@@ -78,31 +78,12 @@ type firstSpan struct{ lo, hi uint64 }
 var deadSpan = firstSpan{lo: ^uint64(0)}
 
 // abbrAt returns the 8 bytes of k after its first at, big-endian,
-// zero-padded past k's end.
-func abbrAt(k []byte, at int) uint64 {
-	if len(k) >= at+8 {
-		return binary.BigEndian.Uint64(k[at:])
-	}
-	var b [8]byte
-	if at < len(k) {
-		copy(b[:], k[at:])
-	}
-	return binary.BigEndian.Uint64(b[:])
-}
+// zero-padded past k's end (kv.Abbrev).
+func abbrAt(k []byte, at int) uint64 { return kv.Abbrev(k[min(at, len(k)):]) }
 
 // spanOf returns r's span (firstSpan).
 func (m *remembered) spanOf(r kv.Range) firstSpan {
 	return firstSpan{lo: abbrAt(r.Begin, m.firstAbbr), hi: abbrAt(r.End, m.firstAbbr)}
-}
-
-// commonPrefix returns how many bytes a and b share at their start.
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	i := 0
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
 }
 
 // firstRead is one remembered read; gone once a write forgot it.
@@ -523,7 +504,7 @@ func (a *Attempt) remember(r kv.Range, reverse bool, e kv.KeyValue, ok, serializ
 	kr := kv.Range{Begin: kb[:len(r.Begin):len(r.Begin)], End: kb[len(r.Begin):]}
 	if len(a.firsts) == 0 {
 		a.firstLo, a.firstHi = kr.Begin, kr.End
-		a.firstAbbr = commonPrefix(kr.Begin, kr.End)
+		a.firstAbbr = kv.CommonPrefix(kr.Begin, kr.End)
 	} else if lo, hi := bytes.Compare(kr.Begin, a.firstLo) < 0, bytes.Compare(kr.End, a.firstHi) > 0; lo || hi {
 		if lo {
 			a.firstLo = kr.Begin
@@ -531,7 +512,7 @@ func (a *Attempt) remember(r kv.Range, reverse bool, e kv.KeyValue, ok, serializ
 		if hi {
 			a.firstHi = kr.End
 		}
-		if p := commonPrefix(a.firstLo, a.firstHi); p < a.firstAbbr {
+		if p := kv.CommonPrefix(a.firstLo, a.firstHi); p < a.firstAbbr {
 			// Wider bounds share fewer bytes: abbreviate every
 			// range again after them.
 			a.firstAbbr = p

@@ -323,7 +323,7 @@ func sortByKey(order []int, keys [][]byte) {
 	first := keys[order[0]]
 	cp := len(first)
 	for _, i := range order[1:] {
-		cp = commonPrefix(first[:cp], keys[i])
+		cp = kv.CommonPrefix(first[:cp], keys[i])
 	}
 	var few [16]keyOrder
 	ord := few[:0]
@@ -331,7 +331,7 @@ func sortByKey(order []int, keys [][]byte) {
 		ord = make([]keyOrder, 0, len(order))
 	}
 	for _, i := range order {
-		ord = append(ord, keyOrder{pre: prefix8(keys[i][cp:]), i: i})
+		ord = append(ord, keyOrder{pre: kv.Abbrev(keys[i][cp:]), i: i})
 	}
 	slices.SortFunc(ord, func(a, b keyOrder) int {
 		if a.pre != b.pre {

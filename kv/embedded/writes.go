@@ -6,7 +6,6 @@ package embedded
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"slices"
 	"sync"
 
@@ -134,12 +133,12 @@ func (t *txn) sortPending() []*write {
 	b := t.buffers()
 	cp := len(p[0].key)
 	for _, w := range p[1:] {
-		cp = commonPrefix(p[0].key[:cp], w.key)
+		cp = kv.CommonPrefix(p[0].key[:cp], w.key)
 	}
 	ord := slices.Grow(b.sortBuf[:0], len(p))
 	for i, w := range p {
 		rest := w.key[cp:]
-		ord = append(ord, sortEntry{pre0: prefix8(rest), pre1: prefix8(rest[min(len(rest), 8):]), i: i})
+		ord = append(ord, sortEntry{pre0: kv.Abbrev(rest), pre1: kv.Abbrev(rest[min(len(rest), 8):]), i: i})
 	}
 	slices.SortFunc(ord, func(a, b sortEntry) int {
 		if a.pre0 != b.pre0 {
@@ -164,28 +163,6 @@ func (t *txn) sortPending() []*write {
 	b.sortBuf = ord[:0]
 	b.putList(p)
 	return out
-}
-
-// commonPrefix returns the length of the longest common prefix of a and b.
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
-// prefix8 returns the first 8 bytes of b as a big-endian number, b padded
-// with zeros.
-func prefix8(b []byte) uint64 {
-	if len(b) >= 8 {
-		return binary.BigEndian.Uint64(b)
-	}
-	var buf [8]byte
-	copy(buf[:], b)
-	return binary.BigEndian.Uint64(buf[:])
 }
 
 // fold applies w, a later write to dst's key, to dst: a set or a clear
