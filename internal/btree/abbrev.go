@@ -347,6 +347,7 @@ func (tr *BTreeG[T]) setAt(n *node[T], i int, item T) {
 
 // removeRange removes n's items i to j-1.
 func (tr *BTreeG[T]) removeRange(n *node[T], i, j int) {
+	n.gen++ // finger.go
 	end := len(n.items) - (j - i)
 	copy(n.items[i:], n.items[j:])
 	clear(n.items[end:])

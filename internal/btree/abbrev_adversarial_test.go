@@ -133,6 +133,12 @@ func TestKeyedTreeAdversarialKeys(t *testing.T) {
 				trees := []*BTreeG[string]{NewBTreeGKeyed(strKey, Options{NoLocks: true, Degree: degree})}
 				models := []advModel{{}}
 				var hints [4]PathHint
+				// Fingers taken after hinted writes and kept: each
+				// tried again long after, on any tree (fingerKeys:
+				// the key each was taken after).
+				var fingers [16]Finger[string]
+				var fingerKeys [16]string
+				tries, hits := 0, 0
 				for op := range 2500 {
 					w := r.IntN(len(trees))
 					tr, m := trees[w], &models[w]
@@ -247,6 +253,28 @@ func TestKeyedTreeAdversarialKeys(t *testing.T) {
 						}
 						what = "none"
 					}
+					switch what {
+					case "sethint", "sethintnext", "trysetnext", "deletehint", "run":
+						f := r.IntN(len(fingers))
+						fingers[f], fingerKeys[f] = tr.FingerOf(hint), k
+					}
+					if r.IntN(2) == 0 {
+						// A key right after the one a finger was taken
+						// after (or a random one) through the finger.
+						checkAdv(t, r, tr, *m, fmt.Sprintf("op %d %s %q in tree %d", op, what, k, w))
+						f := r.IntN(len(fingers))
+						if k = advKey(r); r.IntN(4) > 0 {
+							k = fingerKeys[f] + k[:min(len(k), 1+r.IntN(2))]
+						}
+						tries++
+						if tr.TrySetFinger(k, &fingers[f]) {
+							require.False(t, m.has(k), "op %d: finger placed %q, which the tree held", op, k)
+							m.add(k)
+							fingerKeys[f] = k
+							hits++
+						}
+						what = "finger"
+					}
 					desc := fmt.Sprintf("op %d %s %q in tree %d", op, what, k, w)
 					checkAdv(t, r, tr, *m, desc)
 					if op%50 == 0 {
@@ -255,6 +283,8 @@ func TestKeyedTreeAdversarialKeys(t *testing.T) {
 						}
 					}
 				}
+				t.Logf("%d of %d keys placed by fingers", hits, tries)
+				require.Greater(t, hits, 5, "fingers placed too few keys to test them")
 			})
 		}
 	}

@@ -23,6 +23,12 @@ type BTreeG[T any] struct {
 	// full is the index in its leaf of the last item nodeSet found
 	// the leaf full for (fdbqueue's change: splitTail).
 	full int
+	// gen changes when nodes may leave the tree without their own gen
+	// changing (Clear, DeleteRange), and recount is set when
+	// TrySetFinger left the nodes' counts behind (fdbqueue's change,
+	// finger.go).
+	gen     uint32
+	recount bool
 }
 
 type node[T any] struct {
@@ -35,6 +41,9 @@ type node[T any] struct {
 	// never written to (nodes may share it).
 	abbrs []uint64
 	pre   []byte
+	// gen changes whenever the node loses items or leaves the tree
+	// (fdbqueue's change, finger.go).
+	gen uint32
 }
 
 // PathHint is a utility type used with the *Hint() functions. Hints provide
@@ -272,6 +281,7 @@ func (tr *BTreeG[T]) nodeSplit(n *node[T]) (right *node[T], median T) {
 	right.updateCount()
 
 	// left node
+	n.gen++ // fdbqueue's change (finger.go)
 	n.items[i] = tr.empty
 	n.items = n.items[:i:i]
 	if !n.leaf() {
@@ -321,6 +331,7 @@ func (tr *BTreeG[T]) splitTail(n *node[T], i int, item T) bool {
 	left := append(make([]T, 0, j+tailRoom), child.items[:j]...)
 	clear(child.items) // the array may be a nodeSplit sibling's too (reserve)
 	child.items = left
+	child.gen++
 	child.abbrs = append(make([]uint64, 0, j+tailRoom), child.abbrs[:j]...)
 	child.count = j
 	tr.lengthen(child)
@@ -828,6 +839,7 @@ func (tr *BTreeG[T]) DeleteRangeReuse(min, max T, opts *DeleteRangeOptions, dele
 	if tr.lock(true) {
 		defer tr.unlock(true)
 	}
+	tr.gen++ // fdbqueue's change (finger.go)
 	extract := opts == nil || !opts.NoReturn
 	maxincl := opts != nil && opts.MaxInclusive
 	// Clear just in case it hasn't been cleared yet.
@@ -1078,6 +1090,7 @@ func (tr *BTreeG[T]) nodeRebalance(n *node[T], i int) {
 		// right goes; its arrays may be left's too (nodeSplit's halves
 		// share one), which would keep its items reachable (reserve).
 		clear(right.items)
+		right.gen++ // fdbqueue's change (finger.go)
 
 		// move the items over one slot
 		tr.removeAt(n, i)
@@ -1472,6 +1485,7 @@ func (tr *BTreeG[T]) getAt(index int, mut bool) (T, bool) {
 	if tr.root == nil || index < 0 || index >= tr.count {
 		return tr.empty, false
 	}
+	tr.countAll() // fdbqueue's change (finger.go)
 	n := tr.isoLoad(&tr.root, mut)
 	for {
 		if n.leaf() {
@@ -1499,6 +1513,7 @@ func (tr *BTreeG[T]) DeleteAt(index int) (T, bool) {
 	if tr.root == nil || index < 0 || index >= tr.count {
 		return tr.empty, false
 	}
+	tr.countAll()        // fdbqueue's change (finger.go)
 	var pathbuf [8]uint8 // track the path
 	path := pathbuf[:0]
 	var item T
@@ -1928,6 +1943,7 @@ func (tr *BTreeG[T]) Clear() {
 	}
 	tr.root = nil
 	tr.count = 0
+	tr.gen++ // fdbqueue's change (finger.go)
 }
 
 // Generic BTree

@@ -70,6 +70,7 @@ func TestAppendsLeaveNodesFull(t *testing.T) {
 // but the root holds at least one, and counts add up.
 func checkTree[T any](t *testing.T, tr *BTreeG[T], want int) {
 	t.Helper()
+	tr.countAll() // what TrySetFinger left behind (finger.go)
 	if tr.Len() != want {
 		t.Fatalf("Len %d, want %d", tr.Len(), want)
 	}
