@@ -53,6 +53,7 @@ func (s *store) compactLocked(budget int) {
 		// array), and a stale record pins its slab. Copy-on-write
 		// gives every node the sweep changes a fresh array.
 		s.tree = s.tree.Copy()
+		s.fing.reset()
 	}
 	batch := s.sweep.batch[:0]
 	done := true

@@ -103,7 +103,7 @@
 //	tombs.go       range clears of many keys as tombstones, collected in batches
 //	slab.go        records of versions in slabs, and the tree's handle on one
 //	compact.go     moving records in use out of slabs that are mostly garbage
-//	fingers.go     where the last commits' keys went, to insert next to them
+//	fingers.go     where recent commits' keys went, to insert next to them
 //	prebuilt.go    a commit's records written by the client, before the lock
 //	gc.go          read versions in use and pruning what none can read
 //	record.go      a commit's batch and its log record encoding

@@ -149,6 +149,34 @@ func TestFingersPlaceQueueKeys(t *testing.T) {
 	require.Greater(t, perBatch, 100.0)
 }
 
+// TestFingersOutliveManyCommits: in a long-running queue, 100-row INSERTs
+// of `fdbqueue bench`'s random rows put their fit-index entries at the
+// tails of ~4,500 (cell, priority) and (shape, priority) runs, each of
+// which a batch comes back to every 20 commits or so while the tree grows
+// and splits under it: the fingers still place nearly all of them, where
+// fingers kept for 4 commits left 80% of them to a search.
+func TestFingersOutliveManyCommits(t *testing.T) {
+	t.Parallel()
+	s := newStore("", Config{})
+	rng := rand.New(rand.NewPCG(5, 5))
+	install := func(first int64) {
+		s.nextVer++
+		s.mu.Lock()
+		s.installLocked(time.Time{}, s.nextVer, randomBatch(rng, nil, first))
+		s.mu.Unlock()
+	}
+	for i := range int64(1000) {
+		install(100 * i)
+	}
+	searched := s.fing.searched
+	for i := range int64(200) {
+		install(100 * (1000 + i))
+	}
+	perBatch := float64(s.fing.searched-searched) / 200
+	t.Logf("%.1f keys a batch placed by a search", perBatch)
+	require.Less(t, perBatch, 30.0)
+}
+
 // commitModeled commits clears, then writes (an empty value clears the
 // key), to db and to model alike, and reports whether a compaction is
 // running.

@@ -428,7 +428,7 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 		hi, _ := s.dead.Max()
 		deadLo, deadHi = lo.key(), hi.key()
 	}
-	s.fing.start()
+	s.fing.start(ver, len(b.writes))
 	for i := 0; i < len(b.writes); i++ {
 		w := b.writes[i]
 		if j := setsFrom(b.writes, i); j-i > 1 {
@@ -480,7 +480,7 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 		}
 		touched = append(touched, r)
 	}
-	s.fing.finish(ver)
+	s.fing.finish()
 	return touched
 }
 
@@ -551,7 +551,9 @@ func (s *store) setRunsLocked(ver uint64, b *batch, i, j int, hint *btree.PathHi
 				s.undeadLocked(r, deadLo, deadHi)
 			}
 			touched = append(touched, recs[k:k+m]...)
-			s.fing.extend(recs[k+m-1], hint)
+			if s.fing.adding {
+				s.fing.extend(s.tree, recs[k+m-1], hint)
+			}
 			k += m
 			continue
 		}
