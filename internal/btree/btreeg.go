@@ -839,7 +839,8 @@ func (tr *BTreeG[T]) DeleteRangeReuse(min, max T, opts *DeleteRangeOptions, dele
 	if tr.lock(true) {
 		defer tr.unlock(true)
 	}
-	tr.gen++ // fdbqueue's change (finger.go)
+	tr.gen++      // fdbqueue's change (finger.go)
+	tr.countAll() // as are the counts it drops subtrees by
 	extract := opts == nil || !opts.NoReturn
 	maxincl := opts != nil && opts.MaxInclusive
 	// Clear just in case it hasn't been cleared yet.

@@ -58,6 +58,9 @@ const fingerHi = 32
 // hint's indices lead to. A hint that leads to no leaf makes a finger that
 // places nothing.
 func (tr *BTreeG[T]) FingerOf(hint *PathHint) Finger[T] {
+	if tr.locks {
+		return Finger[T]{} // see TrySetFinger
+	}
 	f := Finger[T]{hint: *hint, tgen: tr.gen}
 	n := tr.root
 	var hi *node[T] // the separator after the leaf: hi.items[hiI]
@@ -89,14 +92,14 @@ func (tr *BTreeG[T]) FingerOf(hint *PathHint) Finger[T] {
 // separator after the leaf, it is not there, and the leaf has room; and
 // reports whether it did. Then f points after item, where the next item of
 // an ascending run goes (f.Hint is the path to it, if the nodes above the
-// leaf are where they were). Otherwise the tree and f are unchanged. Not
-// for a tree read while it is written: the counts of the nodes above the
-// leaf are made again by the next GetAt or DeleteAt.
+// leaf are where they were). Otherwise the tree and f are unchanged.
+//
+// For trees made with NoLocks, whose owner keeps readers out while it
+// writes: a tree with locks takes no fingers (FingerOf returns one that
+// places nothing). The counts of the nodes above the leaf are made again
+// by the next call that reads them (GetAt, DeleteAt, DeleteRange), which
+// writes them: on a tree that took fingers, those calls are writes.
 func (tr *BTreeG[T]) TrySetFinger(item T, f *Finger[T]) bool {
-	if tr.locks {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-	}
 	n := f.leaf
 	if n == nil || n.gen != f.gen || tr.gen != f.tgen || n.isoid != tr.isoid ||
 		len(n.items) == tr.max || len(n.items) == 0 {
@@ -148,15 +151,17 @@ func (f *Finger[T]) belowHi(k []byte) bool {
 	return len(k) < len(h)
 }
 
-// countAll makes the nodes' counts again if TrySetFinger left them behind.
+// countAll makes the nodes' counts again if TrySetFinger left them
+// behind: before any use of a node's count (getAt, DeleteAt, and
+// DeleteRange, which drops a subtree by its count).
 func (tr *BTreeG[T]) countAll() {
 	if !tr.recount {
 		return
 	}
-	tr.recount = false
 	if tr.root != nil {
 		recount(tr.root)
 	}
+	tr.recount = false
 }
 
 func recount[T any](n *node[T]) int {
