@@ -162,6 +162,7 @@ func newStore(name string, cfg Config) *store {
 		watches:  make(map[string][]*watch),
 		name:     name,
 		sweep:    sweep{slack: compactSlack},
+		fing:     fingers{minTree: fingerMinTree},
 		tombMin:  tombMinKeys,
 		tombWait: tombWait,
 	}

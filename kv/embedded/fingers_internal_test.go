@@ -26,6 +26,7 @@ func TestFingersKeepTheTreeExact(t *testing.T) {
 	ctx := context.Background()
 	db := Open("", stoppedClock())
 	db.s.sweep.slack = 64 << 10 // compact often
+	db.s.fing.minTree = 0       // a small tree
 	r := rand.New(rand.NewPCG(3, 3))
 	key := func(group, seq int) []byte { return tuple.Tuple{"t", group % 7, group, seq}.Pack() }
 	value := func(round int) string { return fmt.Sprintf("%0100d", round) }
@@ -129,6 +130,7 @@ func requireHolds(t *testing.T, db *DB, tr kv.Transaction, want map[string]strin
 func TestFingersPlaceQueueKeys(t *testing.T) {
 	t.Parallel()
 	s := newStore("", Config{})
+	s.fing.minTree = 0 // 160,000 keys
 	prefix := tuple.Tuple{"fdbqueue", "tasks"}.Pack()
 	install := func(first int64) {
 		s.nextVer++
@@ -147,6 +149,19 @@ func TestFingersPlaceQueueKeys(t *testing.T) {
 	perBatch := float64(s.fing.hits-hits) / 100
 	t.Logf("%.1f keys a batch placed by fingers", perBatch)
 	require.Greater(t, perBatch, 100.0)
+
+	// In a tree smaller than fingerMinTree, a search costs little more
+	// than a finger: none is used.
+	young := newStore("", Config{})
+	for i := range int64(100) {
+		young.nextVer++
+		young.mu.Lock()
+		young.installLocked(time.Time{}, young.nextVer, queueBatch(prefix, 100*i))
+		young.mu.Unlock()
+	}
+	require.Less(t, young.tree.Len(), fingerMinTree)
+	require.Zero(t, young.fing.hits)
+	require.Empty(t, young.fing.list)
 }
 
 // TestFingersOutliveManyCommits: in a long-running queue, 100-row INSERTs

@@ -20,6 +20,7 @@ import (
 // truncated keys.
 func TestFingersAdversarialKeys(t *testing.T) {
 	s := newStore("", Config{})
+	s.fing.minTree = 0 // a small tree
 	s.sweep.slack = 16 << 10
 	r := rand.New(rand.NewPCG(11, 12))
 	long := strings.Repeat("L", 30)

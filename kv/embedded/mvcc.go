@@ -428,7 +428,7 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 		hi, _ := s.dead.Max()
 		deadLo, deadHi = lo.key(), hi.key()
 	}
-	s.fing.start(ver, len(b.writes))
+	s.fing.start(ver, len(b.writes), s.tree.Len())
 	for i := 0; i < len(b.writes); i++ {
 		w := b.writes[i]
 		if j := setsFrom(b.writes, i); j-i > 1 {
