@@ -84,7 +84,7 @@ const (
 // next key of its run goes after the new one), which keeps the list's
 // order and needs no merge; a key placed by a search adds a finger, and a
 // commit's added fingers are merged into the list when it finishes. The
-// list holds small entries, and the paths are in slots that stay put.
+// list holds small entries; the fingers are in slots that stay put.
 type fingers struct {
 	list  []finger
 	next  []finger // scratch for the next list
