@@ -79,6 +79,17 @@ func BenchmarkApplyRandom(b *testing.B) {
 	})
 }
 
+// BenchmarkApplyYoung is BenchmarkApplyRandom into a new store: a young
+// queue's tree, small enough for the cache, where a search costs little
+// more than a finger (fingerMinTree). Run it with -benchtime 20000x, the
+// rows of the peers script's runs.
+func BenchmarkApplyYoung(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	benchApply(b, tuple.Tuple{"t", 1}.Pack(), 0, func(prefix []byte, first int64) *batch {
+		return randomBatch(rng, prefix, first)
+	})
+}
+
 // BenchmarkApplyPaired is BenchmarkApplyRandom with the seqs of
 // concurrent pushes: two 100-row INSERTs in flight together read the same
 // tail seq of each priority and number their rows of it from there, told
