@@ -132,12 +132,7 @@ func TestFingersPlaceQueueKeys(t *testing.T) {
 	s := newStore("", Config{})
 	s.fing.minTree = 0 // 160,000 keys
 	prefix := tuple.Tuple{"fdbqueue", "tasks"}.Pack()
-	install := func(first int64) {
-		s.nextVer++
-		s.mu.Lock()
-		s.installLocked(time.Time{}, s.nextVer, queueBatch(prefix, first))
-		s.mu.Unlock()
-	}
+	install := func(first int64) { installNext(s, queueBatch(prefix, first)) }
 	for i := range int64(300) {
 		install(100 * i)
 	}
@@ -154,10 +149,7 @@ func TestFingersPlaceQueueKeys(t *testing.T) {
 	// than a finger: none is used.
 	young := newStore("", Config{})
 	for i := range int64(100) {
-		young.nextVer++
-		young.mu.Lock()
-		young.installLocked(time.Time{}, young.nextVer, queueBatch(prefix, 100*i))
-		young.mu.Unlock()
+		installNext(young, queueBatch(prefix, 100*i))
 	}
 	require.Less(t, young.tree.Len(), fingerMinTree)
 	require.Zero(t, young.fing.hits)
@@ -174,12 +166,7 @@ func TestFingersOutliveManyCommits(t *testing.T) {
 	t.Parallel()
 	s := newStore("", Config{})
 	rng := rand.New(rand.NewPCG(5, 5))
-	install := func(first int64) {
-		s.nextVer++
-		s.mu.Lock()
-		s.installLocked(time.Time{}, s.nextVer, randomBatch(rng, nil, first))
-		s.mu.Unlock()
-	}
+	install := func(first int64) { installNext(s, randomBatch(rng, nil, first)) }
 	for i := range int64(1000) {
 		install(100 * i)
 	}

@@ -124,18 +124,21 @@ func seqBatch(rng *rand.Rand, prefix []byte, first int64, seqs *[10]int64) *batc
 	})
 }
 
+// installNext installs bt into s at the next version, under s's lock, as a
+// commit group's leader does.
+func installNext(s *store, bt *batch) {
+	s.nextVer++
+	s.mu.Lock()
+	s.installLocked(time.Time{}, s.nextVer, bt)
+	s.mu.Unlock()
+}
+
 // benchApply installs b.N rows of batches mk makes into a store of rows
 // rows first, and reports the thread's CPU time a row.
 func benchApply(b *testing.B, prefix []byte, rows int64, mk func(prefix []byte, first int64) *batch) {
 	s := newStore("", Config{})
-	install := func(bt *batch) {
-		s.nextVer++
-		s.mu.Lock()
-		s.installLocked(time.Time{}, s.nextVer, bt)
-		s.mu.Unlock()
-	}
 	for i := range rows / 100 {
-		install(mk(prefix, 100*i))
+		installNext(s, mk(prefix, 100*i))
 	}
 	batches := make([]*batch, (b.N+99)/100)
 	for i := range batches {
@@ -151,7 +154,7 @@ func benchApply(b *testing.B, prefix []byte, rows int64, mk func(prefix []byte, 
 	b.ResetTimer()
 	before, _ := cputime.Thread()
 	for _, bt := range batches {
-		install(bt)
+		installNext(s, bt)
 	}
 	if after, ok := cputime.Thread(); ok {
 		b.ReportMetric(float64(after-before)/float64(b.N), "thread-cpu-ns/op")
