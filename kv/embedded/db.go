@@ -107,6 +107,9 @@ type store struct {
 	slabs    slabWriter
 	sweep    sweep
 	probeBuf []byte
+	// unchanged lists the writes of the batch applyLocked installs that
+	// set a key to the value it held (unchanged.go).
+	unchanged []int
 	// fing remembers where the last commits' keys went (fingers.go).
 	fing fingers
 	// arena gives committing clients space for their records, which

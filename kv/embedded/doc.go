@@ -47,7 +47,11 @@
 // searches the longer side for each item of the shorter one: a 100-row
 // INSERT's hundreds of keys for each of a reader's few ranges, or a fit pop's
 // dozens of read ranges for each of a few keys. History older than the oldest
-// live read version is dropped.
+// live read version is dropped. A set of a key to the value it already held
+// leaves the key out of its commit's entry once the commit is installed: no
+// reader of the key needs to conflict with it (unchanged.go). FoundationDB
+// counts every write; the difference is conflicts that no serializable
+// order needs.
 //
 // # Memory databases
 //

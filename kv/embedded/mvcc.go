@@ -441,7 +441,7 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 			// replaces: one search does it, where reading the current
 			// record first took two.
 			pre, _ := b.pre.take(i, ver, &s.slabs)
-			if r, ok := s.replaceLocked(ver, w, pre, &hint, deadLo, deadHi); ok {
+			if r, ok := s.replaceLocked(ver, i, w, pre, &hint, deadLo, deadHi); ok {
 				touched = append(touched, r)
 			}
 			continue
@@ -481,15 +481,18 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 		touched = append(touched, r)
 	}
 	s.fing.finish()
+	if len(s.unchanged) > 0 {
+		s.forgetUnchangedLocked(ver, len(b.writes))
+	}
 	return touched
 }
 
-// replaceLocked applies w, a plain set or clear (no atomic operations), at
-// ver, and returns the record it wrote, if any: a clear of an absent key
+// replaceLocked applies w, a plain set or clear (no atomic operations) and
+// the batch's write i, at ver, and returns the record it wrote, if any: a clear of an absent key
 // writes none. pre is a set's record written ahead (prebuilt.go), if not
 // zero. deadLo and deadHi are the span of s.dead's keys (nil if it is
 // empty). Callers hold s.mu.
-func (s *store) replaceLocked(ver uint64, w *write, pre rec, hint *btree.PathHint, deadLo, deadHi []byte) (rec, bool) {
+func (s *store) replaceLocked(ver uint64, i int, w *write, pre rec, hint *btree.PathHint, deadLo, deadHi []byte) (rec, bool) {
 	if w.base == baseCleared {
 		prev, deleted := s.tree.DeleteHint(probe(&s.probeBuf, w.key), hint)
 		if !deleted {
@@ -505,6 +508,7 @@ func (s *store) replaceLocked(ver uint64, w *write, pre rec, hint *btree.PathHin
 	}
 	if prev, replaced := s.fing.insert(s.tree, r, hint); replaced {
 		s.supersedeLocked(r, prev)
+		s.noteUnchangedLocked(i, r, prev, ver)
 	} else {
 		s.undeadLocked(r, deadLo, deadHi)
 	}
@@ -560,6 +564,7 @@ func (s *store) setRunsLocked(ver uint64, b *batch, i, j int, hint *btree.PathHi
 		r := recs[k]
 		if prev, replaced := s.fing.insertFar(s.tree, r, hint); replaced {
 			s.supersedeLocked(r, prev)
+			s.noteUnchangedLocked(i+k, r, prev, ver)
 		} else {
 			s.undeadLocked(r, deadLo, deadHi)
 		}

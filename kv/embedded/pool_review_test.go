@@ -204,10 +204,10 @@ func TestReadsSurviveBufferReuse(t *testing.T) {
 				readOne(t, tr, kind, prefix, &h)
 				require.NoError(t, tr.Commit())
 			case "conflict":
-				// Another commit writes a key this one read.
+				// Another commit changes a key this one read.
 				require.NoError(t, tr.AddReadConflictKey([]byte("s/007")))
 				require.NoError(t, kv.Transact(ctx, db, func(o kv.Transaction) error {
-					o.Set([]byte("s/007"), []byte("changed"))
+					o.Set([]byte("s/007"), fmt.Appendf(nil, "changed in round %d", round))
 					return nil
 				}))
 				err := tr.Commit()
