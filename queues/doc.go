@@ -93,7 +93,13 @@
 // they read and did not take. Pops
 // read the directories and heads serializably too, so a pop that commits
 // after a better task was pushed conflicts and retries instead of returning
-// the worse one. Pushes read only the id and directory keys serializably,
-// and write a directory key only when it is absent, so pushes conflict with
-// each other only when two create the same cell at once.
+// the worse one. Pushes read only the id keys and the directory keys they
+// find serializably, and write a directory key only when it is absent,
+// without a read conflict: the write puts it there whatever happened to
+// it meanwhile, and a pop clears it only with the cell read empty, which
+// the push's entry conflicts with. Pushes that create the same cell at
+// once do not conflict; a push that found the key, and one that wrote it
+// again as it began before the key was made, do not on the embedded
+// engine, whose conflict check leaves out a write of the value a key
+// already holds (they do on FoundationDB).
 package queues

@@ -264,7 +264,10 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 			return nil, nil, err
 		}
 	}
-	for _, k := range keys {
+	for i, k := range keys {
+		if i >= lone && vals[i] == nil {
+			continue // absent: see ensureDir
+		}
 		if err := tr.AddReadConflictKey(k); err != nil {
 			return nil, nil, err
 		}
@@ -715,23 +718,30 @@ func (sc *scratch) keep(b []byte) {
 	}
 }
 
-// ensureDir makes sure the directory key exists. It reads the key
-// serializably, so that a pop removing it concurrently conflicts with us, and
-// writes it only when absent, so that pushes into a live cell do not conflict
-// with pops reading the directory. A key already in dirs was made sure of
-// earlier in the transaction: the read conflict is in place, and the key is
-// there (the transaction reads its own writes), so nothing is read again.
+// ensureDir makes sure the directory key exists. It writes the key only
+// when absent, so that pushes into a live cell do not conflict with pops
+// reading the directory. A key it finds there it reads serializably, so
+// that a pop removing it concurrently conflicts with us; a key it writes
+// needs no read conflict: the write puts it there whatever a concurrent
+// push or pop did to it (a pop clears it only with the cell read empty,
+// which our entry conflicts with), and concurrent pushes into a new
+// cell, which all find its key absent, do not conflict over it. A key
+// already in dirs was made sure of earlier in the transaction: the key
+// is there (the transaction reads its own writes), so nothing is read
+// again.
 func ensureDir(tr kv.Transaction, key []byte, dirs *dirSet) error {
 	if dirs.has(key) {
 		return nil
 	}
 	key = bytes.Clone(key) // key may be a scratch buffer; reads may keep it
-	v, err := tr.Get(key)
+	v, err := tr.Snapshot().Get(key)
 	if err != nil {
 		return err
 	}
 	if v == nil {
 		tr.Set(key, nil)
+	} else if err := tr.AddReadConflictKey(key); err != nil {
+		return err
 	}
 	if dirs != nil {
 		dirs.add(string(key))
