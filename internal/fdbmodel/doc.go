@@ -59,7 +59,9 @@
 // (every wait is its constant), GRV batching, throttling, the client's one
 // network thread, and a range read that the cache knows only part of
 // (FoundationDB reads only the unknown segments, and may split the batch
-// there; the model counts one request for the batch).
+// there; the model counts one request for the batch). Conflicts, and so
+// retries, are the wrapped engine's: the embedded engine's checks leave
+// out a set of the value a key held, which FoundationDB's count.
 //
 // # What it implements
 //

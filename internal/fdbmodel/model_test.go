@@ -243,8 +243,8 @@ func TestRetryStartsAfresh(t *testing.T) {
 		require.NoError(t, err)
 		_, err = tr.Get(key(1))
 		require.NoError(t, err)
-		if runs == 1 {
-			hundred(t, db, 10) // another transaction writes what this one read
+		if runs == 1 { // another transaction changes what this one read
+			transact(t, db, func(tr kv.Transaction) { tr.Set(key(1), []byte("changed")) })
 		}
 		tr.Set(key(2), []byte("x"))
 	})

@@ -102,6 +102,7 @@
 //	groups.go      commit groups: one leader checks and installs a queue of commits
 //	yield.go       taking the store's lock: yield a few times before parking
 //	conflict.go    write spans of recent commits against a commit's read spans
+//	unchanged.go   sets of the value a key held, left out of the conflict checks
 //	mvcc.go        version chains, deleted keys out of the tree, reads as of a
 //	               version, installing a batch
 //	tombs.go       range clears of many keys as tombstones, collected in batches
