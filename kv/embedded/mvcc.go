@@ -487,11 +487,11 @@ func (s *store) applyLocked(ver uint64, b *batch) []rec {
 	return touched
 }
 
-// replaceLocked applies w, a plain set or clear (no atomic operations) and
-// the batch's write i, at ver, and returns the record it wrote, if any: a clear of an absent key
-// writes none. pre is a set's record written ahead (prebuilt.go), if not
-// zero. deadLo and deadHi are the span of s.dead's keys (nil if it is
-// empty). Callers hold s.mu.
+// replaceLocked applies w, the batch's write i, a plain set or clear (no
+// atomic operations), at ver, and returns the record it wrote, if any: a
+// clear of an absent key writes none. pre is a set's record written ahead
+// (prebuilt.go), if not zero. deadLo and deadHi are the span of s.dead's
+// keys (nil if it is empty). Callers hold s.mu.
 func (s *store) replaceLocked(ver uint64, i int, w *write, pre rec, hint *btree.PathHint, deadLo, deadHi []byte) (rec, bool) {
 	if w.base == baseCleared {
 		prev, deleted := s.tree.DeleteHint(probe(&s.probeBuf, w.key), hint)

@@ -48,17 +48,16 @@ func (s *store) noteUnchangedLocked(i int, r, prev rec, ver uint64) {
 
 // forgetUnchangedLocked removes from the commit record of ver, a batch of
 // n writes, the keys of the writes noted as leaving their keys unchanged,
-// and empties the note.
-// A commit is recorded (settleLocked) before it is installed: a check
-// made in between counts those writes, which only costs a retry. Callers
-// hold s.mu exclusively.
+// and empties the note. A commit is recorded (settleLocked) before it is
+// installed: a check made in between counts those writes, which only
+// costs a retry. Callers hold s.mu exclusively.
 func (s *store) forgetUnchangedLocked(ver uint64, n int) {
 	unchanged := s.unchanged
 	s.unchanged = unchanged[:0]
 	h := s.history
 	i := sort.Search(len(h), func(i int) bool { return h[i].ver >= ver })
 	if i == len(h) || h[i].ver != ver || len(h[i].keys) != n {
-		return // recovery replays a log without a history
+		return // no record of this batch: recovery replays a log without one
 	}
 	keys := h[i].keys
 	kept, u := 0, 0
