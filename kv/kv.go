@@ -16,8 +16,12 @@
 // version, and buffers its writes until Commit. Reads see the transaction's
 // own writes (read-your-writes). Commit fails with ErrNotCommitted (1020) if
 // any key or range the transaction read serializably was written by a
-// transaction that committed after the read version. Reads through Snapshot()
-// record no read conflicts. Blind writes and atomic operations (Add,
+// transaction that committed after the read version. An engine may leave
+// out a write that set a key to the value it already held, which no
+// serializable order needs to count: the embedded engine does, FoundationDB
+// does not; a transaction that must make the readers of a key it rewrites
+// unchanged conflict adds a write conflict key (AddWriteConflictKey). Reads
+// through Snapshot() record no read conflicts. Blind writes and atomic operations (Add,
 // CompareAndClear) never cause a conflict for the transaction doing them.
 //
 // # Retry contract
