@@ -12,8 +12,9 @@ import (
 // TestUnchangedWritesConflictWithNoOne: a commit that sets a key to the
 // value it holds makes no reader of the key conflict, whether the set
 // is the commit's only write or one of a run; its writes that change a
-// key still do, and so does a set that brings back a key a range clear
-// hid, with the same value as the hidden one.
+// key still do, so does one that adds a write conflict key on it, and so
+// does a set that brings back a key a range clear hid, with the same
+// value as the hidden one.
 func TestUnchangedWritesConflictWithNoOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -57,6 +58,14 @@ func TestUnchangedWritesConflictWithNoOne(t *testing.T) {
 			require.NoError(t, ra.Commit(), "a set of the value held, first of a run")
 			require.ErrorIs(t, rb.Commit(), kv.ErrNotCommitted, "a set of another value")
 			require.NoError(t, rc.Commit(), "a set of the value held, last of a run")
+
+			// A writer that wants the conflict asks for it.
+			ra = reader("a")
+			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+				tr.Set([]byte("a"), []byte("1"))
+				return tr.AddWriteConflictKey([]byte("a"))
+			}))
+			require.ErrorIs(t, ra.Commit(), kv.ErrNotCommitted, "a set of the value held, with a write conflict key")
 
 			// Keys a range clear hid, still in the tree while an older
 			// reader lives (tombs.go), set again to their old values.
