@@ -133,15 +133,8 @@ func TestFingersPlaceQueueKeys(t *testing.T) {
 	s.fing.minTree = 0 // 160,000 keys
 	prefix := tuple.Tuple{"fdbqueue", "tasks"}.Pack()
 	install := func(first int64) { installNext(s, queueBatch(prefix, first)) }
-	for i := range int64(300) {
-		install(100 * i)
-	}
-	hits := s.fing.hits
-	for i := range int64(100) {
-		install(100 * (300 + i))
-	}
 	// 200 of a batch's 400 keys go to other (cell, priority) tails.
-	perBatch := float64(s.fing.hits-hits) / 100
+	perBatch := countPerBatch(install, 300, 100, &s.fing.hits)
 	t.Logf("%.1f keys a batch placed by fingers", perBatch)
 	require.Greater(t, perBatch, 100.0)
 
@@ -156,6 +149,20 @@ func TestFingersPlaceQueueKeys(t *testing.T) {
 	require.Empty(t, young.fing.list)
 }
 
+// countPerBatch installs warm batches of 100 rows (install takes the
+// first row's id), then measured more, and returns how much *counter grew
+// a measured batch.
+func countPerBatch(install func(first int64), warm, measured int64, counter *int) float64 {
+	for i := range warm {
+		install(100 * i)
+	}
+	before := *counter
+	for i := range measured {
+		install(100 * (warm + i))
+	}
+	return float64(*counter-before) / float64(measured)
+}
+
 // TestFingersOutliveManyCommits: in a long-running queue, 100-row INSERTs
 // of `fdbqueue bench`'s random rows put their fit-index entries at the
 // tails of ~4,500 (cell, priority) and (shape, priority) runs, each of
@@ -167,14 +174,7 @@ func TestFingersOutliveManyCommits(t *testing.T) {
 	s := newStore("", Config{})
 	rng := rand.New(rand.NewPCG(5, 5))
 	install := func(first int64) { installNext(s, randomBatch(rng, nil, first)) }
-	for i := range int64(1000) {
-		install(100 * i)
-	}
-	searched := s.fing.searched
-	for i := range int64(200) {
-		install(100 * (1000 + i))
-	}
-	perBatch := float64(s.fing.searched-searched) / 200
+	perBatch := countPerBatch(install, 1000, 200, &s.fing.searched)
 	t.Logf("%.1f keys a batch placed by a search", perBatch)
 	require.Less(t, perBatch, 30.0)
 }
