@@ -35,7 +35,10 @@
 // them (they shifted half a leaf of cold memory a key); such a leaf may
 // hold fewer than min items (PopMin, PopMax and DeleteAt allow for it).
 // And a keyed tree's node arrays grow by 32 slots at a time, not by
-// doubling: leaves that a run's tail fills slowly keep no empty half.
+// doubling: leaves that a run's tail fills slowly keep no empty half;
+// a leaf split in the middle (nodeSplit) keeps its array for its left
+// half and copies its right half out, where both halves shared it with
+// no room and grew twice.
 //
 // A fifth (finger.go): a Finger is a place in a leaf that stays usable
 // long after, while splits and merges elsewhere move the paths' indices:

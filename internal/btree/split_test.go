@@ -139,8 +139,10 @@ func runsTree(degree, runs, keys int) (*BTreeG[string], []string) {
 // queue's (cell, priority) runs of its fit index) leave most runs' last
 // key at the end of its leaf, where the run's next key goes without
 // shifting the leaf's items after it (splitTail), and the nodes' arrays
-// 90% or more full (reserve): the leaves left holding a run's first keys
-// are not left with empty room, nor are those a run's tail fills slowly.
+// 80% or more full (reserve): the leaves a run's tail fills slowly are
+// not left with empty room. (95% while nodeSplit's halves shared their
+// node's array, each with no room; the left half now keeps the array
+// whole, 84% here, 0.8 bytes more a queued row in the engine.)
 func TestRunTailsEndLeaves(t *testing.T) {
 	t.Parallel()
 	tr, tails := runsTree(64, 500, 200_000)
@@ -168,7 +170,7 @@ func TestRunTailsEndLeaves(t *testing.T) {
 	}
 	t.Logf("%d of %d runs end their leaf; arrays %.1f%% full", atEnd, len(tails), 100*float64(items)/float64(slots))
 	require.Greater(t, atEnd, len(tails)*3/4, "runs whose last key ends its leaf")
-	require.Greater(t, float64(items)/float64(slots), 0.9, "share of the arrays' slots used")
+	require.Greater(t, float64(items)/float64(slots), 0.8, "share of the arrays' slots used")
 }
 
 // TestSmallLeavesDelete: the leaves splitTail leaves with fewer than
