@@ -29,6 +29,10 @@ type BTreeG[T any] struct {
 	// finger.go).
 	gen     uint32
 	recount bool
+	// sparesT and sparesA: arrays of leaves, for other nodes to reuse
+	// (fdbqueue's change: spareItems).
+	sparesT [][]T
+	sparesA [][]uint64
 }
 
 type node[T any] struct {
@@ -287,7 +291,7 @@ func (tr *BTreeG[T]) nodeSplit(n *node[T]) (right *node[T], median T) {
 	right = tr.newNode(n.leaf())
 	own := tr.key != nil && n.leaf() // the left half keeps the array
 	if own {
-		right.items = append(make([]T, 0, len(n.items)-(i+1)+growStep), n.items[i+1:]...)
+		right.items = append(tr.spareItems(len(n.items)-(i+1)+growStep), n.items[i+1:]...)
 	} else {
 		right.items = n.items[i+1:]
 	}
@@ -313,7 +317,7 @@ func (tr *BTreeG[T]) nodeSplit(n *node[T]) (right *node[T], median T) {
 	if tr.key != nil {
 		// Both halves have n's prefix; theirs may be longer.
 		if own {
-			right.pre, right.abbrs = n.pre, append(make([]uint64, 0, len(n.abbrs)-(i+1)+growStep), n.abbrs[i+1:]...)
+			right.pre, right.abbrs = n.pre, append(tr.spareAbbrs(len(n.abbrs)-(i+1)+growStep), n.abbrs[i+1:]...)
 			n.abbrs = n.abbrs[:i]
 		} else {
 			right.pre, right.abbrs = n.pre, n.abbrs[i+1:]
@@ -350,15 +354,19 @@ func (tr *BTreeG[T]) splitTail(n *node[T], i int, item T) bool {
 	}
 	median := child.items[j]
 	right := tr.newNode(true)
-	right.items = append([]T(nil), child.items[j+1:]...)
+	rn := len(child.items) - (j + 1)
+	right.items = append(tr.spareItems(rn), child.items[j+1:]...)
 	right.pre = child.pre
-	right.abbrs = append([]uint64(nil), child.abbrs[j+1:]...)
+	right.abbrs = append(tr.spareAbbrs(rn), child.abbrs[j+1:]...)
 	right.count = len(right.items)
-	left := append(make([]T, 0, j+tailRoom), child.items[:j]...)
-	clear(child.items) // the array may be a nodeSplit sibling's too (reserve)
+	left := append(tr.spareItems(j+tailRoom), child.items[:j]...)
+	clear(child.items)
+	tr.dropItems(child.items)
 	child.items = left
 	child.gen++
-	child.abbrs = append(make([]uint64, 0, j+tailRoom), child.abbrs[:j]...)
+	abbrs := append(tr.spareAbbrs(j+tailRoom), child.abbrs[:j]...)
+	tr.dropAbbrs(child.abbrs)
+	child.abbrs = abbrs
 	child.count = j
 	tr.lengthen(child)
 	tr.lengthen(right)
@@ -1670,6 +1678,7 @@ func (tr *BTreeG[T]) IsoCopy() *BTreeG[T] {
 	*tr2 = *tr
 	tr2.mu = mu
 	tr2.isoid = newIsoID()
+	tr2.sparesT, tr2.sparesA = nil, nil // tr's (spareItems)
 	return tr2
 }
 

@@ -1,10 +1,13 @@
 package btree
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -109,6 +112,57 @@ func checkTree[T any](t *testing.T, tr *BTreeG[T], want int) {
 	}
 	if tr.root != nil {
 		walk(tr.root, true)
+	}
+	checkArrays(t, tr)
+}
+
+// checkArrays checks that no two of tr's nodes, nor a node and a spare
+// array, use one slot of an array (nodeSplit's halves of an inner node
+// share their node's array, in two parts), and that the spare arrays of
+// items are all zero (spareItems).
+func checkArrays[T any](t *testing.T, tr *BTreeG[T]) {
+	t.Helper()
+	type part struct {
+		lo, hi uintptr
+		what   string
+	}
+	var parts []part
+	add := func(p unsafe.Pointer, n int, size uintptr, what string) {
+		if n > 0 {
+			parts = append(parts, part{uintptr(p), uintptr(p) + uintptr(n)*size, what})
+		}
+	}
+	var zero T
+	size := unsafe.Sizeof(zero)
+	var walk func(n *node[T])
+	walk = func(n *node[T]) {
+		add(unsafe.Pointer(unsafe.SliceData(n.items)), cap(n.items), size, "items")
+		add(unsafe.Pointer(unsafe.SliceData(n.abbrs)), cap(n.abbrs), 8, "abbrs")
+		if !n.leaf() {
+			for _, c := range *n.children {
+				walk(c)
+			}
+		}
+	}
+	if tr.root != nil {
+		walk(tr.root)
+	}
+	for _, a := range tr.sparesT {
+		add(unsafe.Pointer(unsafe.SliceData(a)), cap(a), size, "spare items")
+		for i, item := range a[:cap(a)] {
+			if !reflect.ValueOf(&item).Elem().IsZero() {
+				t.Fatalf("spare array holds %v at %d", item, i)
+			}
+		}
+	}
+	for _, a := range tr.sparesA {
+		add(unsafe.Pointer(unsafe.SliceData(a)), cap(a), 8, "spare abbrs")
+	}
+	slices.SortFunc(parts, func(a, b part) int { return cmp.Compare(a.lo, b.lo) })
+	for i := 1; i < len(parts); i++ {
+		if parts[i].lo < parts[i-1].hi {
+			t.Fatalf("%s and %s share slots of an array", parts[i-1].what, parts[i].what)
+		}
 	}
 }
 
@@ -239,4 +293,40 @@ func TestSmallLeavesDelete(t *testing.T) {
 		}
 		require.Zero(t, tr.Len())
 	}
+}
+
+// TestCopiesKeepSparesApart: a keyed tree and its copy, both changed
+// after the copy, each reusing the arrays its nodes grew out of, hold
+// their own keys, and no node of one uses a slot of the other's spares.
+func TestCopiesKeepSparesApart(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 6))
+	tr := NewBTreeGKeyed(strKey, Options{NoLocks: true, Degree: 8})
+	var want []string
+	for range 2000 {
+		k := randStr(r)
+		tr.Set(k)
+		sortedAdd(&want, k)
+	}
+	c := tr.Copy()
+	wantC := slices.Clone(want)
+	for range 5000 {
+		k := randStr(r)
+		if r.IntN(2) == 0 {
+			tr.Set(k)
+			sortedAdd(&want, k)
+		} else {
+			c.Set(k)
+			sortedAdd(&wantC, k)
+		}
+	}
+	require.NotEmpty(t, tr.sparesT, "the test makes spares")
+	require.Equal(t, want, tr.Items())
+	require.Equal(t, wantC, c.Items())
+	checkTree(t, tr, len(want))
+	checkTree(t, c, len(wantC))
+	// One tree, for checkArrays: c's nodes, with tr's spares.
+	both := *c
+	both.sparesT, both.sparesA = tr.sparesT, tr.sparesA
+	checkArrays(t, &both)
 }
