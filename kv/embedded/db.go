@@ -90,6 +90,8 @@ type store struct {
 	// tombs are the range clears whose keys are still in the tree, by
 	// version; a clear of more than tombMin keys makes one (tombs.go).
 	tombs      []tomb
+	tombBatch  []rec // tombsLocked's scratch, cleared
+	tombDead   []rec // the same
 	tombMin    int
 	tombWait   time.Duration
 	tombWorker bool // collectTombs runs

@@ -296,6 +296,10 @@ type txnBufs struct {
 	// rows is the batch of a transaction's last finished range read,
 	// empty, for the next one's first (newRangeIter).
 	rows []kv.KeyValue
+	// oks, order and ord are getMany's arrays (no pointers in them).
+	oks   []bool
+	order []int
+	ord   []keyOrder
 }
 
 var bufPool = sync.Pool{New: func() any { return new(txnBufs) }}
@@ -310,6 +314,7 @@ const (
 	pooledList   = pooledBlocks * writeBlock
 	pooledReads  = 256
 	pooledRows   = 64
+	pooledMany   = 1024
 )
 
 // buffers returns the transaction's buffers, taken from the pool at its
