@@ -38,8 +38,10 @@ func (t *txn) commit() error {
 		return t.err
 	}
 	if !t.hasWrites() {
-		// A read-only transaction commits trivially, as on FoundationDB.
+		// A read-only transaction commits trivially, as on FoundationDB;
+		// its buffers (its read conflicts', GetMany's) go back to the pool.
 		t.finish(kv.TxnCommitted)
+		t.release()
 		return nil
 	}
 	if t.readOnly {

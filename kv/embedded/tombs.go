@@ -93,8 +93,12 @@ func (s *store) tombsLocked(h uint64, budget int) {
 	}
 	batch, dead := s.tombBatch[:0], s.tombDead[:0]
 	defer func() {
-		clear(batch) // they pin their slabs
-		clear(dead)
+		// Every slot any slice filled, in the arrays kept and in those
+		// that grew past them (recovery's): records pin their slabs.
+		clear(s.tombBatch[:cap(s.tombBatch)])
+		clear(s.tombDead[:cap(s.tombDead)])
+		clear(batch[:cap(batch)])
+		clear(dead[:cap(dead)])
 		if cap(batch) <= 2*tombSlice && cap(dead) <= 2*tombSlice { // not recovery's
 			s.tombBatch, s.tombDead = batch[:0], dead[:0]
 		}
