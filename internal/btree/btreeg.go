@@ -275,7 +275,8 @@ func (tr *BTreeG[T]) Set(item T) (T, bool) {
 // nodeSplit splits the full node n at its middle item, which it returns
 // with the new right node. In a keyed tree, a leaf keeps its whole array
 // for its left half, and its right half gets a copy with growStep slots
-// of room (fdbqueue's change to tidwall/btree): the halves shared the
+// of room, in a spare array if one fits (spareItems; fdbqueue's change
+// to tidwall/btree): the halves shared the
 // array, each with no room, so both grew, 32 slots at a time, twice
 // before they filled (reserve). The copy and the growths were 100 of the
 // 263 bytes a row of BenchmarkApplyRandom allocated (and the garbage
