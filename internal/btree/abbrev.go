@@ -335,7 +335,7 @@ func (tr *BTreeG[T]) spareAbbrs(c int) []uint64 {
 	return slices.Grow([]uint64(nil), c)
 }
 
-// dropItems keeps a, a leaf's array it no longer uses, cleared by the
+// dropItems keeps a, an array a node no longer uses, cleared by the
 // caller (its items would keep what they point to reachable), as a spare.
 func (tr *BTreeG[T]) dropItems(a []T) {
 	if cap(a) > 0 && len(tr.sparesT) < maxSpares {

@@ -29,8 +29,8 @@ type BTreeG[T any] struct {
 	// finger.go).
 	gen     uint32
 	recount bool
-	// sparesT and sparesA: arrays of leaves, for other nodes to reuse
-	// (fdbqueue's change: spareItems).
+	// sparesT and sparesA: arrays nodes grew out of, for other nodes
+	// to reuse (fdbqueue's change: spareItems).
 	sparesT [][]T
 	sparesA [][]uint64
 }
