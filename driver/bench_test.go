@@ -148,6 +148,22 @@ func run(b *testing.B, par int, op func(i int) error) {
 // (slack-B/row), the rest of the heap (tree-B/row: the B-tree's nodes, 8
 // bytes a key at full nodes), and the keys a row has (keys/row).
 func BenchmarkMemoryPerRow(b *testing.B) {
+	benchMemoryPerRow(b, func(r *rand.Rand) int { return 1 + r.IntN(32) })
+}
+
+// BenchmarkMemoryPerRowByMem is BenchmarkMemoryPerRow with mem drawn from
+// 1..15, where every row's cell is its exact shape (3 keys a row), and
+// from 16..30, where every row is filed under its shape too (4 keys a
+// row): what docs/sql.md says of resource values of 16 or more.
+func BenchmarkMemoryPerRowByMem(b *testing.B) {
+	for _, lo := range []int{1, 16} {
+		b.Run(fmt.Sprintf("mem=%d..%d", lo, lo+14), func(b *testing.B) {
+			benchMemoryPerRow(b, func(r *rand.Rand) int { return lo + r.IntN(15) })
+		})
+	}
+}
+
+func benchMemoryPerRow(b *testing.B, mem func(*rand.Rand) int) {
 	n := 1_000_000
 	if testing.Short() {
 		n = 10_000
@@ -159,7 +175,9 @@ func BenchmarkMemoryPerRow(b *testing.B) {
 	}
 	insert := "INSERT INTO t (priority, cpu, mem, payload) VALUES " + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", 100), ", ")
 	for b.Loop() {
-		name := fmt.Sprintf("%s-%d", b.Name(), r.Int64())
+		// A name without the sub-benchmark's slash: a memory: DSN's name
+		// takes none.
+		name := fmt.Sprintf("mem-per-row-%d", r.Int64())
 		// A second handle on the named database, for its engine's counters.
 		eng := embedded.Open(name, embedded.Config{})
 		db, err := sql.Open("fdbqueue", "memory:"+name)
@@ -177,7 +195,7 @@ func BenchmarkMemoryPerRow(b *testing.B) {
 		for i := 0; i < n; i += 100 {
 			args = args[:0]
 			for range 100 {
-				args = append(args, r.IntN(10), 1+r.IntN(8), 1+r.IntN(32), payload)
+				args = append(args, r.IntN(10), 1+r.IntN(8), mem(r), payload)
 			}
 			if _, err := db.Exec(insert, args...); err != nil {
 				b.Fatal(err)
