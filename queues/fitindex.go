@@ -110,7 +110,9 @@ func (s *indexSearch) cells(dir *dirAhead) error {
 	// the scan reaches through m alone (variables it captured would each
 	// be an allocation).
 	m := s.mem
-	m.whole, m.straddling, m.at = bump(&m.ints, 64*len(s.limits))[:0], m.straddling[:0], m.at[:0]
+	// Room for as many whole cells as the last search of this memory
+	// listed: appending past the room took a new array each search.
+	m.whole, m.straddling, m.at = bump(&m.ints, max(64, m.wholeCells)*len(s.limits))[:0], m.straddling[:0], m.at[:0]
 	if err := dir.scan(s.pk, func(cell []int64) error {
 		if straddles(cell, s.limits) {
 			m.straddling = append(m.straddling, cell...)
@@ -125,6 +127,7 @@ func (s *indexSearch) cells(dir *dirAhead) error {
 		return err
 	}
 	whole, straddling, at := m.whole, m.straddling, m.at
+	m.wholeCells = max(m.wholeCells, len(whole)/len(s.limits))
 	if s.pk.cells == nil {
 		at = nil
 	}

@@ -28,6 +28,9 @@ type searchMem struct {
 	// whole and straddling are the coordinates of the cells a search
 	// lists (cells): whole in ints, straddling in an array of its own.
 	whole, straddling []int64
+	// wholeCells is the most whole cells a search of this memory listed
+	// (cells reserves room for as many).
+	wholeCells int
 	// levelRows holds scanStraddleMax's entries of one priority.
 	levelRows []kv.KeyValue
 }
