@@ -308,45 +308,37 @@ const spareSlack = 16
 
 // spareItems returns an empty item array of capacity c to c+spareSlack:
 // a spare, or a new one (a size class's whole).
-func (tr *BTreeG[T]) spareItems(c int) []T {
-	for i := len(tr.sparesT) - 1; i >= 0; i-- {
-		if a := tr.sparesT[i]; cap(a) >= c && cap(a) <= c+spareSlack {
-			last := len(tr.sparesT) - 1
-			tr.sparesT[i] = tr.sparesT[last]
-			tr.sparesT[last] = nil
-			tr.sparesT = tr.sparesT[:last]
-			return a[:0]
-		}
-	}
-	return slices.Grow([]T(nil), c)
-}
+func (tr *BTreeG[T]) spareItems(c int) []T { return takeSpare(&tr.sparesT, c) }
 
 // spareAbbrs is spareItems for abbreviation arrays.
-func (tr *BTreeG[T]) spareAbbrs(c int) []uint64 {
-	for i := len(tr.sparesA) - 1; i >= 0; i-- {
-		if a := tr.sparesA[i]; cap(a) >= c && cap(a) <= c+spareSlack {
-			last := len(tr.sparesA) - 1
-			tr.sparesA[i] = tr.sparesA[last]
-			tr.sparesA[last] = nil
-			tr.sparesA = tr.sparesA[:last]
-			return a[:0]
-		}
-	}
-	return slices.Grow([]uint64(nil), c)
-}
+func (tr *BTreeG[T]) spareAbbrs(c int) []uint64 { return takeSpare(&tr.sparesA, c) }
 
 // dropItems keeps a, an array a node no longer uses, cleared by the
 // caller (its items would keep what they point to reachable), as a spare.
-func (tr *BTreeG[T]) dropItems(a []T) {
-	if cap(a) > 0 && len(tr.sparesT) < maxSpares {
-		tr.sparesT = append(tr.sparesT, a[:0])
-	}
-}
+func (tr *BTreeG[T]) dropItems(a []T) { dropSpare(&tr.sparesT, a) }
 
 // dropAbbrs is dropItems for abbreviation arrays.
-func (tr *BTreeG[T]) dropAbbrs(a []uint64) {
-	if cap(a) > 0 && len(tr.sparesA) < maxSpares {
-		tr.sparesA = append(tr.sparesA, a[:0])
+func (tr *BTreeG[T]) dropAbbrs(a []uint64) { dropSpare(&tr.sparesA, a) }
+
+// takeSpare takes from *spares an array of capacity c to c+spareSlack,
+// emptied, or makes one.
+func takeSpare[E any](spares *[][]E, c int) []E {
+	l := *spares
+	for i := len(l) - 1; i >= 0; i-- {
+		if a := l[i]; cap(a) >= c && cap(a) <= c+spareSlack {
+			last := len(l) - 1
+			l[i], l[last] = l[last], nil
+			*spares = l[:last]
+			return a[:0]
+		}
+	}
+	return slices.Grow([]E(nil), c)
+}
+
+// dropSpare keeps a in *spares, if they have room.
+func dropSpare[E any](spares *[][]E, a []E) {
+	if cap(a) > 0 && len(*spares) < maxSpares {
+		*spares = append(*spares, a[:0])
 	}
 }
 
