@@ -87,28 +87,38 @@ func (t *Table) encode() []byte {
 		res = append(res, int64(r))
 	}
 	tup := tuple.Tuple{int64(schemaVersion), t.Name, t.ID, int64(t.Priority), cols, res, t.IndexName}
-	if t.MaxAttempts > 0 || len(t.Unique) > 0 || t.Backoff != nil {
+	// The fit index's cells, unless they are those of versions before
+	// 2026-11-27 (queues.WithExactCells): as the 11th, so that those
+	// versions refuse the schema rather than misread the index.
+	cells := len(t.Resources) > 0 && t.Queue.ExactCells() != queues.LegacyExactCellsBelow
+	if t.MaxAttempts > 0 || len(t.Unique) > 0 || t.Backoff != nil || cells {
 		// Only then: a table without the options keeps the 7 elements
 		// versions before MAX_ATTEMPTS read.
 		tup = append(tup, t.MaxAttempts)
 	}
-	if len(t.Unique) > 0 || t.Backoff != nil {
+	if len(t.Unique) > 0 || t.Backoff != nil || cells {
 		// Only then, as the 9th: versions before unique keys refuse such a
 		// schema, rather than insert without checking its keys. (Empty
-		// before a BACKOFF without unique keys.)
+		// before a BACKOFF or the cells without unique keys.)
 		tup = append(tup, t.encodeUnique())
 	}
-	if t.Backoff != nil {
+	switch {
+	case t.Backoff != nil:
 		// As the 10th: versions before BACKOFF refuse such a schema,
 		// rather than lease without the backoff.
 		tup = append(tup, encodeBackoff(t.Backoff))
+	case cells:
+		tup = append(tup, nil) // no BACKOFF
+	}
+	if cells {
+		tup = append(tup, t.Queue.ExactCells())
 	}
 	return tup.Pack()
 }
 
 func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	tup, err := tuple.Unpack(b)
-	if err != nil || len(tup) < 7 || len(tup) > 10 {
+	if err != nil || len(tup) < 7 || len(tup) > 11 {
 		return nil, fmt.Errorf("%w: unreadable schema", ErrCatalog)
 	}
 	if v, _ := tup[0].(int64); v != schemaVersion {
@@ -167,12 +177,23 @@ func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 			return nil, err
 		}
 	}
-	if len(tup) == 10 {
+	if len(tup) >= 10 && tup[9] != nil {
 		if t.Backoff, err = decodeBackoff(tup[9]); err != nil {
 			return nil, err
 		}
 	}
 	t.Queue = queues.New(tableKey(root, t.ID), t.Kind(), names...).WithOptions(opts)
+	// The fit index's cells: without the 11th element, those of versions
+	// before 2026-11-27 (a table without a fit index has no cells).
+	cells := int64(queues.LegacyExactCellsBelow)
+	if len(tup) == 11 {
+		cells, _ = tup[10].(int64)
+	}
+	if len(names) > 0 {
+		if t.Queue, err = t.Queue.WithExactCells(cells); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCatalog, err)
+		}
+	}
 	return t, nil
 }
 

@@ -61,12 +61,12 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 				lastVisibleAt, anyVisibleAt, lastVisibleID = vis, true, p.id
 			}
 			if len(item.Resources) > 0 {
-				cell := cellsOf(item.Resources)
+				cell := q.cells.cellsOf(item.Resources)
 				expected[entryKey{tagCells, string(q.entryKey(tagCells, cell, p))}] = string(appendInts(nil, item.Resources...))
 				expected[entryKey{tagCellDir, string(q.key(tagCellDir, cell...))}] = ""
 				shape := entryKey{tagShapes, string(q.entryKey(tagShapes, item.Resources, p))}
-				if exactCell(item.Resources) {
-					legacy[shape] = true // written by versions before exactCell
+				if q.cells.exact(item.Resources) {
+					legacy[shape] = true // written by versions before exact cells
 					continue
 				}
 				expected[shape] = ""

@@ -363,7 +363,7 @@ func (pk *pick) taking(p pos, res []int64) {
 	q := pk.q
 	pk.took = append(pk.took, q.itemKey(p))
 	if len(q.resources) > 0 {
-		pk.took = append(pk.took, q.entryKey(tagCells, cellsOf(res), p), q.entryKey(tagShapes, res, p))
+		pk.took = append(pk.took, q.entryKey(tagCells, q.cells.cellsOf(res), p), q.entryKey(tagShapes, res, p))
 	}
 }
 

@@ -36,8 +36,9 @@
 //     same limits keep finding nothing there (fitHints). If one fits, it
 //     is the answer: when many tasks fit, this is all it takes.
 //  2. Otherwise it consults the index. Each task is filed under its cell,
-//     the vector of its resources quantised (see cellOf: exact below 16,
-//     then 8 cells per power of two, so a cell spans at most 1/8 of its
+//     the vector of its resources quantised (see cellGrid: exact below 32,
+//     or 16 in queues written before 2026-11-27, see WithExactCells; then
+//     8 cells per power of two, so a cell spans at most 1/8 of its
 //     values), and, when its cell spans more than one vector, under its
 //     exact resource vector (shape). Directories list the cells and shapes
 //     in use. A skip-scan of the cell directory visits

@@ -1,6 +1,7 @@
 package queues_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,38 +29,70 @@ func keysUnder(t *testing.T, db kv.Database, q *queues.Queue, prefix []byte, tag
 	return keys
 }
 
-// TestExactCellsHaveNoShapeIndex: a task whose every resource is below 16
-// is alone in its cell's shape, so the shape index does not file it (a
-// cell of one shape never straddles a limit, and the shape index serves
-// only straddling cells); a task with a quantised resource is filed.
+// TestExactCellsHaveNoShapeIndex: a task whose every resource is below
+// the queue's exact bound (32, or 16 for a queue of versions before
+// 2026-11-27) is alone in its cell's shape, so the shape index does not
+// file it (a cell of one shape never straddles a limit, and the shape
+// index serves only straddling cells); a task with a quantised resource
+// is filed.
 func TestExactCellsHaveNoShapeIndex(t *testing.T) {
 	t.Parallel()
-	db, q := setup(t, queues.Priority, "cpu", "mem")
-	prefix := tuple.Tuple{"q", t.Name()}.Pack()
-	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-		_, err := q.PushAll(tr, queues.Token{}, []queues.Item{
-			{ID: 1, Priority: 1, Resources: []int64{3, 15}, Value: []byte("exact")},
-			{ID: 2, Priority: 1, Resources: []int64{3, 16}, Value: []byte("quantised")},
-		})
-		return err
-	}))
-	require.Len(t, keysUnder(t, db, q, prefix, 3), 2, "both are in the cell index")
-	require.Equal(t, []tuple.Tuple{{int64(5), int64(3), int64(16), int64(1), int64(2), int64(2)}}, keysUnder(t, db, q, prefix, 5))
-	require.Equal(t, []tuple.Tuple{{int64(6), int64(3), int64(16)}}, keysUnder(t, db, q, prefix, 6))
+	for _, below := range []int64{queues.ExactCellsBelow, queues.LegacyExactCellsBelow} {
+		t.Run(fmt.Sprint("below=", below), func(t *testing.T) {
+			t.Parallel()
+			db, q := setupCells(t, below, queues.Priority, "cpu", "mem")
+			require.Equal(t, below, q.ExactCells())
+			prefix := tuple.Tuple{"q", t.Name()}.Pack()
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				_, err := q.PushAll(tr, queues.Token{}, []queues.Item{
+					{ID: 1, Priority: 1, Resources: []int64{3, below - 1}, Value: []byte("exact")},
+					{ID: 2, Priority: 1, Resources: []int64{3, below}, Value: []byte("quantised")},
+					{ID: 3, Priority: 1, Resources: []int64{3, below + 1}, Value: []byte("quantised too")},
+				})
+				return err
+			}))
+			require.Len(t, keysUnder(t, db, q, prefix, 3), 3, "all are in the cell index")
+			require.Equal(t, []tuple.Tuple{{int64(4), int64(3), below - 1}, {int64(4), int64(3), below}}, keysUnder(t, db, q, prefix, 4),
+				"below and below+1 share a cell")
+			require.Equal(t, []tuple.Tuple{
+				{int64(5), int64(3), below, int64(1), int64(2), int64(2)},
+				{int64(5), int64(3), below + 1, int64(1), int64(3), int64(3)},
+			}, keysUnder(t, db, q, prefix, 5))
+			require.Equal(t, []tuple.Tuple{{int64(6), int64(3), below}, {int64(6), int64(3), below + 1}}, keysUnder(t, db, q, prefix, 6))
+			require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error { return q.Check(tr) }))
 
-	// Both still pop by fit, in order.
-	for _, want := range []string{"exact", "quantised"} {
-		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-			it, ok, err := q.PopFit(tr, queues.Min, []int64{8, 32})
-			require.True(t, ok)
-			require.Equal(t, want, string(it.Value))
-			return err
-		}))
+			// A limit at below straddles the quantised cell: it pops the
+			// task at below and not the one above. Then all pop by fit,
+			// in order.
+			for _, c := range []struct {
+				limit int64
+				want  string
+			}{{below, "exact"}, {below, "quantised"}, {below, ""}, {below + 1, "quantised too"}} {
+				require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+					it, ok, err := q.PopFit(tr, queues.Min, []int64{8, c.limit})
+					require.Equal(t, c.want != "", ok)
+					require.Equal(t, c.want, string(it.Value))
+					return err
+				}))
+			}
+		})
+	}
+}
+
+// TestWithExactCellsRefusesOtherBounds: a queue's exact bound is 32 or 16;
+// another would quantise into cells no version files under.
+func TestWithExactCellsRefusesOtherBounds(t *testing.T) {
+	t.Parallel()
+	q := queues.New(tuple.Tuple{"q", t.Name()}.Pack(), queues.Priority, "cpu")
+	require.Equal(t, int64(queues.ExactCellsBelow), q.ExactCells())
+	for _, below := range []int64{0, 8, 24, 33, 64} {
+		_, err := q.WithExactCells(below)
+		require.ErrorContains(t, err, fmt.Sprintf("exact cells below %d (accepted: 32, or 16", below))
 	}
 }
 
 // TestShapeEntriesOfExactCellsFromEarlierVersions: versions before
-// exactCell filed every task under its shape. Such a queue still checks,
+// exact cells filed every task under its shape. Such a queue still checks,
 // pops its tasks, and a pop clears the old shape entry with the task.
 func TestShapeEntriesOfExactCellsFromEarlierVersions(t *testing.T) {
 	t.Parallel()

@@ -42,7 +42,7 @@ func TestFitChoicesAndConflictsPinned(t *testing.T) {
 			if kind == FIFO && seed == 3 {
 				break // no sediment: mostly step 1, which FIFO shares
 			}
-			fitScenario(t, &out, kind, seed, false)
+			fitScenario(t, &out, kind, seed, false, ExactCellsBelow)
 		}
 	}
 	path := "testdata/fitconflicts"
@@ -75,7 +75,7 @@ func TestFitChoicesAndConflictsPinnedCarried(t *testing.T) {
 			if kind == FIFO && seed == 3 {
 				break
 			}
-			adopted += fitScenario(t, &out, kind, seed, true)
+			adopted += fitScenario(t, &out, kind, seed, true, ExactCellsBelow)
 		}
 	}
 	want, err := os.ReadFile("testdata/fitconflicts")
@@ -88,18 +88,51 @@ func TestFitChoicesAndConflictsPinnedCarried(t *testing.T) {
 	require.Greater(t, adopted, int64(100), "few attempts took over the reads of the one before")
 }
 
+// TestFitChoicesPinnedLegacyCells: the pinned sequence of
+// TestFitChoicesAndConflictsPinned on queues whose fit index has the cells
+// of versions before 2026-11-27 (LegacyExactCellsBelow: mem 16..31 in
+// cells of two values, filed under their shapes too) makes the same
+// choices, line for line: a queue's cells change what a choice reads, not
+// what it takes.
+func TestFitChoicesPinnedLegacyCells(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	for _, kind := range []Kind{Priority, FIFO} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			if kind == FIFO && seed == 3 {
+				break
+			}
+			fitScenario(t, &out, kind, seed, false, LegacyExactCellsBelow)
+		}
+	}
+	want, err := os.ReadFile("testdata/fitconflicts")
+	require.NoError(t, err)
+	took := func(line string) string { return strings.Split(line, " cleared ")[0] }
+	wantLines, gotLines := strings.Split(string(want), "\n"), strings.Split(out.String(), "\n")
+	require.Len(t, gotLines, len(wantLines))
+	differ := 0
+	for i := range wantLines {
+		require.Equal(t, took(wantLines[i]), took(gotLines[i]), "line %d of testdata/fitconflicts", i+1)
+		if wantLines[i] != gotLines[i] {
+			differ++
+		}
+	}
+	// Not vacuous: the cells differ, so what the choices read does.
+	require.Greater(t, differ, 10, "lines whose clears or conflicts differ")
+}
+
 // fitLimitsPinned are consumers' limits for fitScenario: cells wholly
 // inside, straddling cells on mem (992..1023 around 1000, 96..103 around
-// 100) and on cpu (20..21), sediment, and nothing at all; {6, 200} empties
+// 100) and on cpu (40..43), sediment, and nothing at all; {6, 200} empties
 // the cell (5, 96..103) that {6, 97} straddles.
-var fitLimitsPinned = [][]int64{{4, 1000}, {20, 1000}, {3, 990}, {40, 5000}, {2, 100}, {21, 97}, {0, 0}, {8, 8}, {3, 1 << 40}, {6, 200}, {6, 97}}
+var fitLimitsPinned = [][]int64{{4, 1000}, {40, 1000}, {3, 990}, {48, 5000}, {2, 100}, {41, 97}, {0, 0}, {8, 8}, {3, 1 << 40}, {6, 200}, {6, 97}}
 
 // fitScenario runs one queue's sequence and writes a line per choice;
 // carried, its transactions answer reads when issued and tell whether
 // their commits were alone (carryLog), and it returns how many attempts
 // took over the reads carried to them.
-func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64, carried bool) int64 {
-	db, q, r, task := pinnedQueue(t, kind, seed)
+func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64, carried bool, exactBelow int64) int64 {
+	db, q, r, task := pinnedQueueCells(t, kind, seed, exactBelow)
 	defer db.Close()
 	claims := NewClaims()
 	for step := range 200 {
@@ -233,10 +266,17 @@ func fitScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64, car
 // and returns it with its database, the sequence's random source and its
 // task maker, which the sequence goes on with.
 func pinnedQueue(t *testing.T, kind Kind, seed uint64) (*embedded.DB, *Queue, *rand.Rand, func() Item) {
+	return pinnedQueueCells(t, kind, seed, ExactCellsBelow)
+}
+
+// pinnedQueueCells is pinnedQueue, its fit index with exact cells below
+// exactBelow.
+func pinnedQueueCells(t *testing.T, kind Kind, seed uint64, exactBelow int64) (*embedded.DB, *Queue, *rand.Rand, func() Item) {
 	db := embedded.Open("", embedded.Config{RetryLimit: -1})
 	clock := time.Unix(1_800_000_000, 0)
-	q := New(tuple.Tuple{"pinned", int64(kind), int64(seed)}.Pack(), kind, "cpu", "mem").
-		WithOptions(Options{Clock: func() time.Time { return clock }})
+	q, err := New(tuple.Tuple{"pinned", int64(kind), int64(seed)}.Pack(), kind, "cpu", "mem").
+		WithOptions(Options{Clock: func() time.Time { return clock }}).WithExactCells(exactBelow)
+	require.NoError(t, err)
 	r := rand.New(rand.NewPCG(seed, 27))
 	nextID := int64(0)
 	task := func() Item {
@@ -249,15 +289,15 @@ func pinnedQueue(t *testing.T, kind Kind, seed uint64) (*embedded.DB, *Queue, *r
 		case 1:
 			res = []int64{between(2, 3), between(960, 1023)} // straddling mem
 		case 2:
-			res = []int64{between(20, 21), between(96, 103)} // straddling cpu and mem
+			res = []int64{between(40, 43), between(96, 103)} // straddling cpu and mem
 		case 3:
 			res = []int64{3, between(1001, 1023)} // sediment of a straddling cell
 		case 4:
-			res = []int64{between(30, 60), between(1, 1<<20)} // fits few
+			res = []int64{between(44, 60), between(1, 1<<20)} // fits few
 		case 5:
 			res = []int64{5, between(98, 103)} // a straddling cell, often emptied
 		default:
-			res = []int64{between(1, 8), between(1, 32)}
+			res = []int64{between(1, 8), between(1, 32)} // exact but for mem 32, and for mem 16..31 with legacy cells
 		}
 		return Item{ID: nextID, Priority: r.Int64N(6), Resources: res, Value: fmt.Append(nil, nextID)}
 	}

@@ -13,14 +13,15 @@ import (
 	"github.com/fdbqueue/fdbqueue/queues"
 )
 
-// cornerBounds are cell lower bounds (layout.go's cellOf): the exact cells
-// 0..15, then powers of two and their multiples, some of them on the
-// boundary between two cell widths.
+// cornerBounds are cell lower bounds (layout.go's cellGrid): exact cells,
+// then powers of two and their multiples, some of them on the boundary
+// between two cell widths (at 16 in the legacy layout, at 32 in New's).
 var cornerBounds = []int64{0, 1, 2, 3, 7, 8, 15, 16, 17, 18, 24, 30, 32, 36, 48, 60, 64, 96, 112, 120, 128, 144, 1024, 1152, 1280, 1920, 2048}
 
-// cellWidth is the number of values in the cell whose lower bound is lo.
-func cellWidth(lo int64) int64 {
-	if lo < 16 {
+// cellWidth is the number of values in the cell whose lower bound is lo,
+// in a queue with exact cells below below.
+func cellWidth(lo, below int64) int64 {
+	if lo < below {
 		return 1
 	}
 	return 1 << (bits.Len64(uint64(lo)) - 4)
@@ -28,13 +29,13 @@ func cellWidth(lo int64) int64 {
 
 // cornerValue draws a resource value at or around a cell bound: mostly a
 // cell's lower corner, else its top, its next value, or the value below.
-func cornerValue(r *rand.Rand) int64 {
+func cornerValue(r *rand.Rand, below int64) int64 {
 	b := cornerBounds[r.IntN(len(cornerBounds))]
 	switch r.IntN(6) {
 	case 0, 1, 2:
 		return b
 	case 3:
-		return b + cellWidth(b) - 1
+		return b + cellWidth(b, below) - 1
 	case 4:
 		return b + 1
 	default:
@@ -65,23 +66,29 @@ func cornerLimits(r *rand.Rand, d int) []int64 {
 // alone, and in attempts while another is in flight (claims).
 func TestFitCornerModel(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []queues.Kind{queues.FIFO, queues.Priority} {
-		for d := 1; d <= 3; d++ {
-			for _, mode := range []string{"plain", "alone", "claims"} {
-				for seed := uint64(1); seed <= 3; seed++ {
-					t.Run(fmt.Sprintf("%v/d%d/%s/seed%d", kind, d, mode, seed), func(t *testing.T) {
-						t.Parallel()
-						runCornerModel(t, kind, d, mode, seed, 500)
-					})
+	for _, below := range []int64{queues.ExactCellsBelow, queues.LegacyExactCellsBelow} {
+		seeds := uint64(3)
+		if below == queues.LegacyExactCellsBelow {
+			seeds = 1 // the queues of versions before 2026-11-27
+		}
+		for _, kind := range []queues.Kind{queues.FIFO, queues.Priority} {
+			for d := 1; d <= 3; d++ {
+				for _, mode := range []string{"plain", "alone", "claims"} {
+					for seed := uint64(1); seed <= seeds; seed++ {
+						t.Run(fmt.Sprintf("cells%d/%v/d%d/%s/seed%d", below, kind, d, mode, seed), func(t *testing.T) {
+							t.Parallel()
+							runCornerModel(t, kind, d, mode, seed, 500, below)
+						})
+					}
 				}
 			}
 		}
 	}
 }
 
-func runCornerModel(t *testing.T, kind queues.Kind, d int, mode string, seed uint64, steps int) {
+func runCornerModel(t *testing.T, kind queues.Kind, d int, mode string, seed uint64, steps int, below int64) {
 	names := []string{"cpu", "mem", "gpu"}[:d]
-	db, q := setup(t, kind, names...)
+	db, q := setupCells(t, below, kind, names...)
 	if mode != "plain" {
 		claims := queues.NewClaims()
 		if mode == "claims" {
@@ -103,7 +110,7 @@ func runCornerModel(t *testing.T, kind queues.Kind, d int, mode string, seed uin
 	sediment := func() []int64 {
 		res := make([]int64, d)
 		for i := range res {
-			res[i] = cornerValue(r)
+			res[i] = cornerValue(r, below)
 		}
 		res[r.IntN(d)] = 4096 + r.Int64N(64)
 		return res
@@ -114,7 +121,7 @@ func runCornerModel(t *testing.T, kind queues.Kind, d int, mode string, seed uin
 		}
 		res := make([]int64, d)
 		for i := range res {
-			res[i] = cornerValue(r)
+			res[i] = cornerValue(r, below)
 		}
 		return res
 	}
@@ -354,6 +361,7 @@ func TestFitCornerPopConflictsWithChangeOfItsChoice(t *testing.T) {
 func runCornerConflicts(t *testing.T, kind queues.Kind, d int, seed uint64, rounds int, claimed bool) {
 	names := []string{"cpu", "mem", "gpu"}[:d]
 	db, q := setup(t, kind, names...)
+	below := q.ExactCells()
 	claims := queues.NewClaims()
 	if claimed {
 		tr, err := db.CreateTransaction(bg)
@@ -375,15 +383,15 @@ func runCornerConflicts(t *testing.T, kind queues.Kind, d int, seed uint64, roun
 			copy(res, pool[r.IntN(len(pool))])
 			if r.IntN(2) == 0 {
 				i := r.IntN(d)
-				res[i] += r.Int64N(cellWidth(res[i]))
+				res[i] += r.Int64N(cellWidth(res[i], below))
 			}
 		case 3, 4, 5:
 			for i := range res {
-				res[i] = cornerValue(r)
+				res[i] = cornerValue(r, below)
 			}
 		default:
 			for i := range res {
-				res[i] = cornerValue(r)
+				res[i] = cornerValue(r, below)
 			}
 			res[r.IntN(d)] = 4096
 		}

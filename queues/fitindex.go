@@ -114,7 +114,7 @@ func (s *indexSearch) cells(dir *dirAhead) error {
 	// listed: appending past the room took a new array each search.
 	m.whole, m.straddling, m.at = bump(&m.ints, max(64, m.wholeCells)*len(s.limits))[:0], m.straddling[:0], m.at[:0]
 	if err := dir.scan(s.pk, func(cell []int64) error {
-		if straddles(cell, s.limits) {
+		if s.q.cells.straddles(cell, s.limits) {
 			m.straddling = append(m.straddling, cell...)
 		} else {
 			m.whole = append(m.whole, cell...)

@@ -258,7 +258,7 @@ func (m *fitMerge) openCells() error {
 	var cs []*cursor
 	if err := dir.scan(m.pk, func(cell []int64) error {
 		c := m.newCursor(tagCells, tagCellDir, cell, m.after)
-		if straddles(cell, m.limits) {
+		if m.q.cells.straddles(cell, m.limits) {
 			c.limits, c.budget = m.limits, straddleBudget
 		}
 		cs = append(cs, c)
@@ -277,7 +277,7 @@ func (m *fitMerge) openShapes(cells []*cursor) error {
 	for i, cell := range cells {
 		lo, hi := make([]int64, len(cell.coords)), make([]int64, len(cell.coords))
 		for j, c := range cell.coords {
-			lo[j], hi[j] = c, min(cellHigh(c), m.limits[j])
+			lo[j], hi[j] = c, min(m.q.cells.high(c), m.limits[j])
 		}
 		dirs[i] = readBox(m.pk, m.q.sub[tagShapeDir], lo, hi)
 	}

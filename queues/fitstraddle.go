@@ -25,9 +25,9 @@ const straddleBudget = 64
 const straddleAhead = 4
 
 // straddles reports whether some of the cell's values exceed a limit.
-func straddles(cell, limits []int64) bool {
+func (g cellGrid) straddles(cell, limits []int64) bool {
 	for i, c := range cell {
-		if cellHigh(c) > limits[i] {
+		if g.high(c) > limits[i] {
 			return true
 		}
 	}
@@ -160,7 +160,7 @@ func (st *straddleRead) goesOn(s *indexSearch) bool {
 // offers the first entry that fits. Past the budget it offers the heads of
 // the cell's fitting shapes instead.
 func (s *indexSearch) straddlingCell(st *straddleRead) error {
-	if !s.pk.readsAhead() && cornerOnly(st.coords, s.limits) {
+	if !s.pk.readsAhead() && s.q.cells.cornerOnly(st.coords, s.limits) {
 		return s.cornerCell(st)
 	}
 	x := newKnownReader(s.tr, false)
@@ -205,7 +205,7 @@ func (s *indexSearch) straddlingCell(st *straddleRead) error {
 	// then their heads (in Max order, then their highest priorities').
 	lo, hi := make([]int64, len(st.coords)), make([]int64, len(st.coords))
 	for i, c := range st.coords {
-		lo[i], hi[i] = c, min(cellHigh(c), s.limits[i])
+		lo[i], hi[i] = c, min(s.q.cells.high(c), s.limits[i])
 	}
 	var shapes []int64
 	if err := readBox(s.pk, s.q.sub[tagShapeDir], lo, hi).scan(s.pk, func(shape []int64) error {
@@ -243,9 +243,9 @@ func (s *indexSearch) shapeHeads(flat []int64, dirTag int) error {
 // lower bound, or the cell is exact there (the cell straddles the limits,
 // so it is not exact in all). Limits at round values put them there: a
 // power of two, and most of its simple multiples, is a cell's lower bound.
-func cornerOnly(cell, limits []int64) bool {
+func (g cellGrid) cornerOnly(cell, limits []int64) bool {
 	for i, c := range cell {
-		if min(cellHigh(c), limits[i]) != c {
+		if min(g.high(c), limits[i]) != c {
 			return false
 		}
 	}

@@ -39,7 +39,8 @@ import (
 //	P (3, cell..., priority, seq, id)       fit index by cell: packed (resources...)      indexAdd
 //	P (4, cell...)                          cell directory: ""                            indexAdd (ensureDir)
 //	P (5, resources..., priority, seq, id)  fit index by shape: "" (only shapes in        indexAdd
-//	                                        cells that hold more than one: exactCell)
+//	                                        cells that hold more than one: see
+//	                                        cellGrid.exact)
 //	P (6, resources...)                     shape directory: "" (the same shapes)         indexAdd (ensureDir)
 //	P (7, id)                               push marker (a Receipts): "" (earlier         markPushed
 //	                                        versions: the expiry)
@@ -98,8 +99,8 @@ import (
 // takes one more than the last seq in use, read with a snapshot read, so
 // pushes never conflict over it, and two pushes that pick the same seq are
 // told apart by their ids. ids are positive (NewID). A cell is the vector of
-// a task's resources quantised by cellOf; a shape is the exact vector. FIFO
-// queues file their tasks under priority 0 in the fit index. Queues without
+// a task's resources quantised by the queue's cellGrid; a shape is the
+// exact vector. FIFO queues file their tasks under priority 0 in the fit index. Queues without
 // resources have no fit index (tags 3 to 6). The fit index itself is
 // explained in the package doc; markers and receipts in receipts.go.
 // Tags 15 and 16 are exec's unique keys (exec/unique.go): the queue never
@@ -198,12 +199,19 @@ const counterLen = 8
 // bytes), for sizing key buffers.
 const maxIntLen = 9
 
-// Cells: a resource value below cellExactBelow is its own cell; above, each
-// power of two is split into 1<<cellBucketBits cells, so a cell spans at
-// most 1/8 of its values.
+// Cells: a resource value below a queue's exact bound (its cellGrid) is
+// a cell of its own; above, each power of two is split into
+// 1<<cellBucketBits cells, so a cell spans at most 1/8 of its values.
+const cellBucketBits = 3
+
+// ExactCellsBelow is the exact bound of the cells of a queue New returns,
+// and LegacyExactCellsBelow the bound of the queues of versions before
+// 2026-11-27, whose values 16 to 31 share a cell by twos (and whose rows
+// with such a value are filed under their shape too, a fourth key):
+// WithExactCells opens such a queue.
 const (
-	cellBucketBits = 3
-	cellExactBelow = 1 << (cellBucketBits + 1)
+	ExactCellsBelow       = 32
+	LegacyExactCellsBelow = 16
 )
 
 func appendInts(dst []byte, vs ...int64) []byte {
@@ -557,43 +565,53 @@ func decodeResources(value []byte, res []int64, id int64) error {
 	return nil
 }
 
-// cellOf quantises a resource value (see cellExactBelow). It returns the
-// cell's lower bound, which names it.
-func cellOf(v int64) int64 {
-	if v < cellExactBelow {
+// cellGrid is how a queue's fit index quantises resource values into
+// cells: a value below the grid's exact bound (a power of two, at least
+// 1<<(cellBucketBits+1), so that the cells above it are aligned) is a cell
+// of its own. The bound is part of a queue's layout: cells computed with
+// another bound than the one its rows were filed with would miss their
+// entries, or offer rows that do not fit.
+type cellGrid int64
+
+// of quantises a resource value. It returns the cell's lower bound, which
+// names it.
+func (g cellGrid) of(v int64) int64 {
+	if v < int64(g) {
 		return v
 	}
 	shift := bits.Len64(uint64(v)) - (cellBucketBits + 1)
 	return v >> shift << shift
 }
 
-// cellHigh returns the largest value in the cell whose lower bound is lo.
-func cellHigh(lo int64) int64 {
-	if lo < cellExactBelow {
+// high returns the largest value in the cell whose lower bound is lo.
+func (g cellGrid) high(lo int64) int64 {
+	if lo < int64(g) {
 		return lo
 	}
 	shift := bits.Len64(uint64(lo)) - (cellBucketBits + 1)
 	return lo + (1<<shift - 1)
 }
 
-// exactCell reports whether res's cell holds res's shape only: every value
-// is its own cell (below cellExactBelow). Such a cell is never straddled
-// by limits, so the shape index never files it (see indexAdd).
-func exactCell(res []int64) bool {
+// exact reports whether res's cell holds res's shape only: every value
+// is its own cell. Such a cell is never straddled by limits, so the shape
+// index never files it (see indexAdd).
+func (g cellGrid) exact(res []int64) bool {
 	for _, v := range res {
-		if v >= cellExactBelow {
+		if v >= int64(g) {
 			return false
 		}
 	}
 	return true
 }
 
-func cellsOf(res []int64) []int64 { return appendCells(make([]int64, 0, len(res)), res) }
+func (g cellGrid) cellsOf(res []int64) []int64 {
+	return g.appendCells(make([]int64, 0, len(res)), res)
+}
 
 // appendCells appends the cell of each of res to dst (cellsOf).
-func appendCells(dst, res []int64) []int64 {
+func (g cellGrid) appendCells(dst, res []int64) []int64 {
 	for _, v := range res {
-		dst = append(dst, cellOf(v))
+		dst = append(dst, g.of(v))
 	}
 	return dst
 }

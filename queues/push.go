@@ -293,7 +293,7 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 		var buf [128]byte
 		for i, it := range items {
 			if pushed[i] && len(it.Resources) > 0 && nanos(it.VisibleAt) <= now {
-				needed[string(q.appendKey(buf[:0], tagCellDir, cellsOf(it.Resources)...))] = true
+				needed[string(q.appendKey(buf[:0], tagCellDir, q.cells.cellsOf(it.Resources)...))] = true
 				needed[string(q.appendKey(buf[:0], tagShapeDir, it.Resources...))] = true
 			}
 		}
@@ -321,11 +321,11 @@ func (q *Queue) dirKeys(items []Item, now int64, dirs *dirSet) {
 		if len(it.Resources) == 0 || nanos(it.VisibleAt) > now {
 			continue
 		}
-		k := q.appendKey(buf[:0], tagCellDir, appendCells(cells[:0], it.Resources)...)
+		k := q.appendKey(buf[:0], tagCellDir, q.cells.appendCells(cells[:0], it.Resources)...)
 		if !dirs.has(k) {
 			dirs.keep(k, len(items))
 		}
-		if !exactCell(it.Resources) {
+		if !q.cells.exact(it.Resources) {
 			k = q.appendKey(buf[:0], tagShapeDir, it.Resources...)
 			if !dirs.has(k) {
 				dirs.keep(k, len(items))
@@ -903,14 +903,14 @@ func (d *dirSet) add(key string) {
 }
 
 // indexAdd files a visible item under its cell and, when the cell spans
-// more than one shape, under its shape: an exact cell (see exactCell)
+// more than one shape, under its shape: an exact cell (cellGrid.exact)
 // never straddles a limit, so its shape entry would never be read.
 // Its keys and values go through sc, if not nil.
 func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs *dirSet, sc *scratch) error {
 	if len(res) == 0 {
 		return nil
 	}
-	cell := cellsOf(res)
+	cell := q.cells.cellsOf(res)
 	b := q.appendKey(sc.take(), tagCellDir, cell...)
 	if err := ensureDir(tr, b, dirs); err != nil {
 		return err
@@ -921,7 +921,7 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs *dirSet, sc
 	k := len(b)
 	b = appendInts(b, res...)
 	tr.Set(b[:k:k], b[k:])
-	if !exactCell(res) {
+	if !q.cells.exact(res) {
 		b = q.appendKey(b[:0], tagShapeDir, res...)
 		if err := ensureDir(tr, b, dirs); err != nil {
 			return err
@@ -980,7 +980,8 @@ func (q *Queue) removeCounted(tr kv.Transaction, p pos, it Item, tl *tallies) {
 }
 
 // indexRemove clears a visible item's fit index entries. It clears the
-// shape entry of an exact cell too: versions before exactCell wrote one.
+// shape entry of an exact cell too: versions before exact cells had a
+// shape index of their own wrote one.
 func (q *Queue) indexRemove(tr kv.Transaction, p pos, res []int64) {
 	q.indexRemoveIn(tr, nil, p, res)
 }
@@ -992,7 +993,7 @@ func (q *Queue) indexRemoveIn(tr kv.Transaction, buf []byte, p pos, res []int64)
 		return buf
 	}
 	var cells [8]int64
-	buf = q.appendEntryKey(buf[:0], tagCells, appendCells(cells[:0], res), p)
+	buf = q.appendEntryKey(buf[:0], tagCells, q.cells.appendCells(cells[:0], res), p)
 	tr.Clear(buf)
 	buf = q.appendEntryKey(buf[:0], tagShapes, res, p)
 	tr.Clear(buf)

@@ -68,7 +68,7 @@ func TestPushAllRemakesADirectoryThePushBeforeListed(t *testing.T) {
 	}
 	for round := range int64(8) {
 		cpu := 1 + round
-		b := []int64{cpu, 20 + round}
+		b := []int64{cpu, 40 + round}
 		push([]int64{cpu, 1}, []int64{cpu, 2}, []int64{cpu, 3}, []int64{cpu, 4}, b)
 		// The directory keys of b's cell and shape (the exact cells of the
 		// others have no shape) go, as if b's item was popped and a fit

@@ -112,6 +112,7 @@ type Queue struct {
 	prefix    []byte
 	kind      Kind
 	resources []string
+	cells     cellGrid        // how its fit index quantises resources
 	sub       [numTags][]byte // P (tag), for each tag (see layout.go)
 	opts      Options
 	marks     markers          // push markers: tags 7 and 8
@@ -128,7 +129,7 @@ type Queue struct {
 // stay readable by FoundationDB's tuple layer). resources names the
 // resources tasks declare; PopFit takes limits in the same order.
 func New(prefix []byte, kind Kind, resources ...string) *Queue {
-	q := &Queue{prefix: bytes.Clone(prefix), kind: kind, resources: append([]string(nil), resources...), hints: &fitHints{}, top: &topHint{}, marksCleared: &atomic.Int64{}}
+	q := &Queue{prefix: bytes.Clone(prefix), kind: kind, resources: append([]string(nil), resources...), cells: ExactCellsBelow, hints: &fitHints{}, top: &topHint{}, marksCleared: &atomic.Int64{}}
 	for tag := range q.sub {
 		q.sub[tag] = tuple.AppendInt(bytes.Clone(prefix), int64(tag))
 	}
@@ -145,6 +146,24 @@ func (q *Queue) WithOptions(opts Options) *Queue {
 	c.receipts = NewReceipts(c.sub[tagReceipts], opts, kv.Range{Begin: c.sub[tagOldReceipts], End: c.sub[tagSignal]})
 	return &c
 }
+
+// WithExactCells returns a copy of the queue whose fit index makes every
+// resource value below below a cell of its own: ExactCellsBelow, as New
+// does, or LegacyExactCellsBelow, for a queue written by versions before
+// 2026-11-27. A queue must be read and written with the bound its rows
+// were filed with. Copies share hints as WithOptions's do.
+func (q *Queue) WithExactCells(below int64) (*Queue, error) {
+	if below != ExactCellsBelow && below != LegacyExactCellsBelow {
+		return nil, fmt.Errorf("fdbqueue: a fit index with exact cells below %d (accepted: %d, or %d for queues written before 2026-11-27)", below, ExactCellsBelow, LegacyExactCellsBelow)
+	}
+	c := *q
+	c.cells = cellGrid(below)
+	return &c, nil
+}
+
+// ExactCells returns the bound below which the queue's fit index makes
+// every resource value a cell of its own (WithExactCells).
+func (q *Queue) ExactCells() int64 { return int64(q.cells) }
 
 // Kind returns the queue's recipe.
 func (q *Queue) Kind() Kind { return q.kind }

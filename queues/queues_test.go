@@ -24,11 +24,24 @@ func setup(t testing.TB, kind queues.Kind, resources ...string) (kv.Database, *q
 	return setupOn(t, embedded.Config{RetryLimit: -1}, kind, resources...)
 }
 
+// setupCells is setup, the queue's fit index with exact cells below below
+// (Queue.WithExactCells).
+func setupCells(t testing.TB, below int64, kind queues.Kind, resources ...string) (kv.Database, *queues.Queue) {
+	t.Helper()
+	return setupOnCells(t, embedded.Config{RetryLimit: -1}, below, kind, resources...)
+}
+
 // setupOn is setup on an engine configured by cfg.
 func setupOn(t testing.TB, cfg embedded.Config, kind queues.Kind, resources ...string) (kv.Database, *queues.Queue) {
 	t.Helper()
+	return setupOnCells(t, cfg, queues.ExactCellsBelow, kind, resources...)
+}
+
+func setupOnCells(t testing.TB, cfg embedded.Config, below int64, kind queues.Kind, resources ...string) (kv.Database, *queues.Queue) {
+	t.Helper()
 	db := embedded.Open("", cfg)
-	q := queues.New(tuple.Tuple{"q", t.Name()}.Pack(), kind, resources...)
+	q, err := queues.New(tuple.Tuple{"q", t.Name()}.Pack(), kind, resources...).WithExactCells(below)
+	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error { return q.Check(tr) }))
 		_ = db.Close()
