@@ -152,11 +152,11 @@ func BenchmarkMemoryPerRow(b *testing.B) {
 }
 
 // BenchmarkMemoryPerRowByMem is BenchmarkMemoryPerRow with mem drawn from
-// 1..15, where every row's cell is its exact shape (3 keys a row), and
-// from 16..30, where every row is filed under its shape too (4 keys a
-// row): what docs/sql.md says of resource values of 16 or more.
+// 1..15 and 17..31, where every row's cell is its exact shape (3 keys a
+// row), and from 33..47, where every row is filed under its shape too (4
+// keys a row): what docs/sql.md says of resource values of 32 or more.
 func BenchmarkMemoryPerRowByMem(b *testing.B) {
-	for _, lo := range []int{1, 16} {
+	for _, lo := range []int{1, 17, 33} {
 		b.Run(fmt.Sprintf("mem=%d..%d", lo, lo+14), func(b *testing.B) {
 			benchMemoryPerRow(b, func(r *rand.Rand) int { return lo + r.IntN(15) })
 		})
