@@ -25,6 +25,9 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 	}
 	expected := map[entryKey]string{} // index entries the items imply, with their values
 	legacy := map[entryKey]bool{}     // shape entries of exact cells: allowed, not required
+	// Cell entries of exact cells, which hold nothing, or their resources
+	// as earlier versions wrote them.
+	bare := map[entryKey]bool{}
 	ids := map[int64]pos{}
 	var n int64
 
@@ -62,11 +65,13 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 			}
 			if len(item.Resources) > 0 {
 				cell := q.cells.cellsOf(item.Resources)
-				expected[entryKey{tagCells, string(q.entryKey(tagCells, cell, p))}] = string(appendInts(nil, item.Resources...))
+				entry := entryKey{tagCells, string(q.entryKey(tagCells, cell, p))}
+				expected[entry] = string(appendInts(nil, item.Resources...))
 				expected[entryKey{tagCellDir, string(q.key(tagCellDir, cell...))}] = ""
 				shape := entryKey{tagShapes, string(q.entryKey(tagShapes, item.Resources, p))}
 				if q.cells.exact(item.Resources) {
 					legacy[shape] = true // written by versions before exact cells
+					bare[entry] = true
 					continue
 				}
 				expected[shape] = ""
@@ -153,7 +158,7 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 			if !ok {
 				return fmt.Errorf("%w: stray fit index key %x (tag %d)", ErrCorrupt, k.key, tag)
 			}
-			if want != string(it.KeyValue().Value) {
+			if want != string(it.KeyValue().Value) && !(bare[k] && len(it.KeyValue().Value) == 0) {
 				return fmt.Errorf("%w: fit index key %x holds the wrong resources", ErrCorrupt, k.key)
 			}
 			delete(expected, k)

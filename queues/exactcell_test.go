@@ -52,6 +52,16 @@ func TestExactCellsHaveNoShapeIndex(t *testing.T) {
 				return err
 			}))
 			require.Len(t, keysUnder(t, db, q, prefix, 3), 3, "all are in the cell index")
+			// The exact cell's entry holds nothing; the others their
+			// resources, for the scans of cells that straddle a limit.
+			require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error {
+				kvs, err := kv.Collect(tr.GetRange(kv.PrefixRange(append(append([]byte(nil), prefix...), tuple.Tuple{int64(3)}.Pack()...)), kv.RangeOptions{}))
+				require.Len(t, kvs, 3)
+				require.Empty(t, kvs[0].Value)
+				require.Equal(t, tuple.Tuple{int64(3), below}.Pack(), kvs[1].Value)
+				require.Equal(t, tuple.Tuple{int64(3), below + 1}.Pack(), kvs[2].Value)
+				return err
+			}))
 			require.Equal(t, []tuple.Tuple{{int64(4), int64(3), below - 1}, {int64(4), int64(3), below}}, keysUnder(t, db, q, prefix, 4),
 				"below and below+1 share a cell")
 			require.Equal(t, []tuple.Tuple{
@@ -92,8 +102,10 @@ func TestWithExactCellsRefusesOtherBounds(t *testing.T) {
 }
 
 // TestShapeEntriesOfExactCellsFromEarlierVersions: versions before
-// exact cells filed every task under its shape. Such a queue still checks,
-// pops its tasks, and a pop clears the old shape entry with the task.
+// exact cells filed every task under its shape, and versions before
+// 2026-11-27 wrote an exact cell's entry with the task's resources. Such a
+// queue still checks, pops its tasks, and a pop clears the old shape entry
+// with the task.
 func TestShapeEntriesOfExactCellsFromEarlierVersions(t *testing.T) {
 	t.Parallel()
 	db, q := setup(t, queues.Priority, "cpu", "mem")
@@ -109,9 +121,11 @@ func TestShapeEntriesOfExactCellsFromEarlierVersions(t *testing.T) {
 		if err := q.Push(tr, queues.Item{ID: 7, Priority: 2, Resources: []int64{4, 8}, Value: []byte("old")}); err != nil {
 			return err
 		}
-		// What the earlier version wrote besides: (5, res, prio, seq, id) and (6, res).
+		// What the earlier version wrote besides: (5, res, prio, seq, id) and (6, res),
+		// and in the cell's entry the resources.
 		tr.Set(key(5, 4, 8, 2, 1, 7), nil)
 		tr.Set(key(6, 4, 8), nil)
+		tr.Set(key(3, 4, 8, 2, 1, 7), tuple.Tuple{int64(4), int64(8)}.Pack())
 		return nil
 	}))
 	require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error { return q.Check(tr) }))

@@ -36,7 +36,9 @@ import (
 //	                                        (..., due) when the item is invisible
 //	P (2)                                   item count: little-endian int64,              push, PushAll, remove
 //	                                        kept with atomic ADD
-//	P (3, cell..., priority, seq, id)       fit index by cell: packed (resources...)      indexAdd
+//	P (3, cell..., priority, seq, id)       fit index by cell: packed (resources...),     indexAdd
+//	                                        "" in an exact cell (earlier versions:
+//	                                        its resources too)
 //	P (4, cell...)                          cell directory: ""                            indexAdd (ensureDir)
 //	P (5, resources..., priority, seq, id)  fit index by shape: "" (only shapes in        indexAdd
 //	                                        cells that hold more than one: see

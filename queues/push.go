@@ -916,12 +916,16 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs *dirSet, sc
 		return err
 	}
 	// The entry carries the task's resources, so that a cell straddling a
-	// limit can be scanned without reading the items.
+	// limit can be scanned without reading the items; an exact cell's,
+	// which no limit straddles, nothing (its resources are its cell).
+	exact := q.cells.exact(res)
 	b = q.appendEntryKey(b[:0], tagCells, cell, p)
 	k := len(b)
-	b = appendInts(b, res...)
+	if !exact {
+		b = appendInts(b, res...)
+	}
 	tr.Set(b[:k:k], b[k:])
-	if !q.cells.exact(res) {
+	if !exact {
 		b = q.appendKey(b[:0], tagShapeDir, res...)
 		if err := ensureDir(tr, b, dirs); err != nil {
 			return err
