@@ -177,7 +177,9 @@ func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 			return nil, err
 		}
 	}
-	if len(tup) >= 10 && tup[9] != nil {
+	// The 10th: a BACKOFF, or nil before the cells (the 11th) of a table
+	// without one.
+	if len(tup) >= 10 && (tup[9] != nil || len(tup) < 11) {
 		if t.Backoff, err = decodeBackoff(tup[9]); err != nil {
 			return nil, err
 		}
@@ -187,6 +189,9 @@ func decodeTable(root []byte, opts queues.Options, b []byte) (*Table, error) {
 	// before 2026-11-27 (a table without a fit index has no cells).
 	cells := int64(queues.LegacyExactCellsBelow)
 	if len(tup) == 11 {
+		if len(names) == 0 {
+			return nil, fmt.Errorf("%w: fit index cells for a table without a fit index", ErrCatalog)
+		}
 		cells, _ = tup[10].(int64)
 	}
 	if len(names) > 0 {

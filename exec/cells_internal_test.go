@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,13 +24,14 @@ func TestCellsSchemaRoundTrip(t *testing.T) {
 	for _, c := range []struct {
 		sql      string
 		elements int // of the schema with New's cells
+		legacy   int // of the schema the versions before wrote
 	}{
-		{"CREATE TABLE t (cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem))", 11},
-		{"CREATE TABLE t (cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem)) MAX_ATTEMPTS=3", 11},
-		{"CREATE TABLE t (cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem)) BACKOFF=CONSTANT(5 SECOND)", 11},
-		{"CREATE TABLE t (cpu INT NOT NULL, mem INT NOT NULL, k TEXT UNIQUE, INDEX fit (cpu, mem))", 11},
-		{"CREATE TABLE t (v TEXT)", 7},
-		{"CREATE TABLE t (v TEXT) MAX_ATTEMPTS=3", 8},
+		{"CREATE TABLE t (cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem))", 11, 7},
+		{"CREATE TABLE t (cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem)) MAX_ATTEMPTS=3", 11, 8},
+		{"CREATE TABLE t (cpu INT NOT NULL, mem INT NOT NULL, INDEX fit (cpu, mem)) BACKOFF=CONSTANT(5 SECOND)", 11, 10},
+		{"CREATE TABLE t (cpu INT NOT NULL, mem INT NOT NULL, k TEXT UNIQUE, INDEX fit (cpu, mem))", 11, 9},
+		{"CREATE TABLE t (v TEXT)", 7, 7},
+		{"CREATE TABLE t (v TEXT) MAX_ATTEMPTS=3", 8, 8},
 	} {
 		db := embedded.Open("", embedded.Config{})
 		e := New(db, []byte("r"))
@@ -58,10 +60,8 @@ func TestCellsSchemaRoundTrip(t *testing.T) {
 			legacy := *tb
 			legacy.Queue, err = tb.Queue.WithExactCells(queues.LegacyExactCellsBelow)
 			require.NoError(t, err)
-			old, err := tuple.Unpack(legacy.encode())
-			require.NoError(t, err)
-			require.Less(t, len(old), 11, c.sql)
-			require.Equal(t, tup[:len(old)-1], old[:len(old)-1], "%s: the elements before the last", c.sql)
+			// The same elements as New's, without the padding and cells.
+			require.Equal(t, tup[:c.legacy].Pack(), legacy.encode(), c.sql)
 			got, err = decodeTable([]byte("r"), queues.Options{}, legacy.encode())
 			require.NoError(t, err, c.sql)
 			require.Equal(t, int64(queues.LegacyExactCellsBelow), got.Queue.ExactCells(), c.sql)
@@ -74,6 +74,20 @@ func TestCellsSchemaRoundTrip(t *testing.T) {
 			_, err = decodeTable([]byte("r"), queues.Options{}, bad.Pack())
 			require.ErrorIs(t, err, ErrCatalog)
 			require.ErrorContains(t, err, "exact cells below 24 (accepted: 32, or 16")
+			if tb.Backoff == nil {
+				// A nil BACKOFF only before the cells.
+				_, err = decodeTable([]byte("r"), queues.Options{}, tup[:10].Pack())
+				require.ErrorIs(t, err, ErrCatalog, c.sql)
+			}
+		} else {
+			// Cells without a fit index.
+			padded := append(tuple.Tuple{}, tup...)
+			for len(padded) < 10 {
+				padded = append(padded, []any{int64(0), tuple.Tuple{}, nil}[len(padded)-7])
+			}
+			_, err = decodeTable([]byte("r"), queues.Options{}, append(padded, int64(queues.ExactCellsBelow)).Pack())
+			require.ErrorIs(t, err, ErrCatalog, c.sql)
+			require.ErrorContains(t, err, "cells for a table without a fit index")
 		}
 		require.NoError(t, db.Close())
 	}
@@ -82,8 +96,10 @@ func TestCellsSchemaRoundTrip(t *testing.T) {
 // TestTableOfLegacyCells: a table whose schema a version before
 // 2026-11-27 wrote (no cells element) is read and written with that
 // version's cells, where mem 16..31 share cells by twos and are filed
-// under their shapes too: fit pops take what fits, in order, and the
-// queue checks with those cells (and would not with New's).
+// under their shapes too: fit pops through the index (behind rows that
+// do not fit) take what fits, in order, passing over a row of a cell
+// that straddles the limit, and the queue checks with those cells (and
+// would not with New's).
 func TestTableOfLegacyCells(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -135,6 +151,11 @@ func TestTableOfLegacyCells(t *testing.T) {
 	newCells, err := q.WithExactCells(queues.ExactCellsBelow)
 	require.NoError(t, err)
 	require.Error(t, check(newCells), "the rows are filed under the cells of the earlier versions")
+
+	// More rows than a fit pop reads in queue order before its index,
+	// none of which fits, first in Max order.
+	sediment := "INSERT INTO t (priority, cpu, mem, name) VALUES " + strings.TrimSuffix(strings.Repeat("(100, 1, 1048576, 'sediment'), ", 200), ", ")
+	sqlOn(e, sediment)
 
 	for _, c := range []struct {
 		mem  int64

@@ -47,7 +47,7 @@ func TestExactCellsHaveNoShapeIndex(t *testing.T) {
 				_, err := q.PushAll(tr, queues.Token{}, []queues.Item{
 					{ID: 1, Priority: 1, Resources: []int64{3, below - 1}, Value: []byte("exact")},
 					{ID: 2, Priority: 1, Resources: []int64{3, below}, Value: []byte("quantised")},
-					{ID: 3, Priority: 1, Resources: []int64{3, below + 1}, Value: []byte("quantised too")},
+					{ID: 3, Priority: 0, Resources: []int64{3, below + 1}, Value: []byte("quantised too")},
 				})
 				return err
 			}))
@@ -58,22 +58,33 @@ func TestExactCellsHaveNoShapeIndex(t *testing.T) {
 				kvs, err := kv.Collect(tr.GetRange(kv.PrefixRange(append(append([]byte(nil), prefix...), tuple.Tuple{int64(3)}.Pack()...)), kv.RangeOptions{}))
 				require.Len(t, kvs, 3)
 				require.Empty(t, kvs[0].Value)
-				require.Equal(t, tuple.Tuple{int64(3), below}.Pack(), kvs[1].Value)
-				require.Equal(t, tuple.Tuple{int64(3), below + 1}.Pack(), kvs[2].Value)
+				require.Equal(t, tuple.Tuple{int64(3), below + 1}.Pack(), kvs[1].Value, "priority 0 first in the cell")
+				require.Equal(t, tuple.Tuple{int64(3), below}.Pack(), kvs[2].Value)
 				return err
 			}))
 			require.Equal(t, []tuple.Tuple{{int64(4), int64(3), below - 1}, {int64(4), int64(3), below}}, keysUnder(t, db, q, prefix, 4),
 				"below and below+1 share a cell")
 			require.Equal(t, []tuple.Tuple{
 				{int64(5), int64(3), below, int64(1), int64(2), int64(2)},
-				{int64(5), int64(3), below + 1, int64(1), int64(3), int64(3)},
+				{int64(5), int64(3), below + 1, int64(0), int64(1), int64(3)},
 			}, keysUnder(t, db, q, prefix, 5))
 			require.Equal(t, []tuple.Tuple{{int64(6), int64(3), below}, {int64(6), int64(3), below + 1}}, keysUnder(t, db, q, prefix, 6))
 			require.NoError(t, db.ReadTransact(bg, func(tr kv.ReadTransaction) error { return q.Check(tr) }))
 
-			// A limit at below straddles the quantised cell: it pops the
-			// task at below and not the one above. Then all pop by fit,
-			// in order.
+			// More than a fit pop reads in queue order before its index,
+			// none of which fits, first in Min order.
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				sediment := make([]queues.Item, 200)
+				for i := range sediment {
+					sediment[i] = queues.Item{ID: int64(100 + i), Priority: -1, Resources: []int64{3, 1 << 20}, Value: []byte("sediment")}
+				}
+				_, err := q.PushAll(tr, queues.Token{}, sediment)
+				return err
+			}))
+
+			// A limit at below straddles the quantised cell: the index pops
+			// the exact task, then the one at below, and not the one above
+			// them in queue order. Then that one, by fit.
 			for _, c := range []struct {
 				limit int64
 				want  string

@@ -93,7 +93,8 @@ func TestFitChoicesAndConflictsPinnedCarried(t *testing.T) {
 // of versions before 2026-11-27 (LegacyExactCellsBelow: mem 16..31 in
 // cells of two values, filed under their shapes too) makes the same
 // choices, line for line: a queue's cells change what a choice reads, not
-// what it takes.
+// what it takes. What it clears and its read conflicts are pinned too, in
+// testdata/fitconflicts-legacy (-rewrite writes it).
 func TestFitChoicesPinnedLegacyCells(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
@@ -105,13 +106,21 @@ func TestFitChoicesPinnedLegacyCells(t *testing.T) {
 			fitScenario(t, &out, kind, seed, false, LegacyExactCellsBelow)
 		}
 	}
+	path := "testdata/fitconflicts-legacy"
+	if *rewrite {
+		require.NoError(t, os.WriteFile(path, []byte(out.String()), 0o644))
+	}
+	legacy, err := os.ReadFile(path)
+	require.NoError(t, err, "run with -rewrite to make it")
 	want, err := os.ReadFile("testdata/fitconflicts")
 	require.NoError(t, err)
 	took := func(line string) string { return strings.Split(line, " cleared ")[0] }
-	wantLines, gotLines := strings.Split(string(want), "\n"), strings.Split(out.String(), "\n")
+	legacyLines, wantLines, gotLines := strings.Split(string(legacy), "\n"), strings.Split(string(want), "\n"), strings.Split(out.String(), "\n")
 	require.Len(t, gotLines, len(wantLines))
+	require.Len(t, gotLines, len(legacyLines))
 	differ := 0
 	for i := range wantLines {
+		require.Equal(t, legacyLines[i], gotLines[i], "line %d of %s", i+1, path)
 		require.Equal(t, took(wantLines[i]), took(gotLines[i]), "line %d of testdata/fitconflicts", i+1)
 		if wantLines[i] != gotLines[i] {
 			differ++

@@ -984,8 +984,8 @@ func (q *Queue) removeCounted(tr kv.Transaction, p pos, it Item, tl *tallies) {
 }
 
 // indexRemove clears a visible item's fit index entries. It clears the
-// shape entry of an exact cell too: versions before exact cells had a
-// shape index of their own wrote one.
+// shape entry of an exact cell too: versions before exact cells, which
+// filed every item under its shape, wrote one.
 func (q *Queue) indexRemove(tr kv.Transaction, p pos, res []int64) {
 	q.indexRemoveIn(tr, nil, p, res)
 }
