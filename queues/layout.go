@@ -102,9 +102,10 @@ import (
 // pushes never conflict over it, and two pushes that pick the same seq are
 // told apart by their ids. ids are positive (NewID). A cell is the vector of
 // a task's resources quantised by the queue's cellGrid; a shape is the
-// exact vector. FIFO queues file their tasks under priority 0 in the fit index. Queues without
-// resources have no fit index (tags 3 to 6). The fit index itself is
-// explained in the package doc; markers and receipts in receipts.go.
+// exact vector. FIFO queues file their tasks under priority 0 in the fit
+// index. Queues without resources have no fit index (tags 3 to 6). The fit
+// index itself is explained in the package doc; markers and receipts in
+// receipts.go.
 // Tags 15 and 16 are exec's unique keys (exec/unique.go): the queue never
 // reads or writes them, and keeps them under its prefix so that Clear
 // drops them with the items (see unique.go).
