@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/kv/embedded"
+	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
 // BenchmarkSQL measures statements through database/sql on memory:, with 1
@@ -146,7 +148,10 @@ func run(b *testing.B, par int, op func(i int) error) {
 // takes (B/row): the bytes of its records (records-B/row: keys, values and
 // an 8-byte header a key), the unused space of the slabs holding them
 // (slack-B/row), the rest of the heap (tree-B/row: the B-tree's nodes, 8
-// bytes a key at full nodes), and the keys a row has (keys/row).
+// bytes a key at full nodes), and the keys a row has (keys/row). Of the
+// records, by the queue's key (queues/layout.go), with their headers: the
+// items (item-B/row), the id index (ids-B/row), the fit index by cell
+// (cells-B/row) and by shape (shapes-B/row).
 func BenchmarkMemoryPerRow(b *testing.B) {
 	benchMemoryPerRow(b, func(r *rand.Rand) int { return 1 + r.IntN(32) })
 }
@@ -212,6 +217,25 @@ func benchMemoryPerRow(b *testing.B, mem func(*rand.Rand) int) {
 		b.ReportMetric((slabs-recs)/float64(n), "slack-B/row")
 		b.ReportMetric((heap-slabs)/float64(n), "tree-B/row")
 		b.ReportMetric(float64(st.LiveKeys-st0.LiveKeys)/float64(n), "keys/row")
+		byTag := map[int64]int{}
+		if err := eng.ReadTransact(b.Context(), func(tr kv.ReadTransaction) error {
+			it := tr.GetRange(kv.Range{Begin: tuple.Tuple{"t"}.Pack(), End: tuple.Tuple{"u"}.Pack()}, kv.RangeOptions{Mode: kv.StreamingModeWantAll})
+			for it.Next() {
+				e := it.KeyValue()
+				// ("t", table id, tag, ...)
+				if k, err := tuple.Unpack(e.Key); err == nil && len(k) >= 3 {
+					if tag, ok := k[2].(int64); ok {
+						byTag[tag] += len(e.Key) + len(e.Value) + 8
+					}
+				}
+			}
+			return it.Err()
+		}); err != nil {
+			b.Fatal(err)
+		}
+		for tag, name := range map[int64]string{0: "item", 1: "ids", 3: "cells", 5: "shapes"} {
+			b.ReportMetric(float64(byTag[tag])/float64(n), name+"-B/row")
+		}
 		_ = db.Close()
 		_ = eng.Close()
 	}
