@@ -436,6 +436,6 @@ const noDir = -1
 // empty, when the search runs in a pop.
 func (s *indexSearch) clearDir(dirTag int, coords []int64) {
 	if s.pk.tr != nil && dirTag != noDir {
-		s.pk.tr.Clear(s.q.key(dirTag, coords...))
+		s.q.clearDir(s.pk.tr, s.q.key(dirTag, coords...))
 	}
 }

@@ -346,7 +346,7 @@ func (m *fitMerge) open(cs []*cursor) error {
 			heap.Push(&m.heads, c)
 		case c.read == nil:
 			if m.pk.tr != nil {
-				m.pk.tr.Clear(m.q.key(c.dirTag, c.coords...)) // listed, but empty
+				m.q.clearDir(m.pk.tr, m.q.key(c.dirTag, c.coords...)) // listed, but empty
 			}
 		case c.overBudget:
 			over = append(over, c)

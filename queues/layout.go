@@ -96,6 +96,10 @@ import (
 //	                                        under tag 0 with a visible_at in bucket,
 //	                                        unix nanoseconds / markGrain, or one
 //	                                        before it: see hidden.go)
+//	P (19, dir tag, coords...)              a directory key's guard: never written,       dirGuard
+//	                                        only cleared, with the directory key, by
+//	                                        a pop that finds its cell or shape empty
+//	                                        (see dirGuard)
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so
@@ -187,8 +191,9 @@ const (
 	tagUniqueUntil  = 16
 	tagStats        = 17
 	tagMarksVisible = 18
+	tagDirGuard     = 19
 
-	numTags = tagMarksVisible + 1
+	numTags = tagDirGuard + 1
 )
 
 // tupleEnd is above every tuple type code: see extending.

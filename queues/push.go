@@ -268,7 +268,11 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 		if i >= lone && vals[i] == nil {
 			continue // absent: see ensureDir
 		}
-		if err := tr.AddReadConflictKey(k); err != nil {
+		read := tr.AddReadConflictKey
+		if i >= lone {
+			read = func(k []byte) error { return q.readDir(tr, k) }
+		}
+		if err := read(k); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -720,16 +724,16 @@ func (sc *scratch) keep(b []byte) {
 
 // ensureDir makes sure the directory key exists. It writes the key only
 // when absent, so that pushes into a live cell do not conflict with pops
-// reading the directory. A key it finds there it reads serializably, so
-// that a pop removing it concurrently conflicts with us; a key it writes
-// needs no read conflict: the write puts it there whatever a concurrent
-// push or pop did to it (a pop clears it only with the cell read empty,
-// which our entry conflicts with), and concurrent pushes into a new
-// cell, which all find its key absent, do not conflict over it. A key
-// already in dirs was made sure of earlier in the transaction: the key
-// is there (the transaction reads its own writes), so nothing is read
+// reading the directory. A key it finds there it reads serializably
+// (readDir), so that a pop removing it concurrently conflicts with us; a
+// key it writes needs no read conflict: the write puts it there whatever
+// a concurrent push or pop did to it (a pop clears it only with the cell
+// read empty, which our entry conflicts with), and concurrent pushes into
+// a new cell, which all find its key absent, do not conflict over it. A
+// key already in dirs was made sure of earlier in the transaction: the
+// key is there (the transaction reads its own writes), so nothing is read
 // again.
-func ensureDir(tr kv.Transaction, key []byte, dirs *dirSet) error {
+func (q *Queue) ensureDir(tr kv.Transaction, key []byte, dirs *dirSet) error {
 	if dirs.has(key) {
 		return nil
 	}
@@ -740,13 +744,48 @@ func ensureDir(tr kv.Transaction, key []byte, dirs *dirSet) error {
 	}
 	if v == nil {
 		tr.Set(key, nil)
-	} else if err := tr.AddReadConflictKey(key); err != nil {
+	} else if err := q.readDir(tr, key); err != nil {
 		return err
 	}
 	if dirs != nil {
 		dirs.add(string(key))
 	}
 	return nil
+}
+
+// readDir adds the read conflict of a push that found the directory key
+// dir there and relies on it: with the key's guard (dirGuard), which only
+// the pops that clear the key write, so that a push that writes the key
+// again (it found the key absent, at an earlier read version) is no
+// conflict. With the key itself, in a queue whose cells are those of
+// versions before 2026-11-27 (LegacyExactCellsBelow), which those
+// versions may pop: their pops clear the key alone. A fresh table's first
+// pushes on file: conflicted so: a push that read a cell's new key before
+// another push, which had found it absent, wrote it again.
+func (q *Queue) readDir(tr kv.Transaction, dir []byte) error {
+	if q.cells == LegacyExactCellsBelow {
+		return tr.AddReadConflictKey(dir)
+	}
+	return tr.AddReadConflictKey(q.dirGuard(dir))
+}
+
+// dirGuard returns the guard of the directory key dir, a cell's or a
+// shape's: P (19, dir tag, coords...), which no transaction writes but the
+// pops that clear dir (clearDir), with it.
+func (q *Queue) dirGuard(dir []byte) []byte {
+	tag := tagCellDir
+	if bytes.HasPrefix(dir, q.sub[tagShapeDir]) {
+		tag = tagShapeDir
+	}
+	g := tuple.AppendInt(bytes.Clone(q.sub[tagDirGuard]), int64(tag))
+	return append(g, dir[len(q.sub[tag]):]...)
+}
+
+// clearDir clears the directory key dir of a cell or shape a pop found
+// empty, and its guard, which the pushes that rely on the key read.
+func (q *Queue) clearDir(tr kv.Transaction, dir []byte) {
+	tr.Clear(dir)
+	tr.Clear(q.dirGuard(dir))
 }
 
 // dirSet holds the directory keys a transaction made sure of (ensureDir):
@@ -912,7 +951,7 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs *dirSet, sc
 	}
 	cell := q.cells.cellsOf(res)
 	b := q.appendKey(sc.take(), tagCellDir, cell...)
-	if err := ensureDir(tr, b, dirs); err != nil {
+	if err := q.ensureDir(tr, b, dirs); err != nil {
 		return err
 	}
 	// The entry carries the task's resources, so that a cell straddling a
@@ -927,7 +966,7 @@ func (q *Queue) indexAdd(tr kv.Transaction, p pos, res []int64, dirs *dirSet, sc
 	tr.Set(b[:k:k], b[k:])
 	if !exact {
 		b = q.appendKey(b[:0], tagShapeDir, res...)
-		if err := ensureDir(tr, b, dirs); err != nil {
+		if err := q.ensureDir(tr, b, dirs); err != nil {
 			return err
 		}
 		b = q.appendEntryKey(b[:0], tagShapes, res, p)

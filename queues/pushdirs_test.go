@@ -146,8 +146,12 @@ func TestPushesIntoANewCellDoNotConflict(t *testing.T) {
 			}
 			clearDirs := func() { // as a pop that finds the cell empty does
 				require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-					for _, k := range dirKeys() {
-						tr.Clear(k)
+					for _, tag := range []int64{4, 6} {
+						for _, k := range keysUnder(t, db, q, prefix, tag) {
+							tr.Clear(append(append([]byte(nil), prefix...), k.Pack()...))
+							// and its guard, P (19, tag, coords...)
+							tr.Clear(append(append([]byte(nil), prefix...), append(tuple.Tuple{int64(19)}, k...).Pack()...))
+						}
 					}
 					return nil
 				}))
@@ -208,5 +212,77 @@ func TestPushesIntoANewCellDoNotConflict(t *testing.T) {
 				return q.Check(tr)
 			}))
 		})
+	}
+}
+
+// guardLog records the read conflicts a transaction adds.
+type guardLog struct {
+	kv.Transaction
+	read [][]byte
+}
+
+func (g *guardLog) AddReadConflictKey(k []byte) error {
+	g.read = append(g.read, append([]byte(nil), k...))
+	return g.Transaction.AddReadConflictKey(k)
+}
+
+// TestPushReadsADirectoryKeysGuard: a push into a listed cell depends on
+// its directory keys, through their guards, P (19, tag, coords...), which
+// only the pops that clear the keys write: a push that wrote a key again,
+// having found it absent, is then no conflict for it (FoundationDB checks
+// writes by key, whatever they write; on file: a write is checked before
+// it is installed). A queue with the cells of versions before 2026-11-27,
+// which those versions may pop, clearing the keys alone, reads the keys
+// themselves.
+func TestPushReadsADirectoryKeysGuard(t *testing.T) {
+	t.Parallel()
+	for _, below := range []int64{queues.ExactCellsBelow, queues.LegacyExactCellsBelow} {
+		db, q := setupCells(t, below, queues.Priority, "cpu", "mem")
+		prefix := tuple.Tuple{"q", t.Name()}.Pack()
+		key := func(vs ...int64) string {
+			tup := make(tuple.Tuple, len(vs))
+			for i, v := range vs {
+				tup[i] = v
+			}
+			return string(append(append([]byte(nil), prefix...), tup.Pack()...))
+		}
+		pushVia := func(push func(tr kv.Transaction) error) []string {
+			var read []string
+			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+				g := &guardLog{Transaction: tr}
+				if err := push(g); err != nil {
+					return err
+				}
+				read = read[:0]
+				for _, k := range g.read {
+					read = append(read, string(k))
+				}
+				return nil
+			}))
+			return read
+		}
+		res := []int64{3, below + 8} // a cell of several shapes: a cell and a shape key
+		pushAll := func(tr kv.Transaction) error {
+			_, err := q.PushAll(tr, queues.Token{}, []queues.Item{{ID: queues.NewID(), Resources: res}})
+			return err
+		}
+		push := func(tr kv.Transaction) error {
+			return q.Push(tr, queues.Item{ID: queues.NewID(), Resources: res})
+		}
+		cell, shape := key(4, 3, below+8), key(6, 3, below+8)
+		cellGuard, shapeGuard := key(19, 4, 3, below+8), key(19, 6, 3, below+8)
+		first := pushVia(pushAll)
+		require.NotContains(t, first, cell, "below=%d: the keys were absent: no conflict", below)
+		require.NotContains(t, first, cellGuard)
+		for name, read := range map[string][]string{"PushAll": pushVia(pushAll), "Push": pushVia(push)} {
+			if below == queues.LegacyExactCellsBelow {
+				require.Subset(t, read, []string{cell, shape}, "%s, below=%d", name, below)
+				require.NotContains(t, read, cellGuard, name)
+				continue
+			}
+			require.Subset(t, read, []string{cellGuard, shapeGuard}, "%s, below=%d", name, below)
+			require.NotContains(t, read, cell, name)
+			require.NotContains(t, read, shape, name)
+		}
 	}
 }

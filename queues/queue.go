@@ -266,4 +266,8 @@ func (q *Queue) ClearItems(tr kv.Transaction) {
 	tr.ClearRange(kv.Range{Begin: q.sub[tagItems], End: q.sub[tagMarks]})
 	tr.ClearRange(kv.Range{Begin: q.sub[tagDue], End: kv.PrefixRange(q.sub[tagHidden]).End})
 	tr.ClearRange(kv.Range{Begin: q.key(tagStats, statDue), End: q.key(tagStats, statSince)})
+	// The directories' guards hold nothing, but the pushes that found a
+	// directory key there read its guard (readDir): clearing them makes
+	// those pushes conflict with this clear of their directories.
+	tr.ClearRange(kv.PrefixRange(q.sub[tagDirGuard]))
 }
