@@ -94,13 +94,14 @@
 // they read and did not take. Pops
 // read the directories and heads serializably too, so a pop that commits
 // after a better task was pushed conflicts and retries instead of returning
-// the worse one. Pushes read only the id keys and the directory keys they
-// find serializably, and write a directory key only when it is absent,
-// without a read conflict: the write puts it there whatever happened to
-// it meanwhile, and a pop clears it only with the cell read empty, which
-// the push's entry conflicts with. Pushes that create the same cell at
-// once do not conflict; a push that found the key, and one that wrote it
-// again as it began before the key was made, do not on the embedded
-// engine, whose conflict check leaves out a write of the value a key
-// already holds (they do on FoundationDB).
+// the worse one. Pushes read only the id keys serializably, and depend
+// on the directory keys they find through the keys' guards (a read
+// conflict on a key that only the pops clearing the directory key write:
+// see readDir; on the key itself in a queue of legacy cells, which
+// earlier versions may pop), and write a directory key only when it is
+// absent, without a read conflict: the write puts it there whatever
+// happened to it meanwhile, and a pop clears it only with the cell read
+// empty, which the push's entry conflicts with. Pushes that create the
+// same cell at once do not conflict, nor do a push that found the key and
+// one that wrote it again, as it began before the key was made.
 package queues

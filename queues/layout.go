@@ -98,8 +98,10 @@ import (
 //	                                        before it: see hidden.go)
 //	P (19, dir tag, coords...)              a directory key's guard: never written,       dirGuard
 //	                                        only cleared, with the directory key, by
-//	                                        a pop that finds its cell or shape empty
-//	                                        (see dirGuard)
+//	                                        a pop that finds its cell or shape empty,
+//	                                        and by ClearItems and Clear; read by the
+//	                                        pushes that find the key (not in queues
+//	                                        of legacy cells: see readDir)
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so
@@ -132,8 +134,8 @@ import (
 //   - Items, their indexes and the count (tags below tagMarks) sort below the
 //     push markers and receipts (tagMarks and above), and the invisible
 //     items and their due index (tagDue, tagHidden) above the push signal:
-//     ClearItems empties a queue by clearing [P (0), P (7)) and [P (12),
-//     P (14)), and keeps what retries need (tags 7 to 11, and 14). It
+//     ClearItems empties a queue by clearing [P (0), P (7)), [P (12),
+//     P (14)) and P (19), and keeps what retries need (tags 7 to 11, and 14). It
 //     keeps the unique index and windows (tags 15 and 16) too: exec clears
 //     tag 15 with it, for a table that has unique keys. It keeps the
 //     visible-at marks (tag 18): a mark without its item only sends a

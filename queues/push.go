@@ -264,15 +264,21 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 			return nil, nil, err
 		}
 	}
+	var guards []byte
 	for i, k := range keys {
 		if i >= lone && vals[i] == nil {
 			continue // absent: see ensureDir
 		}
-		read := tr.AddReadConflictKey
-		if i >= lone {
-			read = func(k []byte) error { return q.readDir(tr, k) }
+		if i >= lone && q.cells != LegacyExactCellsBelow {
+			// The key's guard (readDir), built in one block for all.
+			if guards == nil {
+				guards = make([]byte, 0, (len(keys)-i)*(len(k)+4))
+			}
+			start := len(guards)
+			guards = q.appendDirGuard(guards, k)
+			k = guards[start:len(guards):len(guards)]
 		}
-		if err := read(k); err != nil {
+		if err := tr.AddReadConflictKey(k); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -724,9 +730,9 @@ func (sc *scratch) keep(b []byte) {
 
 // ensureDir makes sure the directory key exists. It writes the key only
 // when absent, so that pushes into a live cell do not conflict with pops
-// reading the directory. A key it finds there it reads serializably
-// (readDir), so that a pop removing it concurrently conflicts with us; a
-// key it writes needs no read conflict: the write puts it there whatever
+// reading the directory. On a key it finds there it adds a read conflict,
+// on the key's guard (readDir), so that a pop removing it concurrently
+// conflicts with us; a key it writes needs no read conflict: the write puts it there whatever
 // a concurrent push or pop did to it (a pop clears it only with the cell
 // read empty, which our entry conflicts with), and concurrent pushes into
 // a new cell, which all find its key absent, do not conflict over it. A
@@ -771,14 +777,17 @@ func (q *Queue) readDir(tr kv.Transaction, dir []byte) error {
 
 // dirGuard returns the guard of the directory key dir, a cell's or a
 // shape's: P (19, dir tag, coords...), which no transaction writes but the
-// pops that clear dir (clearDir), with it.
-func (q *Queue) dirGuard(dir []byte) []byte {
+// pops that clear dir (clearDir), with it, and ClearItems.
+func (q *Queue) dirGuard(dir []byte) []byte { return q.appendDirGuard(nil, dir) }
+
+// appendDirGuard appends the guard of dir (dirGuard) to dst.
+func (q *Queue) appendDirGuard(dst, dir []byte) []byte {
 	tag := tagCellDir
 	if bytes.HasPrefix(dir, q.sub[tagShapeDir]) {
 		tag = tagShapeDir
 	}
-	g := tuple.AppendInt(bytes.Clone(q.sub[tagDirGuard]), int64(tag))
-	return append(g, dir[len(q.sub[tag]):]...)
+	dst = tuple.AppendInt(append(dst, q.sub[tagDirGuard]...), int64(tag))
+	return append(dst, dir[len(q.sub[tag]):]...)
 }
 
 // clearDir clears the directory key dir of a cell or shape a pop found

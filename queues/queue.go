@@ -266,8 +266,9 @@ func (q *Queue) ClearItems(tr kv.Transaction) {
 	tr.ClearRange(kv.Range{Begin: q.sub[tagItems], End: q.sub[tagMarks]})
 	tr.ClearRange(kv.Range{Begin: q.sub[tagDue], End: kv.PrefixRange(q.sub[tagHidden]).End})
 	tr.ClearRange(kv.Range{Begin: q.key(tagStats, statDue), End: q.key(tagStats, statSince)})
-	// The directories' guards hold nothing, but the pushes that found a
-	// directory key there read its guard (readDir): clearing them makes
-	// those pushes conflict with this clear of their directories.
+	// The directories' guards hold nothing, but whatever clears a
+	// directory key clears its guard, which the pushes that found the key
+	// there read (readDir). (Those pushes conflict with this clear through
+	// their ids' reads anyway.)
 	tr.ClearRange(kv.PrefixRange(q.sub[tagDirGuard]))
 }
