@@ -732,13 +732,13 @@ func (sc *scratch) keep(b []byte) {
 // when absent, so that pushes into a live cell do not conflict with pops
 // reading the directory. On a key it finds there it adds a read conflict,
 // on the key's guard (readDir), so that a pop removing it concurrently
-// conflicts with us; a key it writes needs no read conflict: the write puts it there whatever
-// a concurrent push or pop did to it (a pop clears it only with the cell
-// read empty, which our entry conflicts with), and concurrent pushes into
-// a new cell, which all find its key absent, do not conflict over it. A
-// key already in dirs was made sure of earlier in the transaction: the
-// key is there (the transaction reads its own writes), so nothing is read
-// again.
+// conflicts with us; a key it writes needs no read conflict: the write
+// puts it there whatever a concurrent push or pop did to it (a pop clears
+// it only with the cell read empty, which our entry conflicts with), and
+// concurrent pushes into a new cell, which all find its key absent, do
+// not conflict over it. A key already in dirs was made sure of earlier in
+// the transaction: the key is there (the transaction reads its own
+// writes), so nothing is read again.
 func (q *Queue) ensureDir(tr kv.Transaction, key []byte, dirs *dirSet) error {
 	if dirs.has(key) {
 		return nil
