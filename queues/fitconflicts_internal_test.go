@@ -36,15 +36,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/fitconflicts from th
 // code under test, and review the diff.
 func TestFitChoicesAndConflictsPinned(t *testing.T) {
 	t.Parallel()
-	var out strings.Builder
-	for _, kind := range []Kind{Priority, FIFO} {
-		for seed := uint64(1); seed <= 3; seed++ {
-			if kind == FIFO && seed == 3 {
-				break // no sediment: mostly step 1, which FIFO shares
-			}
-			fitScenario(t, &out, kind, seed, false, ExactCellsBelow)
-		}
-	}
+	out, _ := pinnedScenarios(t, false, ExactCellsBelow)
 	path := "testdata/fitconflicts"
 	if *rewrite {
 		require.NoError(t, os.MkdirAll("testdata", 0o755))
@@ -68,16 +60,7 @@ func TestFitChoicesAndConflictsPinned(t *testing.T) {
 // line.
 func TestFitChoicesAndConflictsPinnedCarried(t *testing.T) {
 	t.Parallel()
-	var out strings.Builder
-	adopted := int64(0)
-	for _, kind := range []Kind{Priority, FIFO} {
-		for seed := uint64(1); seed <= 3; seed++ {
-			if kind == FIFO && seed == 3 {
-				break
-			}
-			adopted += fitScenario(t, &out, kind, seed, true, ExactCellsBelow)
-		}
-	}
+	out, adopted := pinnedScenarios(t, true, ExactCellsBelow)
 	want, err := os.ReadFile("testdata/fitconflicts")
 	require.NoError(t, err)
 	wantLines, gotLines := strings.Split(string(want), "\n"), strings.Split(out.String(), "\n")
@@ -97,15 +80,7 @@ func TestFitChoicesAndConflictsPinnedCarried(t *testing.T) {
 // testdata/fitconflicts-legacy (-rewrite writes it).
 func TestFitChoicesPinnedLegacyCells(t *testing.T) {
 	t.Parallel()
-	var out strings.Builder
-	for _, kind := range []Kind{Priority, FIFO} {
-		for seed := uint64(1); seed <= 3; seed++ {
-			if kind == FIFO && seed == 3 {
-				break
-			}
-			fitScenario(t, &out, kind, seed, false, LegacyExactCellsBelow)
-		}
-	}
+	out, _ := pinnedScenarios(t, false, LegacyExactCellsBelow)
 	path := "testdata/fitconflicts-legacy"
 	if *rewrite {
 		require.NoError(t, os.WriteFile(path, []byte(out.String()), 0o644))
@@ -128,6 +103,25 @@ func TestFitChoicesPinnedLegacyCells(t *testing.T) {
 	}
 	// Not vacuous: the cells differ, so what the choices read does.
 	require.Greater(t, differ, 10, "lines whose clears or conflicts differ")
+}
+
+// pinnedScenarios runs fitScenario on the pinned queues (priority seeds
+// 1 to 3, FIFO 1 and 2: the third, without sediment, mostly runs step 1,
+// which FIFO shares), their fit index's cells exact below exactBelow, and
+// returns the lines written and how many attempts took over carried
+// reads.
+func pinnedScenarios(t *testing.T, carried bool, exactBelow int64) (*strings.Builder, int64) {
+	var out strings.Builder
+	adopted := int64(0)
+	for _, kind := range []Kind{Priority, FIFO} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			if kind == FIFO && seed == 3 {
+				break
+			}
+			adopted += fitScenario(t, &out, kind, seed, carried, exactBelow)
+		}
+	}
+	return &out, adopted
 }
 
 // fitLimitsPinned are consumers' limits for fitScenario: cells wholly

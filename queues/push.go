@@ -264,19 +264,18 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 			return nil, nil, err
 		}
 	}
-	var guards []byte
+	var dirConflicts []byte // those of the directory keys found (readDir), in one block
 	for i, k := range keys {
 		if i >= lone && vals[i] == nil {
 			continue // absent: see ensureDir
 		}
-		if i >= lone && q.cells != LegacyExactCellsBelow {
-			// The key's guard (readDir), built in one block for all.
-			if guards == nil {
-				guards = make([]byte, 0, (len(keys)-i)*(len(k)+4))
+		if i >= lone {
+			if dirConflicts == nil {
+				dirConflicts = make([]byte, 0, (len(keys)-i)*(len(k)+4))
 			}
-			start := len(guards)
-			guards = q.appendDirGuard(guards, k)
-			k = guards[start:len(guards):len(guards)]
+			start := len(dirConflicts)
+			dirConflicts = q.appendDirConflict(dirConflicts, k)
+			k = dirConflicts[start:len(dirConflicts):len(dirConflicts)]
 		}
 		if err := tr.AddReadConflictKey(k); err != nil {
 			return nil, nil, err
@@ -769,10 +768,17 @@ func (q *Queue) ensureDir(tr kv.Transaction, key []byte, dirs *dirSet) error {
 // pushes on file: conflicted so: a push that read a cell's new key before
 // another push, which had found it absent, wrote it again.
 func (q *Queue) readDir(tr kv.Transaction, dir []byte) error {
+	return tr.AddReadConflictKey(q.appendDirConflict(nil, dir))
+}
+
+// appendDirConflict appends to dst the key readDir adds the read conflict
+// of for the directory key dir: its guard, or dir in a queue of legacy
+// cells.
+func (q *Queue) appendDirConflict(dst, dir []byte) []byte {
 	if q.cells == LegacyExactCellsBelow {
-		return tr.AddReadConflictKey(dir)
+		return append(dst, dir...)
 	}
-	return tr.AddReadConflictKey(q.dirGuard(dir))
+	return q.appendDirGuard(dst, dir)
 }
 
 // dirGuard returns the guard of the directory key dir, a cell's or a

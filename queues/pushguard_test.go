@@ -37,6 +37,33 @@ func guardEngines() map[string]func(t *testing.T) kv.Database {
 	}
 }
 
+// guardQueue opens a database with open, and a queue in it whose fit
+// index's cells are exact below below; it returns them with the queue's
+// prefix.
+func guardQueue(t *testing.T, open func(t *testing.T) kv.Database, below int64) (kv.Database, *queues.Queue, []byte) {
+	t.Helper()
+	db := open(t)
+	prefix := tuple.Tuple{"q", t.Name()}.Pack()
+	q, err := queues.New(prefix, queues.Priority, "cpu", "mem").WithExactCells(below)
+	require.NoError(t, err)
+	return db, q, prefix
+}
+
+// listEmptyCell leaves res's cell listed and empty: it pushes an item
+// there and removes it by id, which leaves the directory keys.
+func listEmptyCell(t *testing.T, db kv.Database, q *queues.Queue, res []int64) {
+	t.Helper()
+	id := queues.NewID()
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		return q.Push(tr, queues.Item{ID: id, Resources: res})
+	}))
+	require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+		_, ok, err := q.Remove(tr, id)
+		require.True(t, ok)
+		return err
+	}))
+}
+
 // TestClearOfAnAbsentKeyConflicts: a key no transaction ever wrote, read
 // with an explicit read conflict, conflicts with a concurrent clear of it
 // (a point clear, a range clear over it, a clear after a read of it
@@ -128,10 +155,7 @@ func TestFitPopClearingAListedEmptyCellFailsAPushThatFoundItListed(t *testing.T)
 			for _, res := range [][]int64{{3, below + 8}, {3, 5}} {
 				t.Run(fmt.Sprintf("%s/below=%d/res=%v", engine, below, res), func(t *testing.T) {
 					t.Parallel()
-					db := open(t)
-					prefix := tuple.Tuple{"q", t.Name()}.Pack()
-					q, err := queues.New(prefix, queues.Priority, "cpu", "mem").WithExactCells(below)
-					require.NoError(t, err)
+					db, q, prefix := guardQueue(t, open, below)
 					check := func() error {
 						return db.ReadTransact(bg, func(tr kv.ReadTransaction) error { return q.Check(tr) })
 					}
@@ -154,15 +178,7 @@ func TestFitPopClearingAListedEmptyCellFailsAPushThatFoundItListed(t *testing.T)
 						}
 						return ks
 					}
-					first := queues.NewID()
-					require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-						return q.Push(tr, queues.Item{ID: first, Resources: res})
-					}))
-					require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-						_, ok, err := q.Remove(tr, first)
-						require.True(t, ok)
-						return err
-					}))
+					listEmptyCell(t, db, q, res)
 					require.NotEmpty(t, cellKeys(), "the empty cell stays listed")
 
 					p, err := db.CreateTransaction(bg)
@@ -205,9 +221,7 @@ func TestClearItemsFailsAPushThatFoundItsCellListed(t *testing.T) {
 	for engine, open := range guardEngines() {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
-			db := open(t)
-			prefix := tuple.Tuple{"q", t.Name()}.Pack()
-			q := queues.New(prefix, queues.Priority, "cpu", "mem")
+			db, q, _ := guardQueue(t, open, queues.ExactCellsBelow)
 			res := []int64{3, 40}
 			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
 				return q.Push(tr, queues.Item{ID: queues.NewID(), Resources: res})
@@ -235,19 +249,9 @@ func TestLegacyCellsPushConflictsWithAnOldPopClearingTheKeyAlone(t *testing.T) {
 	for engine, open := range guardEngines() {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
-			db := open(t)
-			prefix := tuple.Tuple{"q", t.Name()}.Pack()
-			q, err := queues.New(prefix, queues.Priority, "cpu", "mem").WithExactCells(queues.LegacyExactCellsBelow)
-			require.NoError(t, err)
+			db, q, prefix := guardQueue(t, open, queues.LegacyExactCellsBelow)
 			res := []int64{3, 40}
-			first := queues.NewID()
-			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-				return q.Push(tr, queues.Item{ID: first, Resources: res})
-			}))
-			require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
-				_, _, err := q.Remove(tr, first)
-				return err
-			}))
+			listEmptyCell(t, db, q, res)
 			p, err := db.CreateTransaction(bg)
 			require.NoError(t, err)
 			require.NoError(t, q.Push(p, queues.Item{ID: queues.NewID(), Resources: res}))
