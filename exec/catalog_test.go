@@ -370,6 +370,11 @@ func (x *guardTx) Add(key []byte, delta int64) {
 	x.tr.Add(key, delta)
 }
 
+func (x *guardTx) BitAnd(key, param []byte) {
+	x.touch(key)
+	x.tr.BitAnd(key, param)
+}
+
 func (x *guardTx) CompareAndClear(key, value []byte) {
 	x.touch(key)
 	x.tr.CompareAndClear(key, value)

@@ -256,6 +256,11 @@ func (x recTx) Add(key []byte, delta int64) {
 	x.tr.Add(key, delta)
 }
 
+func (x recTx) BitAnd(key, param []byte) {
+	x.rec.printf("bit-and %s", x.rec.key(key))
+	x.tr.BitAnd(key, param)
+}
+
 func (x recTx) CompareAndClear(key, value []byte) {
 	x.rec.printf("compare-and-clear %s", x.rec.key(key))
 	x.tr.CompareAndClear(key, value)

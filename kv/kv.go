@@ -22,7 +22,7 @@
 // does not; a transaction that must make the readers of a key it rewrites
 // unchanged conflict adds a write conflict key (AddWriteConflictKey). Reads
 // through Snapshot() record no read conflicts. Blind writes and atomic operations (Add,
-// CompareAndClear) never cause a conflict for the transaction doing them.
+// BitAnd, CompareAndClear) never cause a conflict for the transaction doing them.
 //
 // # Retry contract
 //
@@ -280,6 +280,11 @@ type Transaction interface {
 	// (FoundationDB's ADD mutation with an 8-byte parameter); an absent key
 	// counts as zero. It adds no read conflict.
 	Add(key []byte, delta int64)
+	// BitAnd atomically replaces the value at key with its bitwise AND
+	// with param (FoundationDB's BIT_AND): the value is first cut, or
+	// extended with zero bytes, to param's length, and an absent key
+	// takes param itself. It adds no read conflict.
+	BitAnd(key, param []byte)
 	// CompareAndClear atomically clears key if its value equals value
 	// (FoundationDB's COMPARE_AND_CLEAR). It adds no read conflict.
 	CompareAndClear(key, value []byte)

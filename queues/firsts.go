@@ -742,6 +742,11 @@ func (a *Attempt) Add(key []byte, delta int64) {
 	a.Transaction.Add(key, delta)
 }
 
+func (a *Attempt) BitAnd(key, param []byte) {
+	a.wrote(key, nil)
+	a.Transaction.BitAnd(key, param)
+}
+
 func (a *Attempt) CompareAndClear(key, value []byte) {
 	a.wrote(key, nil)
 	a.Transaction.CompareAndClear(key, value)

@@ -150,6 +150,12 @@ func (t *txn) Add(key []byte, delta int64) {
 	t.in.Add(key, delta)
 }
 
+func (t *txn) BitAnd(key, param []byte) {
+	t.settle(key, nil)
+	t.a.write("", "")
+	t.in.BitAnd(key, param)
+}
+
 func (t *txn) CompareAndClear(key, value []byte) {
 	t.settle(key, nil)
 	t.a.write("", "")

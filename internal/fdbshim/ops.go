@@ -130,8 +130,8 @@ func (t *txn) atomicOp(key, param []byte, op int) {
 		code = errInvalidMutationType
 	case len(param) > valueSizeLimit:
 		code = errValueTooLarge
-	case op == mutAdd && len(param) != 8, op != mutAdd && op != mutCompareAndClear:
-		// The embedded engine has ADD of 64-bit integers and
+	case op == mutAdd && len(param) != 8, op != mutAdd && op != mutCompareAndClear && op != mutAnd:
+		// The embedded engine has ADD of 64-bit integers, BIT_AND and
 		// COMPARE_AND_CLEAR only.
 		code = errUnsupportedOperation
 	}
@@ -140,9 +140,12 @@ func (t *txn) atomicOp(key, param []byte, op int) {
 		if c != 0 {
 			return
 		}
-		if op == mutAdd {
+		switch op {
+		case mutAdd:
 			tx.Add(key, int64(binary.LittleEndian.Uint64(param)))
-		} else {
+		case mutAnd:
+			tx.BitAnd(key, param)
+		default:
 			tx.CompareAndClear(key, param)
 		}
 		a.cache.unknown(key)

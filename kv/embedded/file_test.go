@@ -74,13 +74,23 @@ func TestFileReopen(t *testing.T) {
 		tr.CompareAndClear([]byte("k000"), []byte("0"))
 		return nil
 	}))
+	// BIT_ANDs, two folded into one operation, one on an absent key, and
+	// a key they empty that COMPARE_AND_CLEAR drops.
+	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.BitAnd([]byte("k098"), []byte{0x3f, 0xff}) // "98": 0x39 0x38
+		tr.BitAnd([]byte("k098"), []byte{0xf1, 0xff})
+		tr.BitAnd([]byte("and"), []byte{0x0f, 0xf0})
+		tr.BitAnd([]byte("k097"), []byte{0x00, 0x00})
+		tr.CompareAndClear([]byte("k097"), []byte{0x00, 0x00})
+		return nil
+	}))
 	require.NoError(t, db.Close())
 
 	db, err = embedded.OpenFile(dir, embedded.FileConfig{})
 	require.NoError(t, err)
 	defer db.Close()
 	rec := db.Recovery()
-	require.Equal(t, 402, rec.Records)
+	require.Equal(t, 403, rec.Records)
 	require.Zero(t, rec.TornBytes)
 	require.Equal(t, uint64(400), binary.LittleEndian.Uint64(mustGet(t, db, "n")))
 	require.Nil(t, mustGet(t, db, "k000"))
@@ -88,6 +98,9 @@ func TestFileReopen(t *testing.T) {
 	require.Nil(t, mustGet(t, db, "k010"))
 	require.Equal(t, "after clear", string(mustGet(t, db, "k050")))
 	require.Equal(t, "99", string(mustGet(t, db, "k099")))
+	require.Equal(t, []byte{0x31, 0x38}, mustGet(t, db, "k098"))
+	require.Equal(t, []byte{0x0f, 0xf0}, mustGet(t, db, "and"))
+	require.Nil(t, mustGet(t, db, "k097"))
 	st := db.Stats()
 	require.Equal(t, st.Keys, st.LiveKeys, "recovery leaves no tombstones")
 }

@@ -166,7 +166,7 @@ func decodeBatch(p []byte) (uint64, *batch, error) {
 		}
 		for j, m := 0, r.count(); j < m && r.err == nil; j++ {
 			op := atomicOp{kind: opKind(r.byte()), param: r.bytes()}
-			if op.kind > opCompareAndClear {
+			if op.kind > opBitAnd {
 				r.err = errRecord
 			}
 			w.ops = append(w.ops, op)

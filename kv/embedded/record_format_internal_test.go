@@ -67,7 +67,7 @@ func randBatch(rng *rand.Rand) *batch {
 			w.val = randBytes(rng, size)
 		}
 		for range rng.IntN(3) {
-			w.ops = append(w.ops, atomicOp{kind: opKind(rng.IntN(2)), param: randBytes(rng, rng.IntN(16))})
+			w.ops = append(w.ops, atomicOp{kind: opKind(rng.IntN(int(opBitAnd) + 1)), param: randBytes(rng, rng.IntN(16))})
 		}
 		b.writes = append(b.writes, w)
 	}
@@ -114,6 +114,13 @@ func TestAppendRecordIsFormatV1(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, len(b.writes), len(got.writes))
 			require.Equal(t, len(b.clears), len(got.clears))
+			for i, w := range b.writes {
+				require.Equal(t, len(w.ops), len(got.writes[i].ops))
+				for j, op := range w.ops {
+					require.Equal(t, op.kind, got.writes[i].ops[j].kind)
+					require.True(t, bytes.Equal(op.param, got.writes[i].ops[j].param))
+				}
+			}
 			off += recHeaderSize + n
 		}
 		require.Equal(t, len(buf), off)
@@ -137,3 +144,4 @@ func TestAppendRecordTooLarge(t *testing.T) {
 	require.ErrorContains(t, err, "log record of")
 	require.Equal(t, before, out)
 }
+

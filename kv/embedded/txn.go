@@ -613,6 +613,10 @@ func (t *txn) Add(key []byte, delta int64) {
 	t.atomic(key, opAdd, p[:])
 }
 
+func (t *txn) BitAnd(key, param []byte) {
+	t.atomic(key, opBitAnd, param)
+}
+
 func (t *txn) CompareAndClear(key, value []byte) {
 	t.atomic(key, opCompareAndClear, value)
 }

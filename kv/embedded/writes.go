@@ -28,6 +28,7 @@ type opKind uint8
 const (
 	opAdd opKind = iota
 	opCompareAndClear
+	opBitAnd
 )
 
 type atomicOp struct {
@@ -61,6 +62,8 @@ func (w *write) resolve(dbVal []byte, dbOK bool) ([]byte, bool) {
 			if ok && bytes.Equal(val, op.param) {
 				val, ok = nil, false
 			}
+		case opBitAnd:
+			val, ok = andBytes(val, ok, op.param), true
 		}
 	}
 	return val, ok
@@ -74,6 +77,24 @@ func addLE(val []byte, ok bool, param []byte) []byte {
 		copy(out, val)
 	}
 	addInto(out, param)
+	return out
+}
+
+// andBytes is FoundationDB's BIT_AND: the value, as long as the parameter
+// (cut, or extended with zeros), ANDed with it; an absent value takes the
+// parameter itself.
+func andBytes(val []byte, ok bool, param []byte) []byte {
+	out := make([]byte, len(param))
+	copy(out, param)
+	if ok {
+		for i := range out {
+			if i < len(val) {
+				out[i] &= val[i]
+			} else {
+				out[i] = 0
+			}
+		}
+	}
 	return out
 }
 
@@ -189,16 +210,25 @@ func (t *txn) addOp(w *write, op atomicOp) {
 	w.ops = append(w.ops, op)
 }
 
-// foldAdd adds param into w's last operation, and reports that it did,
-// when both are ADDs of one length: (v+a)+b = v+(a+b), both truncated to
-// that length. The counters a pop or a push adds to (a queue's count, its
-// statistics) take one operation per transaction, not one per row.
+// foldAdd folds param into w's last operation, and reports that it did,
+// when both are ADDs, or both BIT_ANDs, of one length: (v+a)+b = v+(a+b),
+// (v&a)&b = v&(a&b), both cut to that length (and an absent value, which
+// takes a, then a&b, takes a&b). The counters a pop or a push adds to (a
+// queue's count, its statistics) take one operation per transaction, not
+// one per row.
 func foldAdd(w *write, kind opKind, param []byte) bool {
 	n := len(w.ops)
-	if kind != opAdd || n == 0 || w.ops[n-1].kind != opAdd || len(w.ops[n-1].param) != len(param) {
+	if kind != opAdd && kind != opBitAnd || n == 0 || w.ops[n-1].kind != kind || len(w.ops[n-1].param) != len(param) {
 		return false
 	}
-	addInto(w.ops[n-1].param, param)
+	last := w.ops[n-1].param
+	if kind == opBitAnd {
+		for i := range last {
+			last[i] &= param[i]
+		}
+		return true
+	}
+	addInto(last, param)
 	return true
 }
 

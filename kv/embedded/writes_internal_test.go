@@ -133,3 +133,53 @@ func TestSortPendingOrderOfMany(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldedOpsResolveAsApplied: a transaction's atomic operations on one
+// key, ADDs and BIT_ANDs folded where two of one kind and length follow
+// each other (foldAdd), resolve to what applying them one at a time in
+// order gives, from a value or from nothing, with COMPARE_AND_CLEARs
+// between them.
+func TestFoldedOpsResolveAsApplied(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	bytesOf := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			// Few distinct bytes, so that COMPARE_AND_CLEAR sometimes matches.
+			b[i] = []byte{0x00, 0x01, 0xff}[r.IntN(3)]
+		}
+		return b
+	}
+	folded := 0
+	for range 5000 {
+		var ops []atomicOp
+		for range 1 + r.IntN(6) {
+			kind := opKind(r.IntN(int(opBitAnd) + 1))
+			n := 1 + r.IntN(2)
+			if kind == opCompareAndClear {
+				n = r.IntN(3)
+			}
+			ops = append(ops, atomicOp{kind: kind, param: bytesOf(n)})
+		}
+		dbVal, dbOK := bytesOf(r.IntN(3)), r.IntN(3) > 0
+		var want write
+		want.ops = slices.Clone(ops)
+		wantVal, wantOK := want.resolve(dbVal, dbOK)
+
+		var got write
+		for _, op := range ops {
+			op.param = slices.Clone(op.param)
+			if foldAdd(&got, op.kind, op.param) {
+				folded++
+				continue
+			}
+			got.ops = append(got.ops, op)
+		}
+		gotVal, gotOK := got.resolve(dbVal, dbOK)
+		require.Equal(t, wantOK, gotOK, "ops %v on %x (%v)", ops, dbVal, dbOK)
+		if wantOK {
+			require.Equal(t, wantVal, gotVal, "ops %v on %x (%v)", ops, dbVal, dbOK)
+		}
+	}
+	require.Greater(t, folded, 1000, "the runs fold")
+}

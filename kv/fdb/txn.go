@@ -206,6 +206,13 @@ func (t *txn) Add(key []byte, delta int64) {
 	}
 }
 
+func (t *txn) BitAnd(key, param []byte) {
+	if t.writable(t.checkWriteKey(key), checkValue(param)) {
+		t.settle(key, nil)
+		t.tr.BitAnd(t.key(key), param)
+	}
+}
+
 func (t *txn) CompareAndClear(key, value []byte) {
 	if t.writable(t.checkWriteKey(key), checkValue(value)) {
 		t.settle(key, nil)

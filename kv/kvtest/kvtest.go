@@ -72,6 +72,8 @@ func Run(t *testing.T, open func(t *testing.T) Instance) {
 		{"AtomicAddConcurrent", testAtomicAddConcurrent},
 		{"AtomicAddsInOneTransaction", testAtomicAddsInOneTransaction},
 		{"CompareAndClear", testCompareAndClear},
+		{"BitAnd", testBitAnd},
+		{"BitAndSlots", testBitAndSlots},
 		{"ClearRange", testClearRange},
 		{"Limits", testLimits},
 		{"TransactionTooOld", testTransactionTooOld},

@@ -148,6 +148,128 @@ func testCompareAndClear(t *testing.T, in Instance) {
 	require.Nil(t, get(t, in.DB, "c"))
 }
 
+// testBitAnd: FoundationDB's BIT_AND. The value is cut, or extended with
+// zero bytes, to the parameter's length, then ANDed with it; an absent
+// key, or one the transaction cleared, takes the parameter itself. The
+// transaction reads its own result, in a point read and in a range.
+func testBitAnd(t *testing.T, in Instance) {
+	set(t, in.DB, "and/short", "\xff\x0f", "and/long", "\xff\xff\xff\xff", "and/cleared", "\xff\xff", "and/set", "x")
+	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
+		tr.BitAnd([]byte("and/absent"), []byte{0xf0, 0x0f})
+		tr.BitAnd([]byte("and/short"), []byte{0x3c, 0xff, 0xff}) // extended with a zero byte
+		tr.BitAnd([]byte("and/long"), []byte{0x0f})              // cut to one byte
+		tr.Clear([]byte("and/cleared"))
+		tr.BitAnd([]byte("and/cleared"), []byte{0x01, 0x02})
+		tr.Set([]byte("and/set"), []byte{0xaa, 0xaa})
+		tr.BitAnd([]byte("and/set"), []byte{0x0f, 0xf0})
+		tr.BitAnd([]byte("and/empty"), []byte{})
+		v, err := tr.Get([]byte("and/short"))
+		require.NoError(t, err)
+		require.Equal(t, []byte{0x3c, 0x0f, 0x00}, v)
+		require.Equal(t, []string{"and/absent", "and/cleared", "and/empty", "and/long", "and/set", "and/short"},
+			rangeKeys(t, tr, "and/", "and0", kv.RangeOptions{}))
+		return nil
+	}))
+	for k, want := range map[string][]byte{
+		"and/absent":  {0xf0, 0x0f},
+		"and/short":   {0x3c, 0x0f, 0x00},
+		"and/long":    {0x0f},
+		"and/cleared": {0x01, 0x02},
+		"and/set":     {0x0a, 0xa0},
+		"and/empty":   {},
+	} {
+		require.Equal(t, want, get(t, in.DB, k), k)
+	}
+
+	// Like ADD, BIT_AND adds no read conflict: two transactions that
+	// both AND one key commit, whatever their order.
+	a, b := newTr(t, in.DB), newTr(t, in.DB)
+	_, err := a.GetReadVersion()
+	require.NoError(t, err)
+	_, err = b.GetReadVersion()
+	require.NoError(t, err)
+	a.BitAnd([]byte("and/long"), []byte{0x0e})
+	b.BitAnd([]byte("and/long"), []byte{0x07})
+	require.NoError(t, a.Commit())
+	require.NoError(t, b.Commit())
+	require.Equal(t, []byte{0x06}, get(t, in.DB, "and/long"))
+
+	// It is a write: a transaction that read the key conflicts with it.
+	r := newTr(t, in.DB)
+	_, err = r.Get([]byte("and/long"))
+	require.NoError(t, err)
+	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
+		tr.BitAnd([]byte("and/long"), []byte{0x02})
+		return nil
+	}))
+	r.Set([]byte("and/other"), []byte("x"))
+	require.ErrorIs(t, r.Commit(), kv.ErrNotCommitted)
+
+	// A parameter over the value size limit fails the commit.
+	tr := newTr(t, in.DB)
+	tr.BitAnd([]byte("and/big"), make([]byte, kv.MaxValueSize+1))
+	require.Equal(t, kv.CodeValueTooLarge, kv.Code(tr.Commit()))
+}
+
+// testBitAndSlots: a value of fixed slots that removals zero one at a
+// time with BIT_AND, and that COMPARE_AND_CLEAR drops once every slot is
+// zero: several removals in one transaction, and concurrent ones, none of
+// which read the value.
+func testBitAndSlots(t *testing.T, in Instance) {
+	const slots, width = 16, 4
+	full := make([]byte, slots*width)
+	for i := range full {
+		full[i] = byte(1 + i)
+	}
+	zero := make([]byte, len(full))
+	set(t, in.DB, "slots", string(full))
+	without := func(i int) []byte {
+		p := make([]byte, len(full))
+		for j := range p {
+			p[j] = 0xff
+		}
+		clear(p[i*width : (i+1)*width])
+		return p
+	}
+	remove := func(tr kv.Transaction, i int) {
+		tr.BitAnd([]byte("slots"), without(i))
+		tr.CompareAndClear([]byte("slots"), zero)
+	}
+	// Slots 0 to 3 in one transaction, reading the value between two.
+	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {
+		remove(tr, 0)
+		remove(tr, 1)
+		v, err := tr.Get([]byte("slots"))
+		require.NoError(t, err)
+		require.Equal(t, zero[:2*width], v[:2*width])
+		require.Equal(t, full[2*width:], v[2*width:])
+		remove(tr, 2)
+		remove(tr, 3)
+		return nil
+	}))
+	want := append(append([]byte(nil), zero[:4*width]...), full[4*width:]...)
+	require.Equal(t, want, get(t, in.DB, "slots"))
+
+	// The other twelve from as many goroutines: the last one drops the key.
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for i := 4; i < slots; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := in.DB.Transact(bg, func(tr kv.Transaction) error {
+				remove(tr, i)
+				return nil
+			}); err != nil {
+				failed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, failed.Load())
+	require.Nil(t, get(t, in.DB, "slots"))
+}
+
 func testClearRange(t *testing.T, in Instance) {
 	set(t, in.DB, "a", "1", "b", "2", "c", "3", "d", "4")
 	require.NoError(t, in.DB.Transact(bg, func(tr kv.Transaction) error {

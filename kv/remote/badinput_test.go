@@ -91,6 +91,7 @@ func TestBadInput(t *testing.T) {
 		{"a truncated call", true, frame(24, uvarint(1), uvarint(50), []byte("short"))},
 		{"a call abort with bytes left over", true, frame(25, uvarint(1), []byte("x"))},
 		{"a key over the wire's limit", true, append(frame(2, uvarint(1)), frame(10, uvarint(1), str(strings.Repeat("k", 70_000)))...)},
+		{"a truncated BitAnd", true, append(frame(2, uvarint(1)), frame(26, uvarint(1), str("k"), uvarint(50), []byte("short"))...)},
 	} {
 		nc, err := net.Dial("unix", s.path)
 		require.NoError(t, err, c.name)

@@ -53,7 +53,7 @@
 //     over it, which the engine refuses at the commit (value_too_large,
 //     2103) as it would the whole; its detail then names that length.
 //
-// Writes (Set, Clear, ClearRange, Add, CompareAndClear, the conflict
+// Writes (Set, Clear, ClearRange, Add, BitAnd, CompareAndClear, the conflict
 // ranges, BumpMetadataVersion) are sent and not waited for: an engine's
 // error in a write comes with the commit, as from the engines, and an
 // engine's error in a conflict range (transaction_too_old) is the
@@ -197,6 +197,7 @@
 //	23 abort                            the client's context is done
 //	24 call*          payload           (request id in the transaction's place)
 //	25 call abort                       (the call's request id) its context is done
+//	26 bit and        key param         (ProtocolVersion 3 on)
 //
 // Server to client:
 //

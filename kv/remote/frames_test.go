@@ -103,11 +103,14 @@ func TestOversized(t *testing.T) {
 	require.ErrorIs(t, err, kv.ErrValueTooLarge)
 	err = commit(func(tr kv.Transaction) { tr.CompareAndClear([]byte("k"), make([]byte, 3*kv.MaxValueSize)) })
 	require.ErrorIs(t, err, kv.ErrValueTooLarge)
+	err = commit(func(tr kv.Transaction) { tr.BitAnd([]byte("k"), make([]byte, 3*kv.MaxValueSize)) })
+	require.ErrorIs(t, err, kv.ErrValueTooLarge)
 	long := bytes.Repeat([]byte("k"), 100_000)
 	for _, write := range []func(kv.Transaction){
 		func(tr kv.Transaction) { tr.Set(long, []byte("v")) },
 		func(tr kv.Transaction) { tr.Clear(long) },
 		func(tr kv.Transaction) { tr.Add(long, 1) },
+		func(tr kv.Transaction) { tr.BitAnd(long, []byte{1}) },
 		func(tr kv.Transaction) { tr.ClearRange(kv.Range{Begin: []byte("a"), End: long}) },
 	} {
 		require.ErrorIs(t, commit(write), kv.ErrKeyTooLarge)

@@ -402,7 +402,7 @@ func (c *sconn) handle(f []byte) error {
 		o.flags = d.u8()
 		o.key, o.val = d.key(), d.key()
 	case mReadVersion, mCommit, mBump, mCancel:
-	case mSet, mCompareAndClear:
+	case mSet, mCompareAndClear, mBitAnd:
 		o.key = d.key()
 		o.val = d.bytes()
 		if len(o.val) > kv.MaxValueSize+1 {

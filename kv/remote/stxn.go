@@ -183,6 +183,8 @@ func (x *stxn) apply(o *op) {
 		tr.Add(o.key, int64(d))
 	case mCompareAndClear:
 		tr.CompareAndClear(o.key, o.val)
+	case mBitAnd:
+		tr.BitAnd(o.key, o.val)
 	case mBump:
 		kv.BumpMetadataVersion(tr)
 	case mReadConflictKey:

@@ -433,6 +433,13 @@ func (t *txn) CompareAndClear(key, value []byte) {
 	t.writeKey(mCompareAndClear, key, value)
 }
 
+func (t *txn) BitAnd(key, param []byte) {
+	if param == nil {
+		param = []byte{}
+	}
+	t.writeKey(mBitAnd, key, param)
+}
+
 func (t *txn) Add(key []byte, delta int64) {
 	var p [8]byte
 	for i := range p {

@@ -15,7 +15,7 @@ import (
 
 // ProtocolVersion is the version of the wire protocol. Both sides send it
 // in the handshake, and refuse a peer with another.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // magic opens a client's hello: a peer that is not a kv/remote client is
 // told apart at its first bytes.
@@ -68,6 +68,7 @@ const (
 	mAbort             = 23 // txn: the client's context is done
 	mCall              = 24 // req, payload: a call of the server's handler (ServerOptions.Call)
 	mCallAbort         = 25 // req: the call's context is done
+	mBitAnd            = 26 // txn, key, param (ProtocolVersion 3 on)
 )
 
 // Server to client:

@@ -20,6 +20,7 @@ func (t *roTxn) Set(key, value []byte)       { t.wrote = true; t.Transaction.Set
 func (t *roTxn) Clear(key []byte)            { t.wrote = true; t.Transaction.Clear(key) }
 func (t *roTxn) ClearRange(r kv.Range)       { t.wrote = true; t.Transaction.ClearRange(r) }
 func (t *roTxn) Add(key []byte, delta int64) { t.wrote = true; t.Transaction.Add(key, delta) }
+func (t *roTxn) BitAnd(key, param []byte)    { t.wrote = true; t.Transaction.BitAnd(key, param) }
 func (t *roTxn) CompareAndClear(key, value []byte) {
 	t.wrote = true
 	t.Transaction.CompareAndClear(key, value)

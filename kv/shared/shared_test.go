@@ -176,12 +176,22 @@ func TestReadOnlyClient(t *testing.T) {
 	require.NoError(t, err)
 	defer ro.Close()
 	require.Equal(t, "1", get(t, ro, "a"))
-	err = ro.Transact(context.Background(), func(tr kv.Transaction) error {
-		tr.Set([]byte("b"), []byte("2"))
-		return nil
-	})
-	require.ErrorIs(t, err, embedded.ErrReadOnly)
+	for name, write := range map[string]func(kv.Transaction){
+		"Set":             func(tr kv.Transaction) { tr.Set([]byte("b"), []byte("2")) },
+		"Clear":           func(tr kv.Transaction) { tr.Clear([]byte("a")) },
+		"ClearRange":      func(tr kv.Transaction) { tr.ClearRange(kv.Range{Begin: []byte("a"), End: []byte("z")}) },
+		"Add":             func(tr kv.Transaction) { tr.Add([]byte("b"), 1) },
+		"BitAnd":          func(tr kv.Transaction) { tr.BitAnd([]byte("a"), []byte{0}) },
+		"CompareAndClear": func(tr kv.Transaction) { tr.CompareAndClear([]byte("a"), []byte("1")) },
+	} {
+		err = ro.Transact(context.Background(), func(tr kv.Transaction) error {
+			write(tr)
+			return nil
+		})
+		require.ErrorIs(t, err, embedded.ErrReadOnly, name)
+	}
 	require.Empty(t, get(t, rw, "b"))
+	require.Equal(t, "1", get(t, rw, "a"))
 }
 
 // TestReadOnlyTakesOver: a read-only handle's process takes the database
