@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -145,3 +147,37 @@ func TestAppendRecordTooLarge(t *testing.T) {
 	require.Equal(t, before, out)
 }
 
+// TestReplayRefusesARecordItCannotDecode: a record with a good checksum
+// that this version cannot decode (here an atomic operation of a kind it
+// does not have, as a later version may write) fails the open, and leaves
+// the log as it is, where a torn tail is cut: cutting it would drop that
+// commit and every one after it.
+func TestReplayRefusesARecordItCannotDecode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db, err := OpenFile(dir, FileConfig{})
+	require.NoError(t, err)
+	require.NoError(t, db.Transact(t.Context(), func(tr kv.Transaction) error {
+		tr.Set([]byte("k"), []byte("v"))
+		return nil
+	}))
+	require.NoError(t, db.Close())
+	names, err := filepath.Glob(filepath.Join(dir, "wal-*.log"))
+	require.NoError(t, err)
+	last := names[len(names)-1]
+	data, err := os.ReadFile(last)
+	require.NoError(t, err)
+	// A clean close leaves no reserved space after the records.
+	later := &batch{writes: []*write{{key: []byte("k"), base: baseDB, ops: []atomicOp{{kind: opBitAnd + 1, param: []byte{1}}}}}}
+	rec, err := later.appendRecord(nil, 1<<20)
+	require.NoError(t, err)
+	data = append(data, rec...)
+	require.NoError(t, os.WriteFile(last, data, 0o600))
+
+	_, err = OpenFile(dir, FileConfig{})
+	require.ErrorContains(t, err, "does not decode")
+	require.ErrorContains(t, err, "a later version of fdbqueue wrote it")
+	after, err := os.ReadFile(last)
+	require.NoError(t, err)
+	require.Equal(t, data, after, "the log is left as it was")
+}

@@ -559,8 +559,18 @@ func replaySegment(path string, apply func(ver uint64, b *batch) error) (good in
 			return int64(off), true, nil
 		}
 		ver, b, err := decodeBatch(payload)
-		if err != nil {
+		if err != nil && n == 0 {
+			// Eight zero bytes, where a torn write left zeros before
+			// bytes it wrote: the checksum of nothing is zero.
 			return int64(off), true, nil
+		}
+		if err != nil {
+			// Its checksum is right, so no torn write left it: a later
+			// version of fdbqueue wrote what this one cannot read (an
+			// operation it does not have, say). Cutting the log here, as
+			// at a torn tail, would drop that commit and every one after
+			// it; the database is not opened instead.
+			return int64(off), false, fmt.Errorf("fdbqueue: log segment %s: the record at offset %d has a good checksum but does not decode (%w): a later version of fdbqueue wrote it; open the database with that version", path, off, err)
 		}
 		if err := apply(ver, b); err != nil {
 			return int64(off), false, err
