@@ -100,7 +100,7 @@ func (q *Queue) promotion(tr kv.Transaction, earliest bool) promotion {
 		// Where a read is answered when issued, the common case (nothing
 		// due) takes one row's read, without a future and an iterator:
 		// 2 us of a fit pop's CPU (memory:, 8 consumers).
-		_, found, err := kv.First(snap, r, false)
+		found, err := q.anyDue(tr, snap, pr.now)
 		if err == nil && !found {
 			pr.none = true
 			return pr
@@ -113,6 +113,31 @@ func (q *Queue) promotion(tr kv.Transaction, earliest bool) promotion {
 		pr.later = kv.GetRangeAsync(snap, kv.Range{Begin: cut, End: q.sub[tagHidden]}, kv.RangeOptions{Limit: 1})
 	}
 	return pr
+}
+
+// anyDue reports whether the due index holds a key due by now, from a
+// read of its first key, due by now or not: the same read for every pop of
+// an Attempt, which answers it from memory (firsts.go) from the attempt's
+// second pick on, so that the pops of a combined group after the first
+// search no tree for it. (Not before the first pick: an attempt takes over
+// what the attempt before it carried only while it remembers nothing.)
+// Pops of any task from 8 and 32 consumers, memory:, 14 alternated
+// rounds: 1.08 and 1.12 times as many a second.
+func (q *Queue) anyDue(tr kv.Transaction, snap kv.ReadTransaction, now int64) (bool, error) {
+	whole := kv.Range{Begin: q.sub[tagDue], End: q.sub[tagHidden]}
+	var first kv.KeyValue
+	var found bool
+	var err error
+	if a, ok := tr.(*Attempt); ok && a.picks > 0 {
+		first, found, err = a.first(snap, whole, false, false)
+	} else {
+		first, found, err = kv.First(snap, whole, false)
+	}
+	if err != nil || !found {
+		return false, err
+	}
+	p, err := q.decodeDueKey(first.Key)
+	return err == nil && p.due <= now, err
 }
 
 // finish moves the items the promotion found due back to the visible
