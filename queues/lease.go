@@ -92,10 +92,6 @@ type promotion struct {
 func (q *Queue) promotion(tr kv.Transaction, earliest bool) promotion {
 	pr := promotion{q: q, now: q.opts.now().UnixNano()}
 	snap := tr.Snapshot()
-	cut := q.key(tagDue, pr.now+1) // past every key due by now
-	// Want-all: a mass expiry's promoteBatch+1 keys come in one batch
-	// (the iterator mode's first holds about 55).
-	r := kv.Range{Begin: q.sub[tagDue], End: cut}
 	if !earliest && kv.AnswersAtIssue(snap) {
 		// Where a read is answered when issued, the common case (nothing
 		// due) takes one row's read, without a future and an iterator:
@@ -106,6 +102,10 @@ func (q *Queue) promotion(tr kv.Transaction, earliest bool) promotion {
 			return pr
 		}
 	}
+	cut := q.key(tagDue, pr.now+1) // past every key due by now
+	// Want-all: a mass expiry's promoteBatch+1 keys come in one batch
+	// (the iterator mode's first holds about 55).
+	r := kv.Range{Begin: q.sub[tagDue], End: cut}
 	pr.due = kv.GetRangeAsync(snap, r, kv.RangeOptions{Limit: promoteBatch + 1, Mode: kv.StreamingModeWantAll})
 	if earliest {
 		// P (12)'s keys end where P (13)'s begin (kv.PrefixRange(P (12)).End

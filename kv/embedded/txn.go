@@ -588,7 +588,7 @@ func (t *txn) atomic(key []byte, kind opKind, param []byte) {
 	if len(param) > kv.MaxValueSize && t.err == nil {
 		t.err = kv.Errorf(kv.CodeValueTooLarge, "value of %d bytes (limit %d)", len(param), kv.MaxValueSize)
 	}
-	if foldAdd(w, kind, param) {
+	if foldOp(w, kind, param) {
 		return
 	}
 	op := atomicOp{kind: kind, param: t.room(len(param))}

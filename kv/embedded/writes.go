@@ -201,22 +201,22 @@ func (t *txn) fold(dst, w *write) {
 }
 
 // addOp appends op to w's operations, or folds it into the last one
-// (foldAdd), which the size then counts no more.
+// (foldOp), which the size then counts no more.
 func (t *txn) addOp(w *write, op atomicOp) {
-	if foldAdd(w, op.kind, op.param) {
+	if foldOp(w, op.kind, op.param) {
 		t.size -= len(op.param)
 		return
 	}
 	w.ops = append(w.ops, op)
 }
 
-// foldAdd folds param into w's last operation, and reports that it did,
+// foldOp folds param into w's last operation, and reports that it did,
 // when both are ADDs, or both BIT_ANDs, of one length: (v+a)+b = v+(a+b),
 // (v&a)&b = v&(a&b), both cut to that length (and an absent value, which
 // takes a, then a&b, takes a&b). The counters a pop or a push adds to (a
 // queue's count, its statistics) take one operation per transaction, not
 // one per row.
-func foldAdd(w *write, kind opKind, param []byte) bool {
+func foldOp(w *write, kind opKind, param []byte) bool {
 	n := len(w.ops)
 	if kind != opAdd && kind != opBitAnd || n == 0 || w.ops[n-1].kind != kind || len(w.ops[n-1].param) != len(param) {
 		return false

@@ -136,7 +136,7 @@ func TestSortPendingOrderOfMany(t *testing.T) {
 
 // TestFoldedOpsResolveAsApplied: a transaction's atomic operations on one
 // key, ADDs and BIT_ANDs folded where two of one kind and length follow
-// each other (foldAdd), resolve to what applying them one at a time in
+// each other (foldOp), resolve to what applying them one at a time in
 // order gives, from a value or from nothing, with COMPARE_AND_CLEARs
 // between them.
 func TestFoldedOpsResolveAsApplied(t *testing.T) {
@@ -169,7 +169,7 @@ func TestFoldedOpsResolveAsApplied(t *testing.T) {
 		var got write
 		for _, op := range ops {
 			op.param = slices.Clone(op.param)
-			if foldAdd(&got, op.kind, op.param) {
+			if foldOp(&got, op.kind, op.param) {
 				folded++
 				continue
 			}
