@@ -75,6 +75,10 @@ func testDDLBeforeCommit(t *testing.T, db kv.Database) {
 	res := mustRun(t, user, "SELECT a FROM q LIMIT 1 FOR POP")
 	require.Equal(t, [][]any{{int64(2)}}, res.Rows, "the pop ran again, on the new table")
 
+	// The user's first INSERT reserves its executor's ids (queues.IDs) in
+	// a transaction of its own, whose commit the guard would take for the
+	// INSERT's: one first.
+	mustRun(t, user, "INSERT INTO q (a) VALUES (0)")
 	mustRun(t, user, "SELECT COUNT(*) FROM q")
 	g.atCommit(recreate)
 	mustRun(t, user, "INSERT INTO q (a) VALUES (3)")

@@ -34,7 +34,7 @@ func TestGroupDropsEndedStatementsBeforeRetry(t *testing.T) {
 	bound := func(q string) *bound {
 		p, err := parser.Parse(q)
 		require.NoError(t, err)
-		b, err := e.bind(p, Args{})
+		b, err := e.bind(context.Background(), p, Args{})
 		require.NoError(t, err)
 		return b
 	}

@@ -15,6 +15,7 @@
 //
 //	root ("catalog", name)                -> schema (a packed tuple; name lower-cased)
 //	root ("next_table_id")                -> the last table id handed out (little-endian int64)
+//	root ("next_row_id")                  -> the first row id not reserved, and the token of the reservation that wrote it (two little-endian int64s; queues.IDs)
 //	root ("t", table id, ...)             -> the table's queue (see package queues)
 //	root ("ddl-receipts", expiry, token)  -> "": a CREATE or DROP TABLE was applied (see ddlDone)
 //	root ("ddl", ...), root ("ddl-expiry", ...)  earlier versions' DDL receipts, cleared

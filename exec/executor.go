@@ -25,10 +25,12 @@ type Executor struct {
 	// spreads holds, per table name, the spread width recent single-row
 	// pops needed (*atomic.Int64): 0 while pops do not conflict.
 	spreads sync.Map
-	// newID makes row ids and newToken statement tokens: queues.NewID, or
-	// in tests deterministic sources (see export_test.go), so that the
-	// keys a statement writes can be pinned in testdata.
-	newID, newToken func() int64
+	// ids makes row ids, from the database's counter (queues.IDs), and
+	// newToken statement tokens (queues.NewID); in tests, deterministic
+	// sources (see export_test.go), so that the keys a statement writes
+	// can be pinned in testdata.
+	ids      idSource
+	newToken func() int64
 	// opts are the clock and receipt lifetime of every exactly-once
 	// record (queues.Receipts): DDL tokens here, and the tables' receipts.
 	opts queues.Options
@@ -61,6 +63,23 @@ type Executor struct {
 	// nowFn is now, as a func made once: a method value made per
 	// statement (stmtCtx.now) is an allocation.
 	nowFn func() time.Time
+}
+
+// idSource hands out the ids of the rows INSERTs push: see queues.IDs.
+type idSource interface {
+	// Fill sets ids to new consecutive ids.
+	Fill(ctx context.Context, ids []int64) error
+	// Past makes the ids Fill sets from now on greater than floor.
+	Past(ctx context.Context, floor int64) error
+}
+
+// newIDs returns n new ids for the rows of an INSERT.
+func (e *Executor) newIDs(ctx context.Context, n int) ([]int64, error) {
+	ids := make([]int64, n)
+	if err := e.ids.Fill(ctx, ids); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 // now reads the executor's clock.
@@ -97,7 +116,7 @@ func New(db kv.Database, root []byte, opts ...Option) *Executor {
 		db:       db,
 		cat:      newCatalog(bytes.Clone(root), queues.Options{}),
 		claims:   queues.NewClaims(),
-		newID:    queues.NewID,
+		ids:      queues.NewIDs(db, nextRowIDKey(root)),
 		newToken: queues.NewID,
 		certain:  kv.CommitsCertain(db),
 	}
@@ -171,7 +190,7 @@ func IsReadOnly(st parser.Statement) bool {
 // FOR POP WAIT statement, in as many as its wait needs (see wait.go). It
 // returns a result only for a statement that committed.
 func (e *Executor) Auto(ctx context.Context, p *parser.Parsed, args Args) (*Result, error) {
-	b, err := e.bind(p, args)
+	b, err := e.bind(ctx, p, args)
 	if err != nil {
 		return nil, err
 	}
@@ -399,7 +418,7 @@ func (e *Executor) spreadHint(st parser.Statement) *atomic.Int64 {
 // Exec runs one statement in the caller's transaction. FOR POP WAIT is
 // refused there (WAIT 0 excepted): see wait.go.
 func (e *Executor) Exec(tr kv.Transaction, p *parser.Parsed, args Args) (*Result, error) {
-	b, err := e.bind(p, args)
+	b, err := e.bind(tr.Context(), p, args)
 	if err != nil {
 		return nil, err
 	}

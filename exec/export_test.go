@@ -17,24 +17,34 @@ import (
 // queues.NewID), which a test cannot pin. It is for tests only: call it
 // before e runs any statement.
 func (e *Executor) Deterministic(at time.Time) {
-	var ids, tokens atomic.Int64
+	var tokens atomic.Int64
 	tokens.Store(1000)
-	e.newID = func() int64 { return ids.Add(1) }
+	e.ids = new(countedIDs)
 	e.newToken = func() int64 { return tokens.Add(1) }
 	opts := e.opts
 	opts.Clock = func() time.Time { return at.Add(time.Duration(e.advanced.Load())) }
 	e.setOptions(opts)
 }
 
-// IDsFrom makes e number the rows it inserts start, start+1, ...: one
-// block of consecutive ids of its own, as a process's NewID hands out,
-// without the ids other executors of the test process draw meanwhile
-// breaking its runs (which changes how many reads an INSERT's duplicate
-// check sends).
-func (e *Executor) IDsFrom(start int64) {
-	var ids atomic.Int64
-	ids.Store(start - 1)
-	e.newID = func() int64 { return ids.Add(1) }
+// countedIDs numbers rows 1, 2, 3, ... (from its count + 1): ids a test
+// can pin.
+type countedIDs struct{ n atomic.Int64 }
+
+func (c *countedIDs) Fill(_ context.Context, ids []int64) error {
+	last := c.n.Add(int64(len(ids)))
+	for i := range ids {
+		ids[i] = last - int64(len(ids)-1-i)
+	}
+	return nil
+}
+
+func (c *countedIDs) Past(_ context.Context, floor int64) error {
+	for {
+		n := c.n.Load()
+		if n >= floor || c.n.CompareAndSwap(n, floor) {
+			return nil
+		}
+	}
 }
 
 // Second returns another executor on e's database and root, as another
@@ -43,10 +53,11 @@ func (e *Executor) IDsFrom(start int64) {
 // 1,000,001 and its tokens from 5001, on e's clock.
 func (e *Executor) Second() *Executor {
 	s := New(e.db, e.cat.root)
-	var ids, tokens atomic.Int64
-	ids.Store(1_000_000)
+	var tokens atomic.Int64
+	ids := new(countedIDs)
+	ids.n.Store(1_000_000)
 	tokens.Store(5000)
-	s.newID = func() int64 { return ids.Add(1) }
+	s.ids = ids
 	s.newToken = func() int64 { return tokens.Add(1) }
 	s.setOptions(e.opts)
 	return s
@@ -77,7 +88,7 @@ var SQLLiteral = sqlLiteral
 // Plan returns the plan a SELECT, DELETE or UPDATE would take now, in an
 // attempt whose spread width is spread (see Auto), without running it.
 func (e *Executor) Plan(ctx context.Context, p *parser.Parsed, args Args, spread int) (string, error) {
-	b, err := e.bind(p, args)
+	b, err := e.bind(ctx, p, args)
 	if err != nil {
 		return "", err
 	}

@@ -152,7 +152,7 @@ func (e *Executor) serveCall(ctx context.Context, req []byte) ([]byte, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	b, err := e.bind(p, c.args)
+	b, err := e.bind(ctx, p, c.args)
 	if err != nil {
 		return encodeOutcome(nil, err), nil
 	}

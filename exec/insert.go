@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -187,6 +188,22 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		return &Result{}, nil
 	}
 	n, last, err := s.push(items, uniq, st.Ignore)
+	for try := 0; err != nil && byID == nil && try < maxIDRetries; try++ {
+		// An id the counter handed out is in the table: one an INSERT
+		// gave (a restore's). The push wrote nothing: push again, with
+		// ids above the table's (queues.IDs).
+		var dup *queues.DuplicateIDError
+		if !errors.As(err, &dup) {
+			break
+		}
+		if err = e.idsPast(s, dup.ID, b.ids); err != nil {
+			return nil, err
+		}
+		for i := range items {
+			items[i].ID = b.ids[i]
+		}
+		n, last, err = s.push(items, uniq, st.Ignore)
+	}
 	if err != nil {
 		var dup *queues.DuplicateIDError
 		if errors.As(err, &dup) && byID[dup.ID] > 0 {
@@ -194,7 +211,43 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		}
 		return nil, err
 	}
+	if byID != nil {
+		// Ids given (a restore's, or dead letters copied back with
+		// theirs): the ids assigned from now on go past them, as a
+		// client's that gives them first and assigns after expects.
+		if err := e.ids.Past(s.tr.Context(), maxKey(byID)); err != nil {
+			return nil, err
+		}
+	}
 	return &Result{RowsAffected: n, LastInsertID: last}, nil
+}
+
+// maxKey returns the largest key of m, which is not empty.
+func maxKey(m map[int64]int) int64 {
+	top := int64(math.MinInt64)
+	for k := range m {
+		top = max(top, k)
+	}
+	return top
+}
+
+// maxIDRetries bounds the pushes of an INSERT again with new ids, after
+// it found ids it was handed in its table: each goes past the table's
+// largest id (Queue.IDFloor), or past a run of the ids it holds.
+const maxIDRetries = 8
+
+// idsPast refills ids, those of an INSERT into s's table that found id
+// there, with ids above the table's (Queue.IDFloor).
+func (e *Executor) idsPast(s *stmtCtx, id int64, ids []int64) error {
+	floor, err := s.t.Queue.IDFloor(s.tr, id)
+	if err != nil {
+		return err
+	}
+	ctx := s.tr.Context()
+	if err := e.ids.Past(ctx, floor); err != nil {
+		return err
+	}
+	return e.ids.Fill(ctx, ids)
 }
 
 // insertBufs are an INSERT's slices of items, resources and packed rows,

@@ -14,6 +14,7 @@ import (
 const (
 	tagCatalog      = "catalog"
 	tagNextTableID  = "next_table_id"
+	tagNextRowID    = "next_row_id"
 	tagTable        = "t"
 	tagDDL          = "ddl"        // earlier versions' DDL receipts, cleared by the new
 	tagDDLExpiry    = "ddl-expiry" // the same, by expiry
@@ -37,6 +38,10 @@ func catalogKey(root []byte, name string) []byte {
 
 // catalogPrefix is the prefix of every schema.
 func catalogPrefix(root []byte) []byte { return rootKey(root, tagCatalog) }
+
+// nextRowIDKey holds the first row id no handle has reserved
+// (queues.IDs).
+func nextRowIDKey(root []byte) []byte { return rootKey(root, tagNextRowID) }
 
 // nextTableIDKey holds the last table id handed out.
 func nextTableIDKey(root []byte) []byte { return rootKey(root, tagNextTableID) }

@@ -81,10 +81,11 @@ func (e *Executor) insertSelect(tr kv.Transaction, st *parser.InsertSelect, b *b
 			ins.Rows[r] = vals
 		}
 		// No token: this statement's receipt is below.
-		ib := &bound{args: Args{Positional: args}, ids: make([]int64, len(rows)), now: b.now}
-		for i := range ib.ids {
-			ib.ids[i] = e.newID()
+		ids, err := e.newIDs(tr.Context(), len(rows))
+		if err != nil {
+			return nil, err
 		}
+		ib := &bound{args: Args{Positional: args}, ids: ids, now: b.now}
 		ires, err := e.insert(tr, ins, ib)
 		if err != nil {
 			var re *RowError

@@ -338,8 +338,10 @@ func (e *Executor) fireInsert(tr kv.Transaction, text string, at time.Time, dry 
 		return fmt.Errorf("%w: a schedule's INSERT is %T", ErrCatalog, p.Stmt)
 	}
 	b := &bound{p: p, now: at, dry: dry, ids: make([]int64, len(ins.Rows))}
-	for i := range b.ids {
-		b.ids[i] = e.newID()
+	if !dry { // a check pushes nothing: no ids reserved for it
+		if err := e.ids.Fill(tr.Context(), b.ids); err != nil {
+			return err
+		}
 	}
 	_, err = e.insert(tr, ins, b)
 	return err

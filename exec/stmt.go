@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -41,7 +42,7 @@ type bound struct {
 
 // bind checks args against p's placeholders and makes the ids of the rows
 // an INSERT pushes.
-func (e *Executor) bind(p *parser.Parsed, args Args) (*bound, error) {
+func (e *Executor) bind(ctx context.Context, p *parser.Parsed, args Args) (*bound, error) {
 	if err := checkArgs(p, args); err != nil {
 		return nil, err
 	}
@@ -51,11 +52,17 @@ func (e *Executor) bind(p *parser.Parsed, args Args) (*bound, error) {
 	}
 	if ins, ok := p.Stmt.(*parser.Insert); ok {
 		// Ids are made once, outside the retry loop: a retry pushes the
-		// same rows with the same ids.
-		b.ids = make([]int64, len(ins.Rows))
-		for i := range b.ids {
-			b.ids[i] = e.newID()
+		// same rows with the same ids. An INSERT that gives them (a
+		// restore's) takes none from the counter.
+		if givesIDs(ins) {
+			b.ids = make([]int64, len(ins.Rows))
+			return b, nil
 		}
+		ids, err := e.newIDs(ctx, len(ins.Rows))
+		if err != nil {
+			return nil, err
+		}
+		b.ids = ids
 	}
 	return b, nil
 }
@@ -120,4 +127,14 @@ func (e *Executor) stmt(tr kv.Transaction, table string, b *bound) (*stmtCtx, er
 		return nil, systemTableError(err, table)
 	}
 	return &stmtCtx{tr: tr, t: t, b: b, now: e.nowFn, e: e}, nil
+}
+
+// givesIDs reports whether ins gives its rows' ids.
+func givesIDs(ins *parser.Insert) bool {
+	for _, c := range ins.Columns {
+		if i, ok := pseudoColumn(c); ok && i == colID {
+			return true
+		}
+	}
+	return false
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/fdbqueue/fdbqueue/kv"
-	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
 // Check verifies the queue's invariants in one read transaction: every item
@@ -123,7 +122,7 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 	it = tr.GetRange(kv.PrefixRange(q.sub[tagIDs]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
 	for it.Next() {
 		e := it.KeyValue()
-		id, _, err := tuple.DecodeInt(e.Key[len(q.sub[tagIDs]):])
+		id, err := q.idOfKey(e.Key)
 		if err != nil {
 			return fmt.Errorf("%w: id index key: %v", ErrCorrupt, err)
 		}

@@ -390,7 +390,7 @@ func (run idRun) check(tr kv.Transaction) error {
 // duplicateID returns the DuplicateIDError of the id index key k, found
 // where a new item's key was to go.
 func (q *Queue) duplicateID(k []byte) error {
-	id, _, err := tuple.DecodeInt(k[len(q.sub[tagIDs]):])
+	id, err := q.idOfKey(k)
 	if err != nil {
 		return err
 	}

@@ -333,8 +333,8 @@ func TestBenchSelfChecksFail(t *testing.T) {
 			"bench wait_idle wait: self-check failed: 0 rows filled, 0 popped, so 0 should be left; 1 are"},
 		{"producer/consumer count", benchFaults{afterRun: onRun(4, addRow(0, 1, 1))}, []string{"--waiters", "1"},
 			"bench wait_pc wait rate=200: self-check failed: 20 rows filled, 20 popped, so 0 should be left; 1 are"},
-		{"producer/consumer unknown task", benchFaults{popped: onPop(2, func(p *poppedTask) { p.id = 7 })}, []string{"--waiters", "1", "--wait-reps", "1"},
-			"bench wait_pc wait rate=200: self-check failed: a consumer took task 7, which the producer did not push"},
+		{"producer/consumer unknown task", benchFaults{popped: onPop(2, func(p *poppedTask) { p.id = 1 << 61 })}, []string{"--waiters", "1", "--wait-reps", "1"},
+			"bench wait_pc wait rate=200: self-check failed: a consumer took task 2305843009213693952, which the producer did not push"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -58,7 +58,10 @@ func TestBenchModelWaits(t *testing.T) {
 			require.LessOrEqual(t, w["p99"], w["max"], w)
 			if kind == "push" {
 				require.EqualValues(t, 3, w["p50"], "an INSERT waits for the read version, one read and the commit: %s", v["mode"])
-				require.Equal(t, 1.0, w["attempts_per_stmt"], "one client: no conflicts")
+				// One client: no conflicts. Its executor reserves blocks of
+				// ids in transactions of their own (queues.IDs), of 1,024
+				// ids and more: attempts of their own, a few in a run.
+				require.LessOrEqual(t, w["attempts_per_stmt"], 1.03, "one client: no conflicts")
 			}
 		}
 	}
