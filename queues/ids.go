@@ -17,9 +17,9 @@ import (
 // writes it past the block, and hands the block out from memory: a
 // reservation is one transaction a block, and blocks grow as a handle
 // uses them (minIDBlock, doubling to maxIDBlock), so a busy process
-// reserves rarely: an INSERT waits for one in about one in 650 100-row
-// statements, once at the largest. Ids a handle does not use before it closes are never
-// handed out: ids have gaps, as bigserial's do.
+// reserves rarely: once in 650 100-row INSERTs at the largest. Ids a
+// handle does not use before it closes are never handed out: ids have
+// gaps, as bigserial's do.
 //
 // Why a counter, where NewID draws from random starts: a small id packs
 // in fewer bytes (a tuple integer below 2^32 takes 5 bytes, a random
@@ -49,10 +49,12 @@ const (
 	maxIDBlock = 1 << 16
 )
 
-// maxCounterID is the highest id IDs hands out: the counter never comes
-// near the ids NewID draws (above it with probability 1 - 2^-31 a
-// block), so Past does not follow a queue's largest id there.
-const maxCounterID = 1 << 62
+// maxCounterID bounds the ids IDs hands out: 285 years of a million ids
+// a second. The ids NewID draws, and earlier versions assigned, lie
+// above it but for one block in 1,024: Past does not follow ids given
+// up there (a restore of such a table's rows), where the counter's ids
+// would pack in 9 bytes again.
+const maxCounterID = 1 << 53
 
 // NewIDs returns a handle on the id counter at key. Every handle on the
 // database must use the same key.
