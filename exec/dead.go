@@ -180,5 +180,18 @@ func (s *stmtCtx) moveDead(it queues.Item) error {
 		}
 	}
 	_, err = s.dead.Queue.PushAll(s.tr, queues.Token{}, []queues.Item{d})
+	var dup *queues.DuplicateIDError
+	if errors.As(err, &dup) {
+		// The dead letters hold its id: one an INSERT gave there (a
+		// restore's), which another client's block of ids held too.
+		// The push wrote nothing: the dead letter takes a new id, rather
+		// than stop every lease of t at this row.
+		ids := []int64{0}
+		if err := s.e.idsPast(s.tr, s.dead.Queue, d.ID, ids); err != nil {
+			return err
+		}
+		d.ID = ids[0]
+		_, err = s.dead.Queue.PushAll(s.tr, queues.Token{}, []queues.Item{d})
+	}
 	return err
 }

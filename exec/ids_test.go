@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -124,4 +125,69 @@ func TestAssignedIDsInATransaction(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, []int64{1, 2, 3, 4, 5, 6}, ids(t, a, "q"))
+}
+
+// TestAssignedIDsPastARestore: a restore into a fresh database gives ids
+// an earlier version drew (above 2^53) beside small ones, in one INSERT:
+// the counter goes past the small ones, so no client is handed one of
+// them, in that table or another.
+func TestAssignedIDsPastARestore(t *testing.T) {
+	t.Parallel()
+	restore := newExec(t, []byte("r"))
+	mustRun(t, restore, "CREATE TABLE q (v INT)")
+	mustRun(t, restore, "CREATE TABLE other (v INT)")
+	mustRun(t, restore, "INSERT INTO q (id, v) VALUES (?, 0), (1, 1), (35, 2), (3, 3)", int64(1)<<60+7)
+	e := exec.New(restore.DB(), []byte("r"))
+	res := mustRun(t, e, "INSERT INTO other (v) VALUES (1), (2)")
+	require.Greater(t, res.LastInsertID-1, int64(35), "the first id assigned after the restore")
+	res = mustRun(t, e, "INSERT INTO q (v) VALUES (1), (2)")
+	require.Greater(t, res.LastInsertID-1, int64(35))
+	require.Less(t, res.LastInsertID, int64(1<<32))
+}
+
+// TestAssignedIDsPastSparseGivenOnes: ids given sparsely (every other one,
+// as a queue's survivors are) inside a client's block, in a table that
+// also holds an id an earlier version drew: one push again goes past them
+// all.
+func TestAssignedIDsPastSparseGivenOnes(t *testing.T) {
+	t.Parallel()
+	a := newExec(t, []byte("r"))
+	mustRun(t, a, "CREATE TABLE q (v INT)")
+	mustRun(t, a, "INSERT INTO q (v) VALUES (0)") // a holds [1, 1025)
+	given := []any{int64(1)<<60 + 7}
+	for id := int64(3); id <= 1001; id += 2 {
+		given = append(given, id)
+	}
+	mustRun(t, exec.New(a.DB(), []byte("r")), "INSERT INTO q (id) VALUES "+valuesList(len(given)), given...)
+	res := mustRun(t, a, "INSERT INTO q (v) VALUES (1), (2), (3), (4)")
+	require.Equal(t, int64(1005), res.LastInsertID)
+	got := ids(t, a, "q")
+	require.Len(t, got, 1+len(given)+4)
+	require.Equal(t, len(got), len(slices.Compact(slices.Clone(got))))
+}
+
+// TestDeadLetterTakesANewIDIfItsIsTaken: a dead-letter table given an id
+// (a restore's) that a client's block still held; the client's row of
+// that id, leased past MAX_ATTEMPTS, moves to the dead letters with a new
+// id, where it would have stopped every lease of its table.
+func TestDeadLetterTakesANewIDIfItsIsTaken(t *testing.T) {
+	t.Parallel()
+	a := newExec(t, []byte("r"))
+	mustRun(t, a, "CREATE TABLE jobs (v INT) MAX_ATTEMPTS=1") // and jobs_dead
+	mustRun(t, a, "INSERT INTO jobs (v) VALUES (0)")          // a holds [1, 1025)
+	mustRun(t, exec.New(a.DB(), []byte("r")), "INSERT INTO jobs_dead (id, v) VALUES (2, 100)")
+	res := mustRun(t, a, "INSERT INTO jobs (v) VALUES (5)")
+	require.Equal(t, int64(2), res.LastInsertID)
+	require.Len(t, mustRun(t, a, "SELECT v FROM jobs LIMIT 2 FOR LEASE 0.01").Rows, 2)
+	time.Sleep(50 * time.Millisecond) // the leases end
+	require.Empty(t, mustRun(t, a, "SELECT v FROM jobs LIMIT 2 FOR LEASE 30").Rows, "both moved to jobs_dead")
+	rows := mustRun(t, a, "SELECT id, v FROM jobs_dead").Rows
+	require.Len(t, rows, 3)
+	byV := map[int64]int64{}
+	for _, r := range rows {
+		byV[r[1].(int64)] = r[0].(int64)
+	}
+	require.Equal(t, int64(1), byV[0], "a dead letter keeps its id")
+	require.Equal(t, int64(2), byV[100])
+	require.Greater(t, byV[5], int64(2), "the row whose id was taken got a new one")
 }

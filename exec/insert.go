@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -196,7 +195,7 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		if !errors.As(err, &dup) {
 			break
 		}
-		if err = e.idsPast(s, dup.ID, b.ids); err != nil {
+		if err = e.idsPast(s.tr, t.Queue, dup.ID, b.ids); err != nil {
 			return nil, err
 		}
 		for i := range items {
@@ -211,39 +210,44 @@ func (e *Executor) insert(tr kv.Transaction, st *parser.Insert, b *bound) (*Resu
 		}
 		return nil, err
 	}
-	if byID != nil {
+	if top, ok := maxAssignable(byID); ok {
 		// Ids given (a restore's, or dead letters copied back with
 		// theirs): the ids assigned from now on go past them, as a
 		// client's that gives them first and assigns after expects.
-		if err := e.ids.Past(s.tr.Context(), maxKey(byID)); err != nil {
+		if err := e.ids.Past(s.tr.Context(), top); err != nil {
 			return nil, err
 		}
 	}
 	return &Result{RowsAffected: n, LastInsertID: last}, nil
 }
 
-// maxKey returns the largest key of m, which is not empty.
-func maxKey(m map[int64]int) int64 {
-	top := int64(math.MinInt64)
-	for k := range m {
-		top = max(top, k)
+// maxAssignable returns the largest of the given ids, the keys of m,
+// that the counter could assign (below queues.MaxAssignedID): the ids
+// an earlier version drew lie above, where the counter never goes.
+func maxAssignable(m map[int64]int) (int64, bool) {
+	top, ok := int64(0), false
+	for id := range m {
+		if id < queues.MaxAssignedID && id > top {
+			top, ok = id, true
+		}
 	}
-	return top
+	return top, ok
 }
 
 // maxIDRetries bounds the pushes of an INSERT again with new ids, after
 // it found ids it was handed in its table: each goes past the table's
-// largest id (Queue.IDFloor), or past a run of the ids it holds.
+// largest assignable id (Queue.IDFloor), so that a second is needed only
+// when another client gives ids meanwhile.
 const maxIDRetries = 8
 
-// idsPast refills ids, those of an INSERT into s's table that found id
-// there, with ids above the table's (Queue.IDFloor).
-func (e *Executor) idsPast(s *stmtCtx, id int64, ids []int64) error {
-	floor, err := s.t.Queue.IDFloor(s.tr, id)
+// idsPast refills ids, those of a push into q in tr that found id there,
+// with ids above q's (Queue.IDFloor).
+func (e *Executor) idsPast(tr kv.Transaction, q *queues.Queue, id int64, ids []int64) error {
+	floor, err := q.IDFloor(tr, id)
 	if err != nil {
 		return err
 	}
-	ctx := s.tr.Context()
+	ctx := tr.Context()
 	if err := e.ids.Past(ctx, floor); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package queues
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -49,12 +50,12 @@ const (
 	maxIDBlock = 1 << 16
 )
 
-// maxCounterID bounds the ids IDs hands out: 285 years of a million ids
-// a second. The ids NewID draws, and earlier versions assigned, lie
+// MaxAssignedID bounds the ids IDs hands out: 285 years of a million
+// ids a second. The ids NewID draws, and earlier versions assigned, lie
 // above it but for one block in 1,024: Past does not follow ids given
 // up there (a restore of such a table's rows), where the counter's ids
 // would pack in 9 bytes again.
-const maxCounterID = 1 << 53
+const MaxAssignedID = 1 << 53
 
 // NewIDs returns a handle on the id counter at key. Every handle on the
 // database must use the same key.
@@ -88,10 +89,10 @@ func (a *IDs) Fill(ctx context.Context, ids []int64) error {
 // new block is reserved above floor (the counter, if below, goes past
 // it).
 //
-// A floor among the ids NewID draws (maxCounterID and above, where the
+// A floor among the ids NewID draws (MaxAssignedID and above, where the
 // counter never goes) changes nothing: the counter's ids are below it.
 func (a *IDs) Past(ctx context.Context, floor int64) error {
-	if floor >= maxCounterID-2*maxIDBlock {
+	if floor >= MaxAssignedID-2*maxIDBlock {
 		return nil
 	}
 	a.mu.Lock()
@@ -125,62 +126,58 @@ func (a *IDs) reserveLocked(ctx context.Context, n, floor int64) error {
 				return fmt.Errorf("%w: the id counter holds %d bytes, not 16", ErrCorrupt, len(v))
 			}
 			next = int64(binary.LittleEndian.Uint64(v))
+			if next < 1 || next > MaxAssignedID {
+				return fmt.Errorf("%w: the id counter holds %d, not an id from 1 to %d", ErrCorrupt, next, int64(MaxAssignedID))
+			}
 			if int64(binary.LittleEndian.Uint64(v[8:])) == token {
 				start = next - size // this reservation, applied
 				return nil
 			}
 		}
-		start = max(next, min(floor, maxCounterID)+1)
-		if start < 1 || start > maxCounterID-size {
-			return fmt.Errorf("%w: the id counter is at %d; ids above %d are not handed out (give ids in the INSERT)", ErrInvalidItem, start, int64(maxCounterID))
+		start = max(next, min(floor, MaxAssignedID)+1)
+		if start < 1 || start > MaxAssignedID-size {
+			return fmt.Errorf("%w: the id counter is at %d; ids above %d are not handed out (give ids in the INSERT)", ErrInvalidItem, start, int64(MaxAssignedID))
 		}
 		v = binary.LittleEndian.AppendUint64(make([]byte, 0, 16), uint64(start+size))
 		tr.Set(a.key, binary.LittleEndian.AppendUint64(v, uint64(token)))
 		return nil
 	})
 	if err != nil {
-		return err
+		return &reserveError{err}
 	}
 	a.next, a.end = start, start+size
 	a.size = min(2*a.size, maxIDBlock)
 	return nil
 }
 
+// reserveError is a reservation's failure as the statement that needed
+// the ids returns it: its text, and what errors.Is finds in it
+// (ErrReadOnly, a context's end), but none of its kv error codes. The
+// reservation is a transaction of its own, which its own loop retried:
+// a conflict or an unknown result there says nothing of the statement's
+// transaction, which has not committed, and must not be retried or
+// settled as if it had.
+type reserveError struct{ err error }
+
+func (e *reserveError) Error() string { return "reserving row ids: " + e.err.Error() }
+
+func (e *reserveError) Is(target error) bool { return errors.Is(e.err, target) }
+
 // IDFloor returns an id the counter of IDs may resume above once a push
-// found id in q: q's largest id, if below the ids NewID draws, which
-// skips at once every id a restore gave; else the last of the
-// consecutive ids from id in q (at most idFloorScan of them). It reads
-// through the snapshot: what it finds only steers the next ids, which a
-// push checks anew.
+// found id in q: the largest of q's ids below MaxAssignedID, which skips
+// at once every id a restore gave (the ids above are those earlier
+// versions drew, which the counter never reaches). It reads through the
+// snapshot: what it finds only steers the next ids, which a push checks
+// anew.
 func (q *Queue) IDFloor(tr kv.ReadTransaction, id int64) (int64, error) {
-	snap := tr.Snapshot()
-	r := kv.PrefixRange(q.sub[tagIDs])
-	last, err := kv.Collect(snap.GetRange(r, kv.RangeOptions{Limit: 1, Reverse: true}))
+	r := kv.Range{Begin: q.sub[tagIDs], End: q.idKey(MaxAssignedID)}
+	last, err := kv.Collect(tr.Snapshot().GetRange(r, kv.RangeOptions{Limit: 1, Reverse: true}))
 	if err != nil || len(last) == 0 {
 		return id, err
 	}
 	top, err := q.idOfKey(last[0].Key)
-	if err != nil || top < maxCounterID {
-		return max(top, id), err
-	}
-	r.Begin = q.idKey(id)
-	it := snap.GetRange(r, kv.RangeOptions{Limit: idFloorScan})
-	floor := id
-	for it.Next() {
-		got, err := q.idOfKey(it.KeyValue().Key)
-		if err != nil {
-			return 0, err
-		}
-		if got != floor && got != floor+1 {
-			break
-		}
-		floor = got
-	}
-	return floor, it.Err()
+	return max(top, id), err
 }
-
-// idFloorScan bounds the ids IDFloor reads past a found one.
-const idFloorScan = 4096
 
 // idOfKey returns the id of an id index key.
 func (q *Queue) idOfKey(k []byte) (int64, error) {

@@ -2,6 +2,8 @@ package queues_test
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -143,12 +145,38 @@ func TestIDsCorruptCounter(t *testing.T) {
 	err := queues.NewIDs(db, idsKey).Fill(bg, make([]int64, 1))
 	require.ErrorIs(t, err, queues.ErrCorrupt)
 	require.ErrorContains(t, err, "the id counter holds 8 bytes, not 16")
+	for _, next := range []int64{0, -5, queues.MaxAssignedID + 1} {
+		require.NoError(t, db.Transact(bg, func(tr kv.Transaction) error {
+			tr.Set(idsKey, binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, uint64(next)), 7))
+			return nil
+		}))
+		err = queues.NewIDs(db, idsKey).Fill(bg, make([]int64, 1))
+		require.ErrorIs(t, err, queues.ErrCorrupt, "%d", next)
+		require.ErrorContains(t, err, fmt.Sprintf("the id counter holds %d, not an id from 1 to", next))
+	}
+}
+
+// TestIDsReservationErrorsAreNotTheStatements: a reservation whose
+// commits all conflict gives up with its own loop's error, which its
+// caller returns without the kv code: the caller's transaction neither
+// conflicted nor may have committed.
+func TestIDsReservationErrorsAreNotTheStatements(t *testing.T) {
+	t.Parallel()
+	db := embedded.Open("", embedded.Config{Faults: &embedded.Faults{Conflict: 1}, RetryLimit: 2})
+	defer db.Close()
+	err := queues.NewIDs(db, idsKey).Fill(bg, make([]int64, 1))
+	require.Error(t, err)
+	require.ErrorContains(t, err, "reserving row ids: ")
+	require.False(t, kv.IsRetryable(err), "%v", err)
+	require.False(t, kv.IsMaybeCommitted(err), "%v", err)
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	require.ErrorIs(t, queues.NewIDs(db, idsKey).Fill(ctx, make([]int64, 1)), context.Canceled)
 }
 
 // TestIDFloor: past an id found in a queue, the counter resumes above
-// the queue's largest id when that is one a counter hands out, and above
-// the run of consecutive ids from the found one when the queue also holds
-// an id NewID drew: never up among those.
+// the queue's largest id below MaxAssignedID: above every id a restore
+// gave, never up among the ids earlier versions drew.
 func TestIDFloor(t *testing.T) {
 	t.Parallel()
 	db, q := setup(t, queues.FIFO)
@@ -170,10 +198,11 @@ func TestIDFloor(t *testing.T) {
 		}))
 		return f
 	}
+	require.Equal(t, int64(9), floor(9), "an empty queue")
 	push(5, 6, 7, 20)
 	require.Equal(t, int64(20), floor(6))
-	push(1<<62 + 3)
-	require.Equal(t, int64(7), floor(5))
-	require.Equal(t, int64(7), floor(6))
-	require.Equal(t, int64(20), floor(20))
+	push(queues.MaxAssignedID, 1<<62+3)
+	require.Equal(t, int64(20), floor(5))
+	push(queues.MaxAssignedID - 1)
+	require.Equal(t, int64(queues.MaxAssignedID-1), floor(5))
 }
