@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 	"github.com/fdbqueue/fdbqueue/tuple"
@@ -38,10 +37,30 @@ type IDs struct {
 	db  kv.Database
 	key []byte
 
-	mu        sync.Mutex
+	// sem is held (a value in it) by the call using the block, or
+	// reserving one: a channel, so that a call waiting for another's
+	// reservation gives up when its context ends.
+	sem       chan struct{}
 	next, end int64 // the block in hand: [next, end)
 	size      int64 // the size of the next block reserved
 }
+
+// lock takes a.sem, unless ctx ends first.
+func (a *IDs) lock(ctx context.Context) error {
+	select {
+	case a.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case a.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return &reserveError{ctx.Err()}
+	}
+}
+
+func (a *IDs) unlock() { <-a.sem }
 
 // The sizes of the blocks a handle reserves: the first, and the most it
 // doubles them to.
@@ -60,7 +79,7 @@ const MaxAssignedID = 1 << 53
 // NewIDs returns a handle on the id counter at key. Every handle on the
 // database must use the same key.
 func NewIDs(db kv.Database, key []byte) *IDs {
-	return &IDs{db: db, key: key, size: minIDBlock}
+	return &IDs{db: db, key: key, size: minIDBlock, sem: make(chan struct{}, 1)}
 }
 
 // Fill sets ids to consecutive new ids, reserving a block first if the
@@ -70,8 +89,10 @@ func (a *IDs) Fill(ctx context.Context, ids []int64) error {
 		return nil
 	}
 	n := int64(len(ids))
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	if err := a.lock(ctx); err != nil {
+		return err
+	}
+	defer a.unlock()
 	if a.end-a.next < n {
 		if err := a.reserveLocked(ctx, n, 0); err != nil {
 			return err
@@ -95,8 +116,10 @@ func (a *IDs) Past(ctx context.Context, floor int64) error {
 	if floor >= MaxAssignedID-2*maxIDBlock {
 		return nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	if err := a.lock(ctx); err != nil {
+		return err
+	}
+	defer a.unlock()
 	if floor < a.end-1 {
 		a.next = max(a.next, floor+1)
 		return nil
@@ -105,7 +128,7 @@ func (a *IDs) Past(ctx context.Context, floor int64) error {
 }
 
 // reserveLocked reserves a block of at least n ids above floor, and makes
-// it the block in hand. Callers hold a.mu.
+// it the block in hand. Callers hold a.sem.
 //
 // The counter's value is the first id not reserved and the token of the
 // reservation that wrote it, each little-endian: a retry after

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -205,4 +206,40 @@ func TestIDFloor(t *testing.T) {
 	require.Equal(t, int64(20), floor(5))
 	push(queues.MaxAssignedID - 1)
 	require.Equal(t, int64(queues.MaxAssignedID-1), floor(5))
+}
+
+// TestIDsWaitGivesUp: a call waiting while another reserves a block gives
+// up when its context ends, with the context's error.
+func TestIDsWaitGivesUp(t *testing.T) {
+	t.Parallel()
+	db := embedded.Open("", embedded.Config{})
+	defer db.Close()
+	hold := make(chan struct{})
+	slow := &holdingDB{Database: db, hold: hold, entered: make(chan struct{})}
+	a := queues.NewIDs(slow, idsKey)
+	first := make(chan error, 1)
+	go func() { first <- a.Fill(bg, make([]int64, 1)) }()
+	<-slow.entered
+	ctx, cancel := context.WithTimeout(bg, 10*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, a.Fill(ctx, make([]int64, 1)), context.DeadlineExceeded)
+	close(hold)
+	require.NoError(t, <-first)
+}
+
+// holdingDB is a database whose first transaction waits for hold to
+// close, once it has said so on entered.
+type holdingDB struct {
+	kv.Database
+	hold    chan struct{}
+	once    sync.Once
+	entered chan struct{}
+}
+
+func (d *holdingDB) Transact(ctx context.Context, fn func(kv.Transaction) error) error {
+	d.once.Do(func() {
+		close(d.entered)
+		<-d.hold
+	})
+	return d.Database.Transact(ctx, fn)
 }
