@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fdbqueue/fdbqueue/kv"
-	"github.com/fdbqueue/fdbqueue/kv/embedded"
-	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
 // TestCarriedReadsSeePromotedItems: a fit pop first promotes the items
@@ -26,11 +24,7 @@ func TestCarriedReadsSeePromotedItems(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/carry=%v", kind, carry), func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				db := embedded.Open("", embedded.Config{RetryLimit: -1})
-				defer db.Close()
-				now := time.Unix(1_800_000_000, 0)
-				q := New(tuple.Tuple{"promoted", int64(kind)}.Pack(), kind, "cpu", "mem").
-					WithOptions(Options{Clock: func() time.Time { return now }})
+				db, q, now := clockedQueue(t, "promoted", kind, "cpu", "mem")
 				var items []Item
 				for i := range 300 { // first in queue order, fitting no limits
 					items = append(items, Item{ID: int64(2000 + i), Priority: 1, Resources: []int64{100, 1 << 30}})
@@ -71,7 +65,7 @@ func TestCarriedReadsSeePromotedItems(t *testing.T) {
 				}
 				first := group(3)
 				require.NotContains(t, first, int64(1000), "popped before its delay ended")
-				now = now.Add(2 * time.Second)
+				*now = now.Add(2 * time.Second)
 				second := group(3)
 				if carry {
 					require.Positive(t, claims.adopted.Load()+claims.refused.Load(), "nothing was carried to the second group")

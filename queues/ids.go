@@ -157,8 +157,8 @@ func (a *IDs) reserveLocked(ctx context.Context, n, floor int64) error {
 				return nil
 			}
 		}
-		start = max(next, min(floor, MaxAssignedID)+1)
-		if start < 1 || start > MaxAssignedID-size {
+		start = max(next, floor+1) // Past keeps floor below MaxAssignedID
+		if start > MaxAssignedID-size {
 			return fmt.Errorf("%w: the id counter is at %d; ids above %d are not handed out (give ids in the INSERT)", ErrInvalidItem, start, int64(MaxAssignedID))
 		}
 		v = binary.LittleEndian.AppendUint64(make([]byte, 0, 16), uint64(start+size))

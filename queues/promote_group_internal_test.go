@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fdbqueue/fdbqueue/kv"
-	"github.com/fdbqueue/fdbqueue/kv/embedded"
-	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
 // TestGroupPromotesWhatFallsDueBetweenItsPops: the pops of one attempt
@@ -27,11 +25,7 @@ func TestGroupPromotesWhatFallsDueBetweenItsPops(t *testing.T) {
 			t.Run(fmt.Sprintf("%v/fit=%v", kind, fit), func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				db := embedded.Open("", embedded.Config{RetryLimit: -1})
-				defer db.Close()
-				now := time.Unix(1_800_000_000, 0)
-				q := New(tuple.Tuple{"duegroup", int64(kind)}.Pack(), kind, "cpu").
-					WithOptions(Options{Clock: func() time.Time { return now }})
+				db, q, now := clockedQueue(t, "duegroup", kind, "cpu")
 				var items []Item
 				for i := range 20 {
 					items = append(items, Item{ID: int64(i + 1), Priority: 5, Resources: []int64{1}})
@@ -67,7 +61,7 @@ func TestGroupPromotesWhatFallsDueBetweenItsPops(t *testing.T) {
 					ids = append(ids, pop())
 				}
 				require.NotContains(t, ids, int64(100), "popped before its delay ended")
-				now = now.Add(2 * time.Second)
+				*now = now.Add(2 * time.Second)
 				require.Equal(t, int64(100), pop(), "the item whose delay ended between two pops of the group")
 				ids = append(ids, 100)
 				for range 3 {

@@ -38,12 +38,20 @@ func TestPromoteOneRowAsBatch(t *testing.T) {
 	}
 }
 
-func promoteScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64, atIssue bool) {
+// clockedQueue opens a memory database (closed with the test) and a
+// queue in it named name, of kind and resources, whose clock reads the
+// time the returned pointer holds (2027-01-15, moved by the test).
+func clockedQueue(t *testing.T, name string, kind Kind, resources ...string) (kv.Database, *Queue, *time.Time) {
 	db := embedded.Open("", embedded.Config{RetryLimit: -1})
-	defer db.Close()
+	t.Cleanup(func() { _ = db.Close() })
 	clock := time.Unix(1_800_000_000, 0)
-	q := New(tuple.Tuple{"promote", int64(kind)}.Pack(), kind, "cpu").
+	q := New(tuple.Tuple{name, int64(kind)}.Pack(), kind, resources...).
 		WithOptions(Options{Clock: func() time.Time { return clock }})
+	return db, q, &clock
+}
+
+func promoteScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64, atIssue bool) {
+	db, q, clock := clockedQueue(t, "promote", kind, "cpu")
 	r := rand.New(rand.NewPCG(seed, 5))
 	nextID := int64(0)
 	item := func(delay time.Duration) Item {
@@ -75,7 +83,7 @@ func promoteScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64,
 			}))
 		}
 		if r.IntN(3) == 0 {
-			clock = clock.Add(time.Duration(r.IntN(2001)) * time.Millisecond) // due exactly now, sometimes
+			*clock = clock.Add(time.Duration(r.IntN(2001)) * time.Millisecond) // due exactly now, sometimes
 		}
 		tr, err := db.CreateTransaction(context.Background())
 		require.NoError(t, err)
@@ -96,7 +104,7 @@ func promoteScenario(t *testing.T, out *strings.Builder, kind Kind, seed uint64,
 			for _, it := range its {
 				did = append(did, fmt.Sprintf("lease %d", it.ID))
 			}
-			clock = clock.Add(time.Second)
+			*clock = clock.Add(time.Second)
 			fallthrough
 		case 1:
 			it, ok, err := q.PopFit(a, Order(r.IntN(2)), limits)
