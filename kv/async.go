@@ -55,6 +55,43 @@ func AnswersAtIssue(tr ReadTransaction) bool {
 	return ok && a.AnswersAtIssue()
 }
 
+// writeConflictRanges is implemented by the transactions of engines that
+// may take a write conflict range (the embedded engine's, and kv/remote's
+// of a server that serves one), by their snapshot views, and by the
+// wrappers that read or write through a transaction.
+type writeConflictRanges interface {
+	WriteConflictRanges() bool
+}
+
+// writeConflictRanger is implemented by the transactions of
+// writeConflictRanges.
+type writeConflictRanger interface {
+	writeConflictRanges
+	AddWriteConflictRange(r Range) error
+}
+
+// CanAddWriteConflictRange reports whether tr's engine takes write
+// conflict ranges: AddWriteConflictRange works on tr, if tr is a
+// Transaction, and on the transaction it is a view of. FoundationDB's
+// adapter does not offer it (a caller writes keys instead), nor do
+// engines that wrap one.
+func CanAddWriteConflictRange(tr ReadTransaction) bool {
+	w, ok := tr.(writeConflictRanges)
+	return ok && w.WriteConflictRanges()
+}
+
+// AddWriteConflictRange makes the transactions that read in r conflict
+// with tr, as if tr had written every key in r, on a transaction for
+// which CanAddWriteConflictRange reports true; elsewhere it adds nothing
+// and fails with client_invalid_operation.
+func AddWriteConflictRange(tr Transaction, r Range) error {
+	w, ok := tr.(writeConflictRanger)
+	if !ok || !w.WriteConflictRanges() {
+		return Errorf(CodeClientInvalidOperation, "this engine takes no write conflict range")
+	}
+	return w.AddWriteConflictRange(r)
+}
+
 // GetAsync issues a read of key's value now and returns its future (see the
 // package doc, "Reads in flight together"). On a transaction that cannot
 // issue reads without waiting, the read is made now, and the future is

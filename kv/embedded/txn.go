@@ -655,6 +655,30 @@ func (t *txn) AddWriteConflictKey(key []byte) error {
 	return nil
 }
 
+// AddWriteConflictRange implements kv.AddWriteConflictRange: the range
+// is kept with the commit's record, as a clear's is.
+func (t *txn) AddWriteConflictRange(r kv.Range) error {
+	if t.state != kv.TxnActive {
+		return t.check()
+	}
+	if bytes.Compare(r.Begin, r.End) > 0 {
+		return kv.Errorf(kv.CodeInvertedRange, "range end precedes its begin")
+	}
+	if bytes.Equal(r.Begin, r.End) {
+		return nil
+	}
+	s := span{begin: slices.Clone(r.Begin), end: slices.Clone(r.End)}
+	t.wconf = append(t.wconf, s)
+	t.size += s.size()
+	return nil
+}
+
+// WriteConflictRanges implements kv.CanAddWriteConflictRange, for the
+// transaction and its snapshot view.
+func (t *txn) WriteConflictRanges() bool { return true }
+
+func (s *snapshot) WriteConflictRanges() bool { return true }
+
 func (t *txn) finish(state kv.TxnState) {
 	if t.hasRV {
 		t.s.releaseReadVersion(t)

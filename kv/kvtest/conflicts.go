@@ -168,6 +168,35 @@ func testExplicitConflictRanges(t *testing.T, in Instance) {
 	reader.Set([]byte("out"), []byte("1"))
 	require.ErrorIs(t, reader.Commit(), kv.ErrNotCommitted)
 	require.Nil(t, get(t, in.DB, "w"), "a write conflict key writes nothing")
+
+	// A write conflict range, where the engine takes one, makes readers
+	// of any key in it conflict, and of none outside it.
+	probe := newTr(t, in.DB)
+	if !kv.CanAddWriteConflictRange(probe) {
+		require.ErrorIs(t, kv.AddWriteConflictRange(probe, kv.Range{Begin: []byte("r/a"), End: []byte("r/c")}), &kv.Error{Code: kv.CodeClientInvalidOperation})
+		return
+	}
+	require.True(t, kv.CanAddWriteConflictRange(probe.Snapshot()), "a snapshot view says what its transaction does")
+	for _, c := range []struct {
+		key      string
+		conflict bool
+	}{{"r/a", true}, {"r/b", true}, {"r/bzz", true}, {"r/c", false}, {"r/", false}} {
+		reader := newTr(t, in.DB)
+		_, err := reader.Get([]byte(c.key))
+		require.NoError(t, err)
+		writer := newTr(t, in.DB)
+		require.NoError(t, kv.AddWriteConflictRange(writer, kv.Range{Begin: []byte("r/a"), End: []byte("r/c")}))
+		require.NoError(t, writer.Commit())
+		reader.Set([]byte("out"), []byte("1"))
+		if c.conflict {
+			require.ErrorIs(t, reader.Commit(), kv.ErrNotCommitted, c.key)
+		} else {
+			require.NoError(t, reader.Commit(), c.key)
+		}
+	}
+	require.Empty(t, rangeKeys(t, newTr(t, in.DB), "r/", "r0", kv.RangeOptions{}), "a write conflict range writes nothing")
+	inverted := newTr(t, in.DB)
+	require.Equal(t, kv.CodeInvertedRange, kv.Code(kv.AddWriteConflictRange(inverted, kv.Range{Begin: []byte("r/c"), End: []byte("r/a")})))
 }
 
 func testReadOnlyCommit(t *testing.T, in Instance) {

@@ -132,5 +132,5 @@ func TestCallVersions(t *testing.T) {
 	require.True(t, errors.As(err, &ve), "%v", err)
 	require.ErrorContains(t, err, "v9.9.9")
 	require.ErrorContains(t, err, fmt.Sprintf("protocol %d", remote.ProtocolVersion))
-	require.Equal(t, 3, remote.ProtocolVersion, "calls came with protocol 2, BitAnd with 3")
+	require.Equal(t, 4, remote.ProtocolVersion, "calls came with protocol 2, BitAnd with 3, write conflict ranges with 4")
 }

@@ -198,6 +198,8 @@
 //	24 call*          payload           (request id in the transaction's place)
 //	25 call abort                       (the call's request id) its context is done
 //	26 bit and        key param         (ProtocolVersion 3 on)
+//	27 write conflict range     begin end (ProtocolVersion 4 on; where the
+//	                  hello reply's flag 4 says the server's engine takes them)
 //
 // Server to client:
 //

@@ -61,8 +61,9 @@ const handshakeTimeout = 10 * time.Second
 
 // Capabilities the server announces.
 const (
-	capMetadataVersion = 1 << iota // its transactions have a metadata version
-	capCalls                       // it takes calls (ServerOptions.Call)
+	capMetadataVersion     = 1 << iota // its transactions have a metadata version
+	capCalls                           // it takes calls (ServerOptions.Call)
+	capWriteConflictRanges             // its transactions take write conflict ranges
 )
 
 // helloFrame is the client's hello.

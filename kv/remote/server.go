@@ -99,6 +99,9 @@ func NewServer(db kv.Database, opts ServerOptions) *Server {
 		if _, ok := tr.(interface{ MetadataVersion() ([]byte, error) }); ok {
 			s.caps |= capMetadataVersion
 		}
+		if kv.CanAddWriteConflictRange(tr) {
+			s.caps |= capWriteConflictRanges
+		}
 		tr.Cancel()
 	}
 	if s.call != nil {
@@ -410,7 +413,7 @@ func (c *sconn) handle(f []byte) error {
 		}
 	case mClear, mReadConflictKey, mWriteConflictKey:
 		o.key = d.key()
-	case mClearRange, mReadConflictRange:
+	case mClearRange, mReadConflictRange, mWriteConflictRange:
 		o.key, o.val = d.key(), d.key()
 	case mAdd:
 		o.key = d.key()

@@ -193,6 +193,8 @@ func (x *stxn) apply(o *op) {
 		x.noteConflict(tr.AddReadConflictRange(kv.Range{Begin: o.key, End: o.val}))
 	case mWriteConflictKey:
 		x.noteConflict(tr.AddWriteConflictKey(o.key))
+	case mWriteConflictRange:
+		x.noteConflict(kv.AddWriteConflictRange(tr, kv.Range{Begin: o.key, End: o.val}))
 	case mWatch:
 		x.watch(o)
 	case mWatchCancel:

@@ -470,6 +470,13 @@ func (t *txn) sendRange(typ byte, r kv.Range) {
 	}
 }
 
+// writeConflictRanges reports whether the server's engine takes write
+// conflict ranges, as far as the attempt knows: without a connection, no
+// (the caller writes keys instead).
+func (a *attempt) writeConflictRanges() bool {
+	return a.c != nil && a.c.caps&capWriteConflictRanges != 0
+}
+
 // metadataVersion reports whether the server's engine has a metadata
 // version, as far as the attempt knows (without a connection, it says yes:
 // the operation fails anyway).
@@ -534,6 +541,35 @@ func (t *txn) AddWriteConflictKey(key []byte) error {
 	}
 	return t.conflictKey(mWriteConflictKey, key)
 }
+
+// AddWriteConflictRange implements kv.AddWriteConflictRange, where the
+// server's engine takes such ranges (WriteConflictRanges).
+func (t *txn) AddWriteConflictRange(r kv.Range) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	if !t.a.writeConflictRanges() {
+		return kv.Errorf(kv.CodeClientInvalidOperation, "the server's engine takes no write conflict range")
+	}
+	if c := bytes.Compare(r.Begin, r.End); c >= 0 {
+		if c > 0 {
+			return kv.Errorf(kv.CodeInvertedRange, "range end precedes its begin")
+		}
+		return nil
+	}
+	if err := checkWireRange(r); err != nil {
+		return err
+	}
+	t.sendRange(mWriteConflictRange, r)
+	return nil
+}
+
+// WriteConflictRanges reports whether the server's engine takes write
+// conflict ranges (kv.CanAddWriteConflictRange), as far as the
+// connection knows: without one, no.
+func (t *txn) WriteConflictRanges() bool { return t.a.writeConflictRanges() }
+
+func (s *snapshot) WriteConflictRanges() bool { return s.t.WriteConflictRanges() }
 
 // Commit sends the read conflicts of the attempt's serializable range
 // reads, then the commit, and waits for its answer: one round trip. It

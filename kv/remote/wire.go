@@ -15,7 +15,7 @@ import (
 
 // ProtocolVersion is the version of the wire protocol. Both sides send it
 // in the handshake, and refuse a peer with another.
-const ProtocolVersion = 3
+const ProtocolVersion = 4
 
 // magic opens a client's hello: a peer that is not a kv/remote client is
 // told apart at its first bytes.
@@ -43,32 +43,33 @@ const (
 
 // Message types. Client to server:
 const (
-	mHello             = 1  // magic, protocol version, module version
-	mBegin             = 2  // txn: a new server transaction
-	mGet               = 3  // txn, req, flags, key
-	mGetMany           = 4  // txn, req, flags, count, keys
-	mRange             = 5  // txn, req, flags, limit, mode, begin, end: a page or a whole range
-	mFirst             = 6  // txn, req, flags, begin, end
-	mReadVersion       = 7  // txn, req
-	mMetadataVersion   = 8  // txn, req, flags
-	mSet               = 9  // txn, key, value
-	mClear             = 10 // txn, key
-	mClearRange        = 11 // txn, begin, end
-	mAdd               = 12 // txn, key, delta (8 bytes, little-endian)
-	mCompareAndClear   = 13 // txn, key, value
-	mBump              = 14 // txn
-	mReadConflictKey   = 15 // txn, key
-	mReadConflictRange = 16 // txn, begin, end
-	mWriteConflictKey  = 17 // txn, key
-	mWatch             = 18 // txn, watch, key, expected (optional value)
-	mWatchCancel       = 19 // watch
-	mCommit            = 20 // txn, req
-	mOnError           = 21 // txn, req, error
-	mCancel            = 22 // txn: Cancel, and forget the transaction
-	mAbort             = 23 // txn: the client's context is done
-	mCall              = 24 // req, payload: a call of the server's handler (ServerOptions.Call)
-	mCallAbort         = 25 // req: the call's context is done
-	mBitAnd            = 26 // txn, key, param (ProtocolVersion 3 on)
+	mHello              = 1  // magic, protocol version, module version
+	mBegin              = 2  // txn: a new server transaction
+	mGet                = 3  // txn, req, flags, key
+	mGetMany            = 4  // txn, req, flags, count, keys
+	mRange              = 5  // txn, req, flags, limit, mode, begin, end: a page or a whole range
+	mFirst              = 6  // txn, req, flags, begin, end
+	mReadVersion        = 7  // txn, req
+	mMetadataVersion    = 8  // txn, req, flags
+	mSet                = 9  // txn, key, value
+	mClear              = 10 // txn, key
+	mClearRange         = 11 // txn, begin, end
+	mAdd                = 12 // txn, key, delta (8 bytes, little-endian)
+	mCompareAndClear    = 13 // txn, key, value
+	mBump               = 14 // txn
+	mReadConflictKey    = 15 // txn, key
+	mReadConflictRange  = 16 // txn, begin, end
+	mWriteConflictKey   = 17 // txn, key
+	mWatch              = 18 // txn, watch, key, expected (optional value)
+	mWatchCancel        = 19 // watch
+	mCommit             = 20 // txn, req
+	mOnError            = 21 // txn, req, error
+	mCancel             = 22 // txn: Cancel, and forget the transaction
+	mAbort              = 23 // txn: the client's context is done
+	mCall               = 24 // req, payload: a call of the server's handler (ServerOptions.Call)
+	mCallAbort          = 25 // req: the call's context is done
+	mBitAnd             = 26 // txn, key, param (ProtocolVersion 3 on)
+	mWriteConflictRange = 27 // txn, begin, end (ProtocolVersion 4 on)
 )
 
 // Server to client:

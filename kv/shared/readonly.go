@@ -31,6 +31,16 @@ func (t *roTxn) AddWriteConflictKey(key []byte) error {
 	return t.Transaction.AddWriteConflictKey(key)
 }
 
+// AddWriteConflictRange and WriteConflictRanges are the transaction's
+// (kv.AddWriteConflictRange): the queues read runs where the engine takes
+// such ranges.
+func (t *roTxn) AddWriteConflictRange(r kv.Range) error {
+	t.wrote = true
+	return kv.AddWriteConflictRange(t.Transaction, r)
+}
+
+func (t *roTxn) WriteConflictRanges() bool { return kv.CanAddWriteConflictRange(t.Transaction) }
+
 // BumpMetadataVersion implements kv's optional metadata bump.
 func (t *roTxn) BumpMetadataVersion() {
 	if kv.BumpMetadataVersion(t.Transaction) {
