@@ -51,7 +51,7 @@ func (r *recorder) wrap(tr kv.Transaction) kv.Transaction {
 
 // queueTags names the tags under a queue's prefix (see package queues'
 // doc and layout.go).
-var queueTags = []string{"item", "id", "count", "cell", "celldir", "shape", "shapedir", "mark", "markexp", "oldreceipt", "oldreceiptexp", "signal", "due", "hidden", "receipt", "unique", "uniqueuntil", "stats", "visiblemark", "dirguard"}
+var queueTags = []string{"item", "id", "count", "cell", "celldir", "shape", "shapedir", "mark", "markexp", "oldreceipt", "oldreceiptexp", "signal", "due", "hidden", "receipt", "unique", "uniqueuntil", "stats", "visiblemark", "dirguard", "run"}
 
 // statsNames names the elements after a queue's statistics tag (see
 // queues/stats.go): its sub-tags, the counters, and the kinds of hidden

@@ -31,14 +31,38 @@ func (q *Queue) getByID(tr kv.ReadTransaction, id int64) (Item, pos, bool, error
 	return it, p, true, nil
 }
 
-// lookup returns the position of the item with id.
+// lookup returns the position of the item with id: from the id index,
+// or else, where there may be runs (see Runs), from the run that holds
+// id. Where reads wait for their answer (kv/remote) the run is read with
+// the id index key, in one round trip; where they are answered when
+// issued, only if the key is absent.
 func (q *Queue) lookup(tr kv.ReadTransaction, id int64) (pos, bool, error) {
-	v, err := tr.Get(q.idKey(id))
-	if err != nil || v == nil {
+	var runRead kv.FutureRange
+	idRead := kv.GetAsync(tr, q.idKey(id))
+	runs := mayHoldRuns(tr)
+	atIssue := kv.AnswersAtIssue(tr)
+	if runs && !atIssue {
+		runRead = q.readRunAt(tr.Snapshot(), id)
+	}
+	v, err := idRead.Get()
+	if err != nil {
 		return pos{}, false, err
 	}
-	p, err := q.decodeIDValue(id, v)
-	return p, true, err
+	if v != nil {
+		p, err := q.decodeIDValue(id, v)
+		return p, true, err
+	}
+	if !runs {
+		return pos{}, false, nil
+	}
+	if atIssue {
+		runRead = q.readRunAt(tr.Snapshot(), id)
+	}
+	r, ok, err := q.runOf(runRead)
+	if err != nil || !ok || !r.holds(id) {
+		return pos{}, false, err
+	}
+	return q.findInRun(tr, r, id)
 }
 
 // Remove deletes the item with id, visible or not, and reports whether it

@@ -2,7 +2,9 @@ package queues
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
 )
@@ -117,8 +119,25 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 		return fmt.Errorf("%w: missing due index key %x", ErrCorrupt, k)
 	}
 
-	// The id index, both ways.
-	seen := 0
+	// The id index, both ways, with the runs (runs.go): an item without
+	// an id index key is visible, where the one run that holds its id
+	// files it; runs share no id.
+	indexed := make(map[int64]bool, len(ids))
+	var runs []run
+	it = tr.GetRange(kv.PrefixRange(q.sub[tagRuns]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
+	for it.Next() {
+		r, err := q.decodeRun(it.KeyValue().Key, it.KeyValue().Value)
+		if err != nil {
+			return err
+		}
+		if n := len(runs); n > 0 && runs[n-1].end() > r.first {
+			return fmt.Errorf("%w: runs of ids %d and %d share ids", ErrCorrupt, runs[n-1].first, r.first)
+		}
+		runs = append(runs, r)
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
 	it = tr.GetRange(kv.PrefixRange(q.sub[tagIDs]), kv.RangeOptions{Mode: kv.StreamingModeWantAll})
 	for it.Next() {
 		e := it.KeyValue()
@@ -133,13 +152,23 @@ func (q *Queue) Check(tr kv.ReadTransaction) error {
 		if !bytes.Equal(e.Value, q.idValue(p)) {
 			return fmt.Errorf("%w: id index of item %d points elsewhere", ErrCorrupt, id)
 		}
-		seen++
+		indexed[id] = true
 	}
 	if err := it.Err(); err != nil {
 		return err
 	}
-	if seen != len(ids) {
-		return fmt.Errorf("%w: %d items but %d id index entries", ErrCorrupt, len(ids), seen)
+	for id, p := range ids {
+		if indexed[id] {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(runs, id, func(r run, id int64) int { return cmp.Compare(r.end()-1, id) })
+		if i == len(runs) || !runs[i].holds(id) {
+			return fmt.Errorf("%w: item %d has no id index entry, and no run holds its id", ErrCorrupt, id)
+		}
+		r := runs[i]
+		if p.due != 0 || !slices.Contains(r.prios, p.prio) || r.posOf(id, p.prio) != p {
+			return fmt.Errorf("%w: item %d has no id index entry, and is not where the run of id %d files it", ErrCorrupt, id, r.first)
+		}
 	}
 
 	// The fit index and its directories hold exactly what the items imply.

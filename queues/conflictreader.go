@@ -104,6 +104,7 @@ func (c *conflictReader) AnswersAtIssue() bool { return kv.AnswersAtIssue(c.snap
 
 func (c *conflictReader) GetReadVersion() (int64, error) { return c.snap.GetReadVersion() }
 func (c *conflictReader) Snapshot() kv.ReadTransaction   { return c.snap }
+func (c *conflictReader) WriteConflictRanges() bool      { return kv.CanAddWriteConflictRange(c.snap) }
 func (c *conflictReader) Context() context.Context       { return c.snap.Context() }
 
 // ranges returns every range recorded, after waiting for the futures

@@ -713,6 +713,14 @@ func (a *Attempt) GetRangeAsync(r kv.Range, opts kv.RangeOptions) kv.FutureRange
 	return kv.GetRangeAsync(a.Transaction, r, opts)
 }
 
+// AddWriteConflictRange and WriteConflictRanges are the engine's
+// (kv.AddWriteConflictRange).
+func (a *Attempt) AddWriteConflictRange(r kv.Range) error {
+	return kv.AddWriteConflictRange(a.Transaction, r)
+}
+
+func (a *Attempt) WriteConflictRanges() bool { return kv.CanAddWriteConflictRange(a.Transaction) }
+
 // MetadataVersion and BumpMetadataVersion reach the engine's metadata
 // version (kv.MetadataVersion): a bump lost here would leave every cache
 // checked against it stale.

@@ -187,19 +187,33 @@ func (e *reserveError) Error() string { return "reserving row ids: " + e.err.Err
 func (e *reserveError) Is(target error) bool { return errors.Is(e.err, target) }
 
 // IDFloor returns an id the counter of IDs may resume above once a push
-// found id in q: the largest of q's ids below MaxAssignedID, which skips
+// found id in q: the largest of q's ids below MaxAssignedID (in its id
+// index, or the last of a run's: see Runs), which skips
 // at once every id a restore gave (the ids above are those earlier
 // versions drew, which the counter never reaches). It reads through the
 // snapshot: what it finds only steers the next ids, which a push checks
 // anew.
 func (q *Queue) IDFloor(tr kv.ReadTransaction, id int64) (int64, error) {
+	snap := tr.Snapshot()
 	r := kv.Range{Begin: q.sub[tagIDs], End: q.idKey(MaxAssignedID)}
-	last, err := kv.Collect(tr.Snapshot().GetRange(r, kv.RangeOptions{Limit: 1, Reverse: true}))
-	if err != nil || len(last) == 0 {
-		return id, err
+	lastRead := kv.GetRangeAsync(snap, r, kv.RangeOptions{Limit: 1, Reverse: true})
+	var inRuns int64
+	if mayHoldRuns(tr) {
+		var err error
+		if inRuns, err = q.runsFloor(snap); err != nil {
+			return 0, err
+		}
 	}
-	top, err := q.idOfKey(last[0].Key)
-	return max(top, id), err
+	last, err := lastRead.Get()
+	if err != nil {
+		return 0, err
+	}
+	top := max(id, inRuns)
+	if len(last) == 0 {
+		return top, nil
+	}
+	inIndex, err := q.idOfKey(last[0].Key)
+	return max(top, inIndex), err
 }
 
 // idOfKey returns the id of an id index key.

@@ -102,6 +102,12 @@ import (
 //	                                        and by ClearItems and Clear; read by the
 //	                                        pushes that find the key (not in queues
 //	                                        of legacy cells: see readDir)
+//	P (20, first)                           run: packed (n, seq, priorities...): the      PushAll, PushSome
+//	                                        n visible items of one push with ids first   (writeRun),
+//	                                        to first+n-1, the i-th at seq+i under one    sweepRuns
+//	                                        of the priorities (none in a FIFO queue),
+//	                                        in place of their id index keys (see
+//	                                        runs.go)
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so
@@ -194,8 +200,9 @@ const (
 	tagStats        = 17
 	tagMarksVisible = 18
 	tagDirGuard     = 19
+	tagRuns         = 20
 
-	numTags = tagDirGuard + 1
+	numTags = tagRuns + 1
 )
 
 // tupleEnd is above every tuple type code: see extending.

@@ -96,9 +96,31 @@ func (q *Queue) pushSome(tr kv.Transaction, token Token, items []Item, next bool
 	// One clock read for the statement: the directories checkNew makes
 	// sure of are those of the items pushChecked then finds visible.
 	sc.now = q.opts.now()
-	dirs, pushed, err := q.checkNew(tr, items, sc.now.UnixNano(), keep, &sc.dirs, &sc.ids)
+	var r run
+	inRun := false
+	if next {
+		r, inRun = q.planRun(tr, items, sc.now.UnixNano())
+	}
+	dirs, pushed, met, err := q.checkNew(tr, items, sc.now.UnixNano(), keep, sc)
 	if err != nil {
 		return nil, false, err
+	}
+	if inRun && (met || slices.Contains(pushed, false)) {
+		inRun = false
+	}
+	if inRun {
+		for _, prio := range r.prios { // the first seq above all of theirs
+			seq, err := seqs.peek(prio)
+			if err != nil {
+				return nil, false, err
+			}
+			r.seq = max(r.seq, seq)
+		}
+		// Before the writes: a read after them would sort them for
+		// itself (the engine's read-your-writes), as the commit does.
+		if err := q.sweepRuns(tr); err != nil {
+			return nil, false, err
+		}
 	}
 	n := 0 // items pushed
 	for i, it := range items {
@@ -107,12 +129,20 @@ func (q *Queue) pushSome(tr kv.Transaction, token Token, items []Item, next bool
 		}
 		n++
 		seq := it.Seq
-		if seqs != nil {
+		switch {
+		case inRun:
+			seq = r.seq + int64(i)
+		case seqs != nil:
 			if seq, err = seqs.next(q.prioOf(it)); err != nil {
 				return nil, false, err
 			}
 		}
-		if err := q.pushChecked(tr, it, seq, dirs, sc); err != nil {
+		if err := q.pushChecked(tr, it, seq, dirs, sc, !inRun); err != nil {
+			return nil, false, err
+		}
+	}
+	if inRun {
+		if err := q.writeRun(tr, r); err != nil {
 			return nil, false, err
 		}
 	}
@@ -216,16 +246,17 @@ func (q *Queue) prioOf(it Item) int64 {
 // there. keep, if not nil, runs once the reads are in, before any write,
 // and says which items are pushed (see PushSome): only their directory
 // keys are written.
-func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func() ([]bool, error), dirs *dirSet, idBuf *[]int64) (*dirSet, []bool, error) {
-	ids := (*idBuf)[:0]
+func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func() ([]bool, error), sc *scratch) (*dirSet, []bool, bool, error) {
+	dirs := &sc.dirs
+	ids := sc.ids[:0]
 	for _, it := range items {
 		ids = append(ids, it.ID)
 	}
-	*idBuf = ids
+	sc.ids = ids
 	slices.Sort(ids)
 	for i := 1; i < len(ids); i++ {
 		if ids[i] == ids[i-1] {
-			return nil, nil, fmt.Errorf("%w: id %d is given twice", ErrDuplicateID, ids[i])
+			return nil, nil, false, fmt.Errorf("%w: id %d is given twice", ErrDuplicateID, ids[i])
 		}
 	}
 	// Runs of consecutive ids (NewID hands them out in blocks) are read
@@ -234,10 +265,19 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 	snap := tr.Snapshot()
 	var runs []idRun
 	var lones [][]byte
+	segs := sc.segs[:0]
+	mayRuns, atIssue := mayHoldRuns(tr), kv.AnswersAtIssue(tr)
 	for i := 0; i < len(ids); {
 		j := i + 1
 		for j < len(ids) && ids[j] == ids[j-1]+1 {
 			j++
+		}
+		if mayRuns {
+			seg := runSeg{first: ids[i], last: ids[j-1]}
+			if !atIssue {
+				seg.read = q.readRunAt(snap, seg.last) // with the reads below
+			}
+			segs = append(segs, seg)
 		}
 		if j-i < minIDRun {
 			for _, id := range ids[i:j] {
@@ -255,13 +295,14 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 		keys = append(make([][]byte, 0, lone+len(dirs.keys)), lones...)
 		keys = append(keys, dirs.keys...)
 	}
+	sc.segs = segs
 	vals, err := kv.GetMany(snap, keys)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	for _, run := range runs {
 		if err := run.check(tr); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
 	var dirConflicts []byte // those of the directory keys found (readDir), in one block
@@ -278,21 +319,25 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 			k = dirConflicts[start:len(dirConflicts):len(dirConflicts)]
 		}
 		if err := tr.AddReadConflictKey(k); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
 	for i, k := range keys[:lone] {
 		if vals[i] != nil {
-			return nil, nil, q.duplicateID(k)
+			return nil, nil, false, q.duplicateID(k)
 		}
+	}
+	met, err := q.runsMet(tr, segs)
+	if err != nil {
+		return nil, nil, false, err
 	}
 	var pushed []bool
 	if keep != nil {
 		if pushed, err = keep(); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		if pushed != nil && len(pushed) != len(items) {
-			return nil, nil, fmt.Errorf("%w: %d items to keep or not for %d items", ErrInvalidItem, len(pushed), len(items))
+			return nil, nil, false, fmt.Errorf("%w: %d items to keep or not for %d items", ErrInvalidItem, len(pushed), len(items))
 		}
 	}
 	// The directories that are not there yet, of the items pushed.
@@ -312,7 +357,7 @@ func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func()
 			tr.Set(k, nil)
 		}
 	}
-	return dirs, pushed, nil
+	return dirs, pushed, met, nil
 }
 
 // dirKeys fills dirs, a zero set, with the directory keys of the cells
@@ -401,12 +446,12 @@ func (q *Queue) duplicateID(k []byte) error {
 // adds to the count, PushAll once for all its items. dirs, if not nil,
 // holds the directory keys this transaction already made sure of.
 func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs *dirSet) error {
-	if v, err := tr.Get(q.idKey(it.ID)); err != nil {
+	if _, queued, err := q.lookup(tr, it.ID); err != nil {
 		return err
-	} else if v != nil {
+	} else if queued {
 		return &DuplicateIDError{ID: it.ID}
 	}
-	return q.pushChecked(tr, it, seq, dirs, nil)
+	return q.pushChecked(tr, it, seq, dirs, nil, true)
 }
 
 // pushChecked is pushAt for an item whose id is known to be new. Its keys
@@ -415,7 +460,7 @@ func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs *dirSet) erro
 // An item without a PushedAt gets the clock's time: every item pushed is
 // counted by the statistics (see stats.go). An invisible one is leased if
 // it.Held says so (Move keeps it), delayed otherwise.
-func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs *dirSet, sc *scratch) error {
+func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs *dirSet, sc *scratch, idKey bool) error {
 	p := pos{id: it.ID, seq: seq}
 	if q.kind == Priority {
 		p.prio = it.Priority
@@ -426,14 +471,14 @@ func (q *Queue) pushChecked(tr kv.Transaction, it Item, seq int64, dirs *dirSet,
 	}
 	if due := nanos(it.VisibleAt); due > now.UnixNano() {
 		p.due = due
-		q.insert(tr, p, it, sc)
+		q.insert(tr, p, it, sc, true)
 		tr.Set(q.dueKey(p), nil)
 		sc.tally(tr, q, stateOf(it, p.due))
 		return nil
 	}
 	it.Held = false
 	q.markVisible(tr, nanos(it.VisibleAt), now.UnixNano()) // see hidden.go
-	q.insert(tr, p, it, sc)
+	q.insert(tr, p, it, sc, idKey)
 	sc.tally(tr, q, stateOf(it, 0))
 	return q.indexAdd(tr, p, it.Resources, dirs, sc)
 }
@@ -593,6 +638,16 @@ func (s *nextSeqs) find(prio int64) int {
 // next returns the next seq of prio, one of the priorities readSeqs was
 // given, and takes it.
 func (s *nextSeqs) next(prio int64) (int64, error) {
+	seq, err := s.peek(prio)
+	if err != nil {
+		return 0, err
+	}
+	s.tails[s.find(prio)].seq++
+	return seq, nil
+}
+
+// peek returns the next seq of prio, as next does, without taking it.
+func (s *nextSeqs) peek(prio int64) (int64, error) {
 	t := &s.tails[s.find(prio)]
 	if t.seq == 0 {
 		seq, err := s.q.afterTail(t.items, tagItems, 1)
@@ -603,8 +658,7 @@ func (s *nextSeqs) next(prio int64) (int64, error) {
 			return 0, err
 		}
 	}
-	t.seq++
-	return t.seq - 1, nil
+	return t.seq, nil
 }
 
 // afterTail returns the seq after the last item f found under tag, or seq
@@ -621,12 +675,17 @@ func (q *Queue) afterTail(f kv.FutureRange, tag int, seq int64) (int64, error) {
 	return max(seq, lp.seq+1), nil
 }
 
-// insert writes an item and its id index entry, through sc if not nil.
-func (q *Queue) insert(tr kv.Transaction, p pos, it Item, sc *scratch) {
+// insert writes an item and, with idKey, its id index entry (without, a
+// run files it: see Runs), through sc if not nil.
+func (q *Queue) insert(tr kv.Transaction, p pos, it Item, sc *scratch, idKey bool) {
 	b := q.appendItemKey(sc.take(), p)
 	k := len(b)
 	b = appendValue(b, it)
 	tr.Set(b[:k:k], b[k:])
+	if !idKey {
+		sc.keep(b)
+		return
+	}
 	b = q.appendKey(b[:0], tagIDs, p.id)
 	k = len(b)
 	b = q.appendIDValue(b, p)
@@ -653,8 +712,10 @@ type scratch struct {
 	// rather than objects of their own.
 	seqs nextSeqs
 	dirs dirSet
-	// ids is checkNew's array of the items' ids.
-	ids []int64
+	// ids is checkNew's array of the items' ids, and segs its runs of
+	// consecutive ids.
+	ids  []int64
+	segs []runSeg
 }
 
 // scratchLen is the size of a push's first key buffer.
@@ -683,14 +744,15 @@ func (sc *scratch) put() {
 	sc.dirs.release()
 	s := &sc.seqs
 	clear(s.tails) // the futures
+	clear(sc.segs[:cap(sc.segs)])
 	spare := s.spare
 	if cap(s.tails) > len(s.few) {
 		spare = s.tails[:0]
 	}
-	if cap(sc.b) > maxPooledScratch || cap(sc.ids) > maxPooledItems || cap(spare) > maxPooledItems {
+	if cap(sc.b) > maxPooledScratch || cap(sc.ids) > maxPooledItems || cap(spare) > maxPooledItems || cap(sc.segs) > maxPooledItems {
 		return
 	}
-	*sc = scratch{b: sc.b[:0], ids: sc.ids[:0], tallies: tallies{counts: sc.tallies.counts[:0]}, seqs: nextSeqs{spare: spare, bounds: s.bounds[:0]}}
+	*sc = scratch{b: sc.b[:0], ids: sc.ids[:0], segs: sc.segs[:0], tallies: tallies{counts: sc.tallies.counts[:0]}, seqs: nextSeqs{spare: spare, bounds: s.bounds[:0]}}
 	scratchPool.Put(sc)
 }
 

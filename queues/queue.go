@@ -123,13 +123,15 @@ type Queue struct {
 	// marksCleared is when this process last cleared old visible-at
 	// marks (unix nanoseconds; see hidden.go), shared like hints.
 	marksCleared *atomic.Int64
+	// runSweep is the id sweepRuns goes on from, shared like hints.
+	runSweep *atomic.Int64
 }
 
 // New returns the queue stored under prefix (a packed tuple, so that the keys
 // stay readable by FoundationDB's tuple layer). resources names the
 // resources tasks declare; PopFit takes limits in the same order.
 func New(prefix []byte, kind Kind, resources ...string) *Queue {
-	q := &Queue{prefix: bytes.Clone(prefix), kind: kind, resources: append([]string(nil), resources...), cells: ExactCellsBelow, hints: &fitHints{}, top: &topHint{}, marksCleared: &atomic.Int64{}}
+	q := &Queue{prefix: bytes.Clone(prefix), kind: kind, resources: append([]string(nil), resources...), cells: ExactCellsBelow, hints: &fitHints{}, top: &topHint{}, marksCleared: &atomic.Int64{}, runSweep: &atomic.Int64{}}
 	for tag := range q.sub {
 		q.sub[tag] = tuple.AppendInt(bytes.Clone(prefix), int64(tag))
 	}
@@ -271,4 +273,7 @@ func (q *Queue) ClearItems(tr kv.Transaction) {
 	// there read (readDir). (Those pushes conflict with this clear through
 	// their ids' reads anyway.)
 	tr.ClearRange(kv.PrefixRange(q.sub[tagDirGuard]))
+	if mayHoldRuns(tr) {
+		tr.ClearRange(kv.PrefixRange(q.sub[tagRuns]))
+	}
 }

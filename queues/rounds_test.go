@@ -219,7 +219,9 @@ func TestPushAllLoneDuplicateConflicts(t *testing.T) {
 
 // TestPushAllSeqsOfManyPriorities: a push reads each priority's seq once,
 // with those of every other priority, and counts on from there, past the
-// invisible items too; past a few priorities it finds them by a map.
+// invisible items too; past a few priorities it finds them by a map. (Its
+// ids go down: items with consecutive ids would make a run, whose seqs
+// follow its own rule: see TestRunSeqs.)
 func TestPushAllSeqsOfManyPriorities(t *testing.T) {
 	t.Parallel()
 	db, q, c := setupClock(t, queues.Priority)
@@ -229,7 +231,7 @@ func TestPushAllSeqsOfManyPriorities(t *testing.T) {
 		var items []queues.Item
 		for i := range 2 * prios {
 			p := int64(i % prios)
-			it := queues.Item{ID: queues.NewID(), Priority: p, Value: []byte(fmt.Sprint(round, i))}
+			it := queues.Item{ID: int64(1000*(round+1) - i), Priority: p, Value: []byte(fmt.Sprint(round, i))}
 			if round == 0 && p == 5 && i >= prios {
 				it.VisibleAt = later // invisible, with the priority's last seq
 			}

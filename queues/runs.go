@@ -1,0 +1,359 @@
+package queues
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fdbqueue/fdbqueue/kv"
+	"github.com/fdbqueue/fdbqueue/tuple"
+)
+
+// Runs: one key in place of the id index keys of a push's rows.
+//
+// A push of minRunRows or more items, all visible, whose ids are
+// consecutive in the order given (the ids an INSERT is assigned: see
+// IDs), and of at most maxRunPrios priorities, gives its i-th item the
+// seq S+i under the item's own priority, S being one more than the last
+// seq any of those priorities held (seqs still grow within each
+// priority), and files its items under one key, their run:
+//
+//	P (20, first) = packed (n, S, priorities...)
+//
+// (no priorities in a FIFO queue) in place of an id index key each. The
+// item with id first+i then sits at (p, S+i, first+i) under tag 0, for
+// one p of the run's priorities. With fdbqueue bench's 100-row INSERTs
+// of 10 priorities (the driver's BenchmarkMemoryPerRow), a queued row's
+// heap went from 215.9 to 176.2 bytes, its keys from 3.03 to 2.04.
+//
+// A lookup by id (lookup) reads the id index first, then the run whose
+// ids hold the id, and the item under each of the run's priorities: one
+// read in a FIFO queue.
+//
+// A run is never rewritten. Its rows leave it as rows leave any place (a
+// pop, a DELETE, a new priority); a row rewritten elsewhere (a lease
+// makes it invisible) gets an id index key of its own, which lookups find
+// first; and a row comes back to its run's place only with such a key (a
+// lease's end puts it back at its seq). So the rows a run alone files only
+// ever leave its place, and a run found without them stays so: then
+// sweepRuns clears it, a few runs a push that makes one, through the
+// snapshot (a run is a pointer, never the truth: clearing one that names
+// no row changes no read's answer, so nothing conflicts over it). A run
+// outliving its rows for a while costs its key, not a row's.
+//
+// Runs never share an id: a push whose ids meet a run, even one whose
+// rows are gone, files its items under the id index (checkNew finds the
+// runs, and whether their rows with the push's ids are still queued).
+//
+// Pushes make runs where the engine takes a write conflict range
+// (kv.CanAddWriteConflictRange: memory:, file:, and file: shared through
+// kv/remote): a run's push adds one over its ids' id index keys, so that
+// whatever reads those keys (a push's check of its ids, a lookup)
+// conflicts with the run's push as it would with the keys' writes. Only
+// there are runs read (mayHoldRuns): FoundationDB's queues have none, and
+// their pushes and lookups make no read for them.
+const (
+	// minRunRows is the fewest items a push files under a run: below it
+	// the run's reads and key cost more than the id index keys they
+	// spare.
+	minRunRows = 16
+	// maxRunPrios is the most priorities a run's items may have: a
+	// lookup reads the item under each.
+	maxRunPrios = fewPriorities
+	// runsSwept is how many runs a push that makes a run checks for
+	// rows (sweepRuns): more than one, so that runs outliving their rows
+	// stay fewer than the runs that hold rows.
+	runsSwept = 2
+)
+
+// run is a run's key and value decoded: the ids [first, first+n), the
+// first seq, and the priorities of its items ({0} in a FIFO queue).
+type run struct {
+	first, n, seq int64
+	prios         []int64
+}
+
+// holds reports whether id is one of the run's ids.
+func (r run) holds(id int64) bool { return id >= r.first && id-r.first < r.n }
+
+// end is the id after the run's last.
+func (r run) end() int64 { return r.first + r.n }
+
+// posOf is the position the run gives the item id (one of its ids) under
+// priority prio.
+func (r run) posOf(id, prio int64) pos {
+	return pos{prio: prio, seq: r.seq + (id - r.first), id: id}
+}
+
+// mayHoldRuns reports whether the queue may hold runs where tr reads: on
+// an engine that takes write conflict ranges, as pushes make runs only
+// there.
+func mayHoldRuns(tr kv.ReadTransaction) bool { return kv.CanAddWriteConflictRange(tr) }
+
+// runKey returns the key of the run whose first id is first.
+func (q *Queue) runKey(first int64) []byte { return q.key(tagRuns, first) }
+
+// appendRunValue appends r's value to dst.
+func (q *Queue) appendRunValue(dst []byte, r run) []byte {
+	dst = appendInts(dst, r.n, r.seq)
+	if q.kind == Priority {
+		dst = appendInts(dst, r.prios...)
+	}
+	return dst
+}
+
+// decodeRun decodes a run's key and value.
+func (q *Queue) decodeRun(k, v []byte) (run, error) {
+	var r run
+	first, rest, err := tuple.DecodeInt(k[len(q.sub[tagRuns]):])
+	if err != nil || len(rest) > 0 || first < 1 {
+		return r, fmt.Errorf("%w: run key %x", ErrCorrupt, k)
+	}
+	r.first = first
+	var vs []int64
+	for rest = v; len(rest) > 0; {
+		var x int64
+		if x, rest, err = tuple.DecodeInt(rest); err != nil {
+			return r, fmt.Errorf("%w: run of id %d: %v", ErrCorrupt, first, err)
+		}
+		vs = append(vs, x)
+	}
+	want := len(vs) == 2
+	if q.kind == Priority {
+		want = len(vs) > 2 && len(vs) <= 2+maxRunPrios
+	}
+	if !want || vs[0] < 1 || vs[0] > math.MaxInt64-first || vs[1] < 1 || vs[1] > math.MaxInt64-vs[0] {
+		return r, fmt.Errorf("%w: run of id %d holds %v", ErrCorrupt, first, vs)
+	}
+	r.n, r.seq = vs[0], vs[1]
+	r.prios = []int64{0}
+	if q.kind == Priority {
+		r.prios = vs[2:]
+	}
+	return r, nil
+}
+
+// readRunAt issues the read of the last run whose first id is at most id,
+// through snap.
+func (q *Queue) readRunAt(snap kv.ReadTransaction, id int64) kv.FutureRange {
+	return kv.GetRangeAsync(snap, q.runsTo(nil, id), kv.RangeOptions{Limit: 1, Reverse: true})
+}
+
+// runsTo returns the range of the runs whose first id is at most id, its
+// end built in buf's space.
+func (q *Queue) runsTo(buf []byte, id int64) kv.Range {
+	end := append(q.appendKey(buf[:0], tagRuns, id), 0) // kv.KeyAfter
+	return kv.Range{Begin: q.sub[tagRuns], End: end}
+}
+
+// runSpanAt returns the first id and the size of the last run whose first
+// id is at most id, read through snap now, if there is one: the check of
+// a push's ids on an engine that answers reads when issued, where no
+// future is needed, and only the run's span (decodeRun decodes the rest).
+func (q *Queue) runSpanAt(snap kv.ReadTransaction, id int64) (first, n int64, _ bool, _ error) {
+	var buf [32]byte
+	e, ok, err := kv.First(snap, q.runsTo(buf[:0], id), true)
+	if err != nil || !ok {
+		return 0, 0, false, err
+	}
+	first, rest, err := tuple.DecodeInt(e.Key[len(q.sub[tagRuns]):])
+	if err == nil && len(rest) == 0 {
+		n, _, err = tuple.DecodeInt(e.Value)
+	}
+	if err != nil || len(rest) > 0 || first < 1 || n < 1 || n > math.MaxInt64-first {
+		return 0, 0, false, fmt.Errorf("%w: run key %x", ErrCorrupt, e.Key)
+	}
+	return first, n, true, nil
+}
+
+// runOf returns the run a readRunAt found, if it found one.
+func (q *Queue) runOf(f kv.FutureRange) (run, bool, error) {
+	rows, err := f.Get()
+	if err != nil || len(rows) == 0 {
+		return run{}, false, err
+	}
+	r, err := q.decodeRun(rows[0].Key, rows[0].Value)
+	return r, err == nil, err
+}
+
+// findInRun returns the position of the item id, one of r's ids, if it is
+// queued where r files it, reading the item under each of r's priorities
+// through tr.
+func (q *Queue) findInRun(tr kv.ReadTransaction, r run, id int64) (pos, bool, error) {
+	keys := make([][]byte, len(r.prios))
+	for i, prio := range r.prios {
+		keys[i] = q.itemKey(r.posOf(id, prio))
+	}
+	vals, err := kv.GetMany(tr, keys)
+	if err != nil {
+		return pos{}, false, err
+	}
+	for i, v := range vals {
+		if v != nil {
+			return r.posOf(id, r.prios[i]), true, nil
+		}
+	}
+	return pos{}, false, nil
+}
+
+// planRun returns the run items would make pushed at now (its seq still to
+// be found), if they make one: see Runs.
+func (q *Queue) planRun(tr kv.Transaction, items []Item, now int64) (run, bool) {
+	if len(items) < minRunRows || !kv.CanAddWriteConflictRange(tr) {
+		return run{}, false
+	}
+	r := run{first: items[0].ID, n: int64(len(items))}
+	if r.first > math.MaxInt64-r.n {
+		return run{}, false
+	}
+	var few [maxRunPrios]int64
+	prios := few[:0]
+	for i, it := range items {
+		if it.ID != r.first+int64(i) || nanos(it.VisibleAt) > now {
+			return run{}, false
+		}
+		if p := q.prioOf(it); !slices.Contains(prios, p) {
+			if len(prios) == maxRunPrios {
+				return run{}, false
+			}
+			prios = append(prios, p)
+		}
+	}
+	r.prios = slices.Clone(prios)
+	return r, true
+}
+
+// writeRun writes r, whose items the transaction pushed, and its write
+// conflict over the id index keys of its ids.
+func (q *Queue) writeRun(tr kv.Transaction, r run) error {
+	tr.Set(q.runKey(r.first), q.appendRunValue(nil, r))
+	return kv.AddWriteConflictRange(tr, kv.Range{Begin: q.idKey(r.first), End: q.idKey(r.end())})
+}
+
+// runsMet checks the runs that hold any of ids (sorted, distinct, the ids
+// of a push) once the reads segments issued are in: it fails with
+// ErrDuplicateID if one of ids is queued where its run files it, and
+// reports whether any run holds one of ids.
+func (q *Queue) runsMet(tr kv.Transaction, segs []runSeg) (bool, error) {
+	met := false
+	snap := tr.Snapshot()
+	for _, s := range segs {
+		f := s.read
+		if f == nil { // an engine that answers at issue: see checkNew
+			first, n, ok, err := q.runSpanAt(snap, s.last)
+			if err != nil {
+				return false, err
+			}
+			if !ok || first+n <= s.first {
+				continue
+			}
+			f = q.readRunAt(snap, s.last) // a run holds some of the ids
+		}
+		for {
+			r, ok, err := q.runOf(f)
+			if err != nil {
+				return false, err
+			}
+			if !ok || r.end() <= s.first {
+				break
+			}
+			met = true
+			for id := max(s.first, r.first); id <= s.last && id < r.end(); id++ {
+				if _, queued, err := q.findInRun(tr, r, id); err != nil {
+					return false, err
+				} else if queued {
+					return false, &DuplicateIDError{ID: id}
+				}
+			}
+			if r.first <= s.first {
+				break
+			}
+			f = q.readRunAt(snap, r.first-1)
+		}
+	}
+	return met, nil
+}
+
+// runSeg is a push's run of consecutive ids, [first, last], and the read
+// of the last run that may hold one of them (readRunAt of last), or nil
+// to read it when checked (runSpanAt).
+type runSeg struct {
+	first, last int64
+	read        kv.FutureRange
+}
+
+// sweepRuns checks up to runsSwept runs, on from where this process's
+// last sweep of the queue stopped (round the runs, from the first once it
+// passes the last), for the rows they alone file, and clears those
+// without: see Runs. It reads through the snapshot.
+func (q *Queue) sweepRuns(tr kv.Transaction) error {
+	snap := tr.Snapshot()
+	from := q.runSweep.Load()
+	all := kv.PrefixRange(q.sub[tagRuns])
+	rows, err := kv.Collect(snap.GetRange(kv.Range{Begin: q.runKey(from), End: all.End}, kv.RangeOptions{Limit: runsSwept}))
+	if err != nil {
+		return err
+	}
+	if len(rows) < runsSwept && from > 0 {
+		more, err := kv.Collect(snap.GetRange(kv.Range{Begin: all.Begin, End: q.runKey(from)}, kv.RangeOptions{Limit: runsSwept - len(rows)}))
+		if err != nil {
+			return err
+		}
+		rows = append(rows, more...)
+	}
+	next := from
+	for _, e := range rows {
+		r, err := q.decodeRun(e.Key, e.Value)
+		if err != nil {
+			return err
+		}
+		next = r.end()
+		empty, err := q.runEmpty(snap, r)
+		if err != nil {
+			return err
+		}
+		if empty {
+			tr.Clear(e.Key)
+		}
+	}
+	q.runSweep.Store(next)
+	return nil
+}
+
+// runEmpty reports whether none of the items r alone files is left where
+// it files them: under none of its priorities is an item with one of its
+// ids at the seq r gives it. (Items of other ids sit at those seqs when
+// their priority emptied and its seqs started over: a read passes them.)
+func (q *Queue) runEmpty(snap kv.ReadTransaction, r run) (bool, error) {
+	for _, prio := range r.prios {
+		var vs []int64
+		if q.kind == Priority {
+			vs = []int64{prio}
+		}
+		span := kv.Range{Begin: q.key(tagItems, append(vs, r.seq)...), End: q.key(tagItems, append(vs, r.seq+r.n)...)}
+		it := snap.GetRange(span, kv.RangeOptions{Mode: kv.StreamingModeIterator})
+		for it.Next() {
+			p, err := q.decodeKeyUnder(tagItems, it.KeyValue().Key)
+			if err != nil {
+				return false, err
+			}
+			if r.holds(p.id) && r.posOf(p.id, prio) == p {
+				return false, nil
+			}
+		}
+		if err := it.Err(); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// runsFloor returns the last id of the last run whose ids lie below
+// MaxAssignedID, or 0 (see IDFloor).
+func (q *Queue) runsFloor(snap kv.ReadTransaction) (int64, error) {
+	r, ok, err := q.runOf(q.readRunAt(snap, MaxAssignedID-1))
+	if err != nil || !ok {
+		return 0, err
+	}
+	return min(r.end()-1, MaxAssignedID-1), nil
+}
