@@ -225,7 +225,10 @@ func (x recRead) MetadataVersion() ([]byte, error) {
 }
 
 func (x recRead) GetReadVersion() (int64, error) { return x.r.GetReadVersion() }
-func (x recRead) Context() context.Context       { return x.r.Context() }
+func (x recRead) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesOf(x.r)
+}
+func (x recRead) Context() context.Context { return x.r.Context() }
 func (x recRead) Snapshot() kv.ReadTransaction {
 	return recRead{r: x.r.Snapshot(), rec: x.rec, snap: true}
 }
@@ -279,6 +282,11 @@ func (x recTx) AddReadConflictRange(r kv.Range) error {
 func (x recTx) AddWriteConflictKey(key []byte) error {
 	x.rec.printf("write-conflict %s", x.rec.key(key))
 	return x.tr.AddWriteConflictKey(key)
+}
+
+func (x recTx) AddWriteConflictRange(r kv.Range) error {
+	x.rec.printf("write-conflict %s", x.rec.span(r))
+	return kv.AddWriteConflictRange(x.tr, r)
 }
 
 func (x recTx) BumpMetadataVersion() {

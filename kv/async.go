@@ -55,29 +55,54 @@ func AnswersAtIssue(tr ReadTransaction) bool {
 	return ok && a.AnswersAtIssue()
 }
 
-// writeConflictRanges is implemented by the transactions of engines that
-// may take a write conflict range (the embedded engine's, and kv/remote's
-// of a server that serves one), by their snapshot views, and by the
-// wrappers that read or write through a transaction.
+// WriteConflictRangeSupport says whether a transaction takes a write
+// conflict range of its own (AddWriteConflictRange), and whether anything
+// that writes its database does.
+type WriteConflictRangeSupport uint8
+
+const (
+	// WriteConflictRangesUnknown: the transaction takes none, and other
+	// writers of its database may (a wrapper that does not say, a
+	// kv/remote server whose engine takes none).
+	WriteConflictRangesUnknown WriteConflictRangeSupport = iota
+	// WriteConflictRangesTaken: the transaction takes them (the
+	// embedded engine's, and kv/remote's of a server of one), and a
+	// snapshot view says what its transaction does.
+	WriteConflictRangesTaken
+	// WriteConflictRangesNever: neither the transaction nor any writer of
+	// its database takes them, so nothing written with one is there:
+	// FoundationDB's adapter, whose databases only it writes.
+	WriteConflictRangesNever
+)
+
+// writeConflictRanges is implemented by the transactions, and their
+// snapshot views, that say what WriteConflictRangeSupport they have, and
+// by the wrappers that read or write through one (their transaction's).
 type writeConflictRanges interface {
-	WriteConflictRanges() bool
+	WriteConflictRanges() WriteConflictRangeSupport
 }
 
-// writeConflictRanger is implemented by the transactions of
-// writeConflictRanges.
+// writeConflictRanger is implemented by the transactions that may take a
+// write conflict range.
 type writeConflictRanger interface {
 	writeConflictRanges
 	AddWriteConflictRange(r Range) error
 }
 
-// CanAddWriteConflictRange reports whether tr's engine takes write
-// conflict ranges: AddWriteConflictRange works on tr, if tr is a
-// Transaction, and on the transaction it is a view of. FoundationDB's
-// adapter does not offer it (a caller writes keys instead), nor do
-// engines that wrap one.
+// WriteConflictRangesOf returns tr's WriteConflictRangeSupport:
+// WriteConflictRangesUnknown if tr does not say.
+func WriteConflictRangesOf(tr ReadTransaction) WriteConflictRangeSupport {
+	if w, ok := tr.(writeConflictRanges); ok {
+		return w.WriteConflictRanges()
+	}
+	return WriteConflictRangesUnknown
+}
+
+// CanAddWriteConflictRange reports whether AddWriteConflictRange works
+// on tr (if tr is a Transaction; else on the transaction it is a view
+// of): WriteConflictRangesTaken.
 func CanAddWriteConflictRange(tr ReadTransaction) bool {
-	w, ok := tr.(writeConflictRanges)
-	return ok && w.WriteConflictRanges()
+	return WriteConflictRangesOf(tr) == WriteConflictRangesTaken
 }
 
 // AddWriteConflictRange makes the transactions that read in r conflict
@@ -86,7 +111,7 @@ func CanAddWriteConflictRange(tr ReadTransaction) bool {
 // and fails with client_invalid_operation.
 func AddWriteConflictRange(tr Transaction, r Range) error {
 	w, ok := tr.(writeConflictRanger)
-	if !ok || !w.WriteConflictRanges() {
+	if !ok || w.WriteConflictRanges() != WriteConflictRangesTaken {
 		return Errorf(CodeClientInvalidOperation, "this engine takes no write conflict range")
 	}
 	return w.AddWriteConflictRange(r)

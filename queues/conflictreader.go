@@ -104,8 +104,10 @@ func (c *conflictReader) AnswersAtIssue() bool { return kv.AnswersAtIssue(c.snap
 
 func (c *conflictReader) GetReadVersion() (int64, error) { return c.snap.GetReadVersion() }
 func (c *conflictReader) Snapshot() kv.ReadTransaction   { return c.snap }
-func (c *conflictReader) WriteConflictRanges() bool      { return kv.CanAddWriteConflictRange(c.snap) }
-func (c *conflictReader) Context() context.Context       { return c.snap.Context() }
+func (c *conflictReader) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesOf(c.snap)
+}
+func (c *conflictReader) Context() context.Context { return c.snap.Context() }
 
 // ranges returns every range recorded, after waiting for the futures
 // whose answers are not in yet.

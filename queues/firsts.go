@@ -719,7 +719,9 @@ func (a *Attempt) AddWriteConflictRange(r kv.Range) error {
 	return kv.AddWriteConflictRange(a.Transaction, r)
 }
 
-func (a *Attempt) WriteConflictRanges() bool { return kv.CanAddWriteConflictRange(a.Transaction) }
+func (a *Attempt) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesOf(a.Transaction)
+}
 
 // MetadataVersion and BumpMetadataVersion reach the engine's metadata
 // version (kv.MetadataVersion): a bump lost here would leave every cache

@@ -188,8 +188,10 @@ func (x *knownReader) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 func (x *knownReader) Get(key []byte) ([]byte, error) { return x.rd.Get(key) }
 func (x *knownReader) GetReadVersion() (int64, error) { return x.rd.GetReadVersion() }
 func (x *knownReader) Snapshot() kv.ReadTransaction   { return x.rd.Snapshot() }
-func (x *knownReader) WriteConflictRanges() bool      { return kv.CanAddWriteConflictRange(x.rd) }
-func (x *knownReader) Context() context.Context       { return x.rd.Context() }
+func (x *knownReader) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesOf(x.rd)
+}
+func (x *knownReader) Context() context.Context { return x.rd.Context() }
 
 // ranges returns what the reads answered from what is known covered.
 func (x *knownReader) ranges() []kv.Range {

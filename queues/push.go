@@ -116,6 +116,9 @@ func (q *Queue) pushSome(tr kv.Transaction, token Token, items []Item, next bool
 			}
 			r.seq = max(r.seq, seq)
 		}
+		inRun = r.fits()
+	}
+	if inRun {
 		// Before the writes: a read after them would sort them for
 		// itself (the engine's read-your-writes), as the commit does.
 		if err := q.sweepRuns(tr); err != nil {

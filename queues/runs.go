@@ -3,6 +3,7 @@ package queues
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/fdbqueue/fdbqueue/kv"
@@ -18,13 +19,13 @@ import (
 // seq any of those priorities held (seqs still grow within each
 // priority), and files its items under one key, their run:
 //
-//	P (20, first) = packed (n, S, priorities...)
+//	P (20, first) = packed (n, S, nonce, priorities...)
 //
 // (no priorities in a FIFO queue) in place of an id index key each. The
 // item with id first+i then sits at (p, S+i, first+i) under tag 0, for
 // one p of the run's priorities. With fdbqueue bench's 100-row INSERTs
 // of 10 priorities (the driver's BenchmarkMemoryPerRow), a queued row's
-// heap went from 215.9 to 176.2 bytes, its keys from 3.03 to 2.04.
+// heap went from 215.9 to 176.3 bytes, its keys from 3.03 to 2.04.
 //
 // A lookup by id (lookup) reads the id index first, then the run whose
 // ids hold the id, and the item under each of the run's priorities: one
@@ -38,8 +39,13 @@ import (
 // ever leave its place, and a run found without them stays so: then
 // sweepRuns clears it, a few runs a push that makes one, through the
 // snapshot (a run is a pointer, never the truth: clearing one that names
-// no row changes no read's answer, so nothing conflicts over it). A run
-// outliving its rows for a while costs its key, not a row's.
+// no row changes no read's answer, so nothing conflicts over it). It
+// clears the key only if it still holds the run it read
+// (COMPARE_AND_CLEAR): once cleared, a run's ids may be given again and
+// make a run under the same key, which a sweep that read the old one must
+// leave, and a random nonce in each run's value tells them apart (the
+// rest may be the same, in a queue that emptied). A run outliving its
+// rows for a while costs its key, not a row's.
 //
 // Runs never share an id: a push whose ids meet a run, even one whose
 // rows are gone, files its items under the id index (checkNew finds the
@@ -49,9 +55,9 @@ import (
 // (kv.CanAddWriteConflictRange: memory:, file:, and file: shared through
 // kv/remote): a run's push adds one over its ids' id index keys, so that
 // whatever reads those keys (a push's check of its ids, a lookup)
-// conflicts with the run's push as it would with the keys' writes. Only
-// there are runs read (mayHoldRuns): FoundationDB's queues have none, and
-// their pushes and lookups make no read for them.
+// conflicts with the run's push as it would with the keys' writes.
+// Runs are read everywhere but on FoundationDB, whose queues have none
+// (mayHoldRuns): there pushes and lookups make no read for them.
 const (
 	// minRunRows is the fewest items a push files under a run: below it
 	// the run's reads and key cost more than the id index keys they
@@ -67,10 +73,17 @@ const (
 )
 
 // run is a run's key and value decoded: the ids [first, first+n), the
-// first seq, and the priorities of its items ({0} in a FIFO queue).
+// first seq, its nonce (see Runs), and the priorities of its items ({0}
+// in a FIFO queue).
 type run struct {
-	first, n, seq int64
-	prios         []int64
+	first, n, seq, nonce int64
+	prios                []int64
+}
+
+// fits reports whether the id and the seq after the run's last are
+// int64s (end, and runEmpty's range): a push makes no run that does not.
+func (r run) fits() bool {
+	return r.n <= math.MaxInt64-r.first && r.n <= math.MaxInt64-r.seq
 }
 
 // holds reports whether id is one of the run's ids.
@@ -85,17 +98,21 @@ func (r run) posOf(id, prio int64) pos {
 	return pos{prio: prio, seq: r.seq + (id - r.first), id: id}
 }
 
-// mayHoldRuns reports whether the queue may hold runs where tr reads: on
-// an engine that takes write conflict ranges, as pushes make runs only
-// there.
-func mayHoldRuns(tr kv.ReadTransaction) bool { return kv.CanAddWriteConflictRange(tr) }
+// mayHoldRuns reports whether the queue may hold runs where tr reads:
+// unless nothing that writes its database takes a write conflict range
+// (FoundationDB's adapter: kv.WriteConflictRangesNever), as pushes make
+// runs only where the engine takes one. A transaction that does not say
+// (a wrapper around an engine) reads them.
+func mayHoldRuns(tr kv.ReadTransaction) bool {
+	return kv.WriteConflictRangesOf(tr) != kv.WriteConflictRangesNever
+}
 
 // runKey returns the key of the run whose first id is first.
 func (q *Queue) runKey(first int64) []byte { return q.key(tagRuns, first) }
 
 // appendRunValue appends r's value to dst.
 func (q *Queue) appendRunValue(dst []byte, r run) []byte {
-	dst = appendInts(dst, r.n, r.seq)
+	dst = appendInts(dst, r.n, r.seq, r.nonce)
 	if q.kind == Priority {
 		dst = appendInts(dst, r.prios...)
 	}
@@ -118,17 +135,19 @@ func (q *Queue) decodeRun(k, v []byte) (run, error) {
 		}
 		vs = append(vs, x)
 	}
-	want := len(vs) == 2
+	const fixed = 3 // n, seq, nonce
+	want := len(vs) == fixed
 	if q.kind == Priority {
-		want = len(vs) > 2 && len(vs) <= 2+maxRunPrios
+		want = len(vs) > fixed && len(vs) <= fixed+maxRunPrios
 	}
-	if !want || vs[0] < 1 || vs[0] > math.MaxInt64-first || vs[1] < 1 || vs[1] > math.MaxInt64-vs[0] {
+	// The id and the seq after its last are int64s too (runFits).
+	if !want || vs[0] < 1 || vs[1] < 1 || !(run{first: first, n: vs[0], seq: vs[1]}).fits() {
 		return r, fmt.Errorf("%w: run of id %d holds %v", ErrCorrupt, first, vs)
 	}
-	r.n, r.seq = vs[0], vs[1]
+	r.n, r.seq, r.nonce = vs[0], vs[1], vs[2]
 	r.prios = []int64{0}
 	if q.kind == Priority {
-		r.prios = vs[2:]
+		r.prios = vs[fixed:]
 	}
 	return r, nil
 }
@@ -202,8 +221,8 @@ func (q *Queue) planRun(tr kv.Transaction, items []Item, now int64) (run, bool) 
 	if len(items) < minRunRows || !kv.CanAddWriteConflictRange(tr) {
 		return run{}, false
 	}
-	r := run{first: items[0].ID, n: int64(len(items))}
-	if r.first > math.MaxInt64-r.n {
+	r := run{first: items[0].ID, n: int64(len(items)), nonce: rand.Int64()}
+	if r.n > math.MaxInt64-r.first {
 		return run{}, false
 	}
 	var few [maxRunPrios]int64
@@ -223,11 +242,15 @@ func (q *Queue) planRun(tr kv.Transaction, items []Item, now int64) (run, bool) 
 	return r, true
 }
 
-// writeRun writes r, whose items the transaction pushed, and its write
-// conflict over the id index keys of its ids.
+// writeRun writes r, whose items the transaction pushes, and its write
+// conflict over the id index keys of its ids, first: a run is never
+// written without it.
 func (q *Queue) writeRun(tr kv.Transaction, r run) error {
+	if err := kv.AddWriteConflictRange(tr, kv.Range{Begin: q.idKey(r.first), End: q.idKey(r.end())}); err != nil {
+		return err
+	}
 	tr.Set(q.runKey(r.first), q.appendRunValue(nil, r))
-	return kv.AddWriteConflictRange(tr, kv.Range{Begin: q.idKey(r.first), End: q.idKey(r.end())})
+	return nil
 }
 
 // runsMet checks the runs that hold any of ids (sorted, distinct, the ids
@@ -313,7 +336,7 @@ func (q *Queue) sweepRuns(tr kv.Transaction) error {
 			return err
 		}
 		if empty {
-			tr.Clear(e.Key)
+			tr.CompareAndClear(e.Key, e.Value)
 		}
 	}
 	q.runSweep.Store(next)

@@ -257,3 +257,13 @@ func (s *snapshot) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 func (s *snapshot) GetReadVersion() (int64, error) { return s.t.GetReadVersion() }
 func (s *snapshot) Snapshot() kv.ReadTransaction   { return s }
 func (s *snapshot) Context() context.Context       { return s.t.ctx }
+
+// WriteConflictRanges implements kv.WriteConflictRangesOf as
+// FoundationDB's adapter does: never.
+func (t *txn) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesNever
+}
+
+func (s *snapshot) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesNever
+}

@@ -673,11 +673,15 @@ func (t *txn) AddWriteConflictRange(r kv.Range) error {
 	return nil
 }
 
-// WriteConflictRanges implements kv.CanAddWriteConflictRange, for the
-// transaction and its snapshot view.
-func (t *txn) WriteConflictRanges() bool { return true }
+// WriteConflictRanges implements kv.WriteConflictRangesOf, for the
+// transaction and its snapshot view: it takes them.
+func (t *txn) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesTaken
+}
 
-func (s *snapshot) WriteConflictRanges() bool { return true }
+func (s *snapshot) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesTaken
+}
 
 func (t *txn) finish(state kv.TxnState) {
 	if t.hasRV {

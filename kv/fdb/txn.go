@@ -342,3 +342,14 @@ func (s *snapshot) GetRange(r kv.Range, opts kv.RangeOptions) kv.Iterator {
 func (s *snapshot) GetReadVersion() (int64, error) { return s.t.GetReadVersion() }
 func (s *snapshot) Snapshot() kv.ReadTransaction   { return s }
 func (s *snapshot) Context() context.Context       { return s.t.ctx }
+
+// WriteConflictRanges implements kv.WriteConflictRangesOf: FoundationDB's
+// databases are written by this adapter alone, which takes none (a
+// caller writes keys instead).
+func (t *txn) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesNever
+}
+
+func (s *snapshot) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesNever
+}

@@ -522,6 +522,11 @@ func (t *txn) AddReadConflictRange(r kv.Range) error {
 	if err := t.check(); err != nil {
 		return err
 	}
+	return t.conflictRange(mReadConflictRange, r)
+}
+
+// conflictRange sends a conflict range of type typ, unless it is empty.
+func (t *txn) conflictRange(typ byte, r kv.Range) error {
 	if c := bytes.Compare(r.Begin, r.End); c >= 0 {
 		if c > 0 {
 			return kv.Errorf(kv.CodeInvertedRange, "range end precedes its begin")
@@ -531,7 +536,7 @@ func (t *txn) AddReadConflictRange(r kv.Range) error {
 	if err := checkWireRange(r); err != nil {
 		return err
 	}
-	t.sendRange(mReadConflictRange, r)
+	t.sendRange(typ, r)
 	return nil
 }
 
@@ -551,25 +556,22 @@ func (t *txn) AddWriteConflictRange(r kv.Range) error {
 	if !t.a.writeConflictRanges() {
 		return kv.Errorf(kv.CodeClientInvalidOperation, "the server's engine takes no write conflict range")
 	}
-	if c := bytes.Compare(r.Begin, r.End); c >= 0 {
-		if c > 0 {
-			return kv.Errorf(kv.CodeInvertedRange, "range end precedes its begin")
-		}
-		return nil
-	}
-	if err := checkWireRange(r); err != nil {
-		return err
-	}
-	t.sendRange(mWriteConflictRange, r)
-	return nil
+	return t.conflictRange(mWriteConflictRange, r)
 }
 
-// WriteConflictRanges reports whether the server's engine takes write
-// conflict ranges (kv.CanAddWriteConflictRange), as far as the
-// connection knows: without one, no.
-func (t *txn) WriteConflictRanges() bool { return t.a.writeConflictRanges() }
+// WriteConflictRanges implements kv.WriteConflictRangesOf: taken where
+// the server's engine takes them, as far as the connection knows; else
+// unknown (the serving process's own transactions may).
+func (t *txn) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	if t.a.writeConflictRanges() {
+		return kv.WriteConflictRangesTaken
+	}
+	return kv.WriteConflictRangesUnknown
+}
 
-func (s *snapshot) WriteConflictRanges() bool { return s.t.WriteConflictRanges() }
+func (s *snapshot) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return s.t.WriteConflictRanges()
+}
 
 // Commit sends the read conflicts of the attempt's serializable range
 // reads, then the commit, and waits for its answer: one round trip. It

@@ -39,7 +39,9 @@ func (t *roTxn) AddWriteConflictRange(r kv.Range) error {
 	return kv.AddWriteConflictRange(t.Transaction, r)
 }
 
-func (t *roTxn) WriteConflictRanges() bool { return kv.CanAddWriteConflictRange(t.Transaction) }
+func (t *roTxn) WriteConflictRanges() kv.WriteConflictRangeSupport {
+	return kv.WriteConflictRangesOf(t.Transaction)
+}
 
 // BumpMetadataVersion implements kv's optional metadata bump.
 func (t *roTxn) BumpMetadataVersion() {
