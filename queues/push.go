@@ -249,6 +249,12 @@ func (q *Queue) prioOf(it Item) int64 {
 // there. keep, if not nil, runs once the reads are in, before any write,
 // and says which items are pushed (see PushSome): only their directory
 // keys are written.
+//
+// Where the queue may hold runs (see Runs), the ids are also checked
+// against them (runsMet: one more read for each run of consecutive ids,
+// with the others where reads wait for their answer), and checkNew
+// reports whether a run holds any of them, queued or not: the push then
+// makes no run of its own.
 func (q *Queue) checkNew(tr kv.Transaction, items []Item, now int64, keep func() ([]bool, error), sc *scratch) (*dirSet, []bool, bool, error) {
 	dirs := &sc.dirs
 	ids := sc.ids[:0]
