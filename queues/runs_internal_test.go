@@ -19,6 +19,28 @@ import (
 	"github.com/fdbqueue/fdbqueue/tuple"
 )
 
+// runItems returns n items with ids first, first+1, ..., of priority
+// prio(i) (nil: 0), whose value is their id.
+func runItems(first int64, n int, prio func(i int) int64) []Item {
+	items := make([]Item, n)
+	for i := range items {
+		items[i] = Item{ID: first + int64(i), Value: fmt.Append(nil, first+int64(i))}
+		if prio != nil {
+			items[i].Priority = prio(i)
+		}
+	}
+	return items
+}
+
+// pushAll pushes items in a transaction of their own.
+func pushAll(t *testing.T, db kv.Database, q *Queue, items []Item) {
+	t.Helper()
+	require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
+		_, err := q.PushAll(tr, Token{}, items)
+		return err
+	}))
+}
+
 // runKeys returns the runs q holds.
 func runKeys(t *testing.T, db kv.Database, q *Queue) []run {
 	t.Helper()
@@ -63,20 +85,8 @@ func TestRunSeqs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, q, clock := clockedQueue(t, "runs", Priority)
-	push := func(items []Item) {
-		t.Helper()
-		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-			_, err := q.PushAll(tr, Token{}, items)
-			return err
-		}))
-	}
-	batch := func(first int64, n int, prio func(i int) int64) []Item {
-		items := make([]Item, n)
-		for i := range items {
-			items[i] = Item{ID: first + int64(i), Priority: prio(i), Value: fmt.Append(nil, first+int64(i))}
-		}
-		return items
-	}
+	push := func(items []Item) { t.Helper(); pushAll(t, db, q, items) }
+	batch := runItems
 	// Priority 1 holds seqs 1-3, one of them invisible; priority 2, 1.
 	push(batch(1, 2, func(int) int64 { return 1 }))
 	delayed := Item{ID: 3, Priority: 1, VisibleAt: clock.Add(time.Hour)}
@@ -408,15 +418,8 @@ func TestRunsConflict(t *testing.T) {
 		t.Cleanup(tr.Cancel)
 		return tr
 	}
-	runOf := func(first int64) []Item {
-		items := make([]Item, 20)
-		for i := range items {
-			items[i] = Item{ID: first + int64(i), Priority: int64(i % 3)}
-		}
-		return items
-	}
 	pushRun := func(tr kv.Transaction, first int64) {
-		_, err := q.PushAll(tr, Token{}, runOf(first))
+		_, err := q.PushAll(tr, Token{}, runItems(first, 20, func(i int) int64 { return int64(i % 3) }))
 		require.NoError(t, err)
 	}
 
@@ -464,14 +467,7 @@ func TestIDFloorOfRuns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, q, _ := clockedQueue(t, "floor", FIFO)
-	items := make([]Item, 20)
-	for i := range items {
-		items[i] = Item{ID: 1000 + int64(i)}
-	}
-	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-		_, err := q.PushAll(tr, Token{}, items)
-		return err
-	}))
+	pushAll(t, db, q, runItems(1000, 20, nil))
 	require.Len(t, runKeys(t, db, q), 1)
 	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
 		floor, err := q.IDFloor(tr, 5)
@@ -500,10 +496,7 @@ func TestRunsThroughRemote(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	q := New(tuple.Tuple{"remote"}.Pack(), Priority)
 	pushRun := func(db kv.Database, first int64) {
-		items := make([]Item, 20)
-		for i := range items {
-			items[i] = Item{ID: first + int64(i), Priority: int64(i % 4), Value: fmt.Append(nil, first+int64(i))}
-		}
+		items := runItems(first, 20, func(i int) int64 { return int64(i % 4) })
 		require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
 			require.True(t, kv.CanAddWriteConflictRange(tr))
 			_, err := q.PushAll(tr, Token{}, items)
@@ -546,15 +539,8 @@ func TestSweepLeavesARunMadeAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, q, _ := clockedQueue(t, "again", Priority)
-	items := func(first int64) []Item {
-		items := make([]Item, 20)
-		for i := range items {
-			items[i] = Item{ID: first + int64(i), Priority: int64(i % 2)}
-		}
-		return items
-	}
 	push := func(tr kv.Transaction, first int64) {
-		_, err := q.PushAll(tr, Token{}, items(first))
+		_, err := q.PushAll(tr, Token{}, runItems(first, 20, func(i int) int64 { return int64(i % 2) }))
 		require.NoError(t, err)
 	}
 	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
@@ -596,14 +582,8 @@ func TestRunsThroughAWrapper(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, q, _ := clockedQueue(t, "wrapped", Priority)
-	items := make([]Item, 20)
-	for i := range items {
-		items[i] = Item{ID: 100 + int64(i)}
-	}
-	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
-		_, err := q.PushAll(tr, Token{}, items)
-		return err
-	}))
+	items := runItems(100, 20, nil)
+	pushAll(t, db, q, items)
 	require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
 		w := plainTxn{tr}
 		_, ok, err := q.Get(w, 105)
