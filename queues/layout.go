@@ -102,12 +102,12 @@ import (
 //	                                        and by ClearItems and Clear; read by the
 //	                                        pushes that find the key (not in queues
 //	                                        of legacy cells: see readDir)
-//	P (20, first)                           run: packed (n, seq, priorities...): the      PushAll, PushSome
-//	                                        n visible items of one push with ids first   (writeRun),
-//	                                        to first+n-1, the i-th at seq+i under one    sweepRuns
-//	                                        of the priorities (none in a FIFO queue),
-//	                                        in place of their id index keys (see
-//	                                        runs.go)
+//	P (20, first)                           run: packed (n, seq, nonce, priorities...):   PushAll, PushSome
+//	                                        the n visible items of one push with ids     (writeRun),
+//	                                        first to first+n-1, the i-th at seq+i        sweepRuns
+//	                                        under one of the priorities (none in a
+//	                                        FIFO queue), in place of their id index
+//	                                        keys; nonce: random (see runs.go)
 //
 // seq orders the items of one priority (of the queue, for FIFO): a push
 // takes one more than the last seq in use, read with a snapshot read, so

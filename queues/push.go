@@ -97,9 +97,12 @@ func (q *Queue) pushSome(tr kv.Transaction, token Token, items []Item, next bool
 	// sure of are those of the items pushChecked then finds visible.
 	sc.now = q.opts.now()
 	var r run
+	var sw sweepRead
 	inRun := false
 	if next {
-		r, inRun = q.planRun(tr, items, sc.now.UnixNano())
+		if r, inRun = q.planRun(tr, items, sc.now.UnixNano()); inRun {
+			sw = q.readSweep(tr.Snapshot()) // with checkNew's reads
+		}
 	}
 	dirs, pushed, met, err := q.checkNew(tr, items, sc.now.UnixNano(), keep, sc)
 	if err != nil {
@@ -121,7 +124,7 @@ func (q *Queue) pushSome(tr kv.Transaction, token Token, items []Item, next bool
 	if inRun {
 		// Before the writes: a read after them would sort them for
 		// itself (the engine's read-your-writes), as the commit does.
-		if err := q.sweepRuns(tr); err != nil {
+		if err := q.sweepRuns(tr, sw); err != nil {
 			return nil, false, err
 		}
 	}

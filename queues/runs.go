@@ -140,7 +140,7 @@ func (q *Queue) decodeRun(k, v []byte) (run, error) {
 	if q.kind == Priority {
 		want = len(vs) > fixed && len(vs) <= fixed+maxRunPrios
 	}
-	// The id and the seq after its last are int64s too (runFits).
+	// The id and the seq after its last are int64s too (run.fits).
 	if !want || vs[0] < 1 || vs[1] < 1 || !(run{first: first, n: vs[0], seq: vs[1]}).fits() {
 		return r, fmt.Errorf("%w: run of id %d holds %v", ErrCorrupt, first, vs)
 	}
@@ -281,12 +281,8 @@ func (q *Queue) runsMet(tr kv.Transaction, segs []runSeg) (bool, error) {
 				break
 			}
 			met = true
-			for id := max(s.first, r.first); id <= s.last && id < r.end(); id++ {
-				if _, queued, err := q.findInRun(tr, r, id); err != nil {
-					return false, err
-				} else if queued {
-					return false, &DuplicateIDError{ID: id}
-				}
+			if err := q.noneQueuedIn(tr, r, max(s.first, r.first), min(s.last, r.end()-1)); err != nil {
+				return false, err
 			}
 			if r.first <= s.first {
 				break
@@ -297,6 +293,30 @@ func (q *Queue) runsMet(tr kv.Transaction, segs []runSeg) (bool, error) {
 	return met, nil
 }
 
+// noneQueuedIn fails with ErrDuplicateID if an item with an id in [lo,
+// hi], ids of r, is queued where r files it: the items' keys under each
+// of r's priorities, read in one kv.GetMany (one round trip where reads
+// wait for their answer: a push of given ids over a run whose rows are
+// gone is no slower than another).
+func (q *Queue) noneQueuedIn(tr kv.Transaction, r run, lo, hi int64) error {
+	keys := make([][]byte, 0, int(hi-lo+1)*len(r.prios))
+	for id := lo; id <= hi; id++ {
+		for _, prio := range r.prios {
+			keys = append(keys, q.itemKey(r.posOf(id, prio)))
+		}
+	}
+	vals, err := kv.GetMany(tr, keys)
+	if err != nil {
+		return err
+	}
+	for i, v := range vals {
+		if v != nil {
+			return &DuplicateIDError{ID: lo + int64(i/len(r.prios))}
+		}
+	}
+	return nil
+}
+
 // runSeg is a push's run of consecutive ids, [first, last], and the read
 // of the last run that may hold one of them (readRunAt of last), or nil
 // to read it when checked (runSpanAt).
@@ -305,42 +325,136 @@ type runSeg struct {
 	read        kv.FutureRange
 }
 
-// sweepRuns checks up to runsSwept runs, on from where this process's
-// last sweep of the queue stopped (round the runs, from the first once it
-// passes the last), for the rows they alone file, and clears those
-// without: see Runs. It reads through the snapshot.
-func (q *Queue) sweepRuns(tr kv.Transaction) error {
-	snap := tr.Snapshot()
+// sweepRead is sweepRuns' read of the runs it checks, in flight: the
+// runsSwept runs from the cursor on (from), and the first ones, round
+// the runs, if those are fewer.
+type sweepRead struct {
+	from        int64
+	after, wrap kv.FutureRange
+}
+
+// readSweep issues sweepRuns' reads through snap, to be in flight with a
+// push's others.
+func (q *Queue) readSweep(snap kv.ReadTransaction) sweepRead {
 	from := q.runSweep.Load()
 	all := kv.PrefixRange(q.sub[tagRuns])
-	rows, err := kv.Collect(snap.GetRange(kv.Range{Begin: q.runKey(from), End: all.End}, kv.RangeOptions{Limit: runsSwept}))
+	sw := sweepRead{from: from}
+	sw.after = kv.GetRangeAsync(snap, kv.Range{Begin: q.runKey(from), End: all.End}, kv.RangeOptions{Limit: runsSwept})
+	if from > 0 {
+		sw.wrap = kv.GetRangeAsync(snap, kv.Range{Begin: all.Begin, End: q.runKey(from)}, kv.RangeOptions{Limit: runsSwept})
+	}
+	return sw
+}
+
+// sweepRuns checks the runs sw read (up to runsSwept, on from where this
+// process's last sweep of the queue stopped, round the runs) for the rows
+// they alone file, and clears those without: see Runs. It reads through
+// the snapshot. Where reads wait for their answer, the checks' first
+// reads of all the runs are issued together (see runsEmpty).
+func (q *Queue) sweepRuns(tr kv.Transaction, sw sweepRead) error {
+	rows, err := sw.after.Get()
 	if err != nil {
 		return err
 	}
-	if len(rows) < runsSwept && from > 0 {
-		more, err := kv.Collect(snap.GetRange(kv.Range{Begin: all.Begin, End: q.runKey(from)}, kv.RangeOptions{Limit: runsSwept - len(rows)}))
+	if len(rows) < runsSwept && sw.wrap != nil {
+		more, err := sw.wrap.Get()
 		if err != nil {
 			return err
 		}
-		rows = append(rows, more...)
+		rows = append(rows[:len(rows):len(rows)], more[:min(len(more), runsSwept-len(rows))]...)
 	}
-	next := from
-	for _, e := range rows {
-		r, err := q.decodeRun(e.Key, e.Value)
-		if err != nil {
+	runs := make([]run, len(rows))
+	for i, e := range rows {
+		if runs[i], err = q.decodeRun(e.Key, e.Value); err != nil {
 			return err
 		}
-		next = r.end()
-		empty, err := q.runEmpty(snap, r)
-		if err != nil {
-			return err
-		}
-		if empty {
+	}
+	empty, err := q.runsEmpty(tr.Snapshot(), runs)
+	if err != nil {
+		return err
+	}
+	next := sw.from
+	for i, e := range rows {
+		next = runs[i].end()
+		if empty[i] {
 			tr.CompareAndClear(e.Key, e.Value)
 		}
 	}
 	q.runSweep.Store(next)
 	return nil
+}
+
+// runsEmpty reports which of runs are empty (runEmpty). Where reads wait
+// for their answer, it first reads the first item where each run files
+// items under each of its priorities, all together: a run whose first
+// item there is one of its own is not empty, and one with no item there
+// is; only a run that shares those places with other items is read on,
+// one range after the other.
+func (q *Queue) runsEmpty(snap kv.ReadTransaction, runs []run) ([]bool, error) {
+	empty := make([]bool, len(runs))
+	if kv.AnswersAtIssue(snap) {
+		for i, r := range runs {
+			var err error
+			if empty[i], err = q.runEmpty(snap, r); err != nil {
+				return nil, err
+			}
+		}
+		return empty, nil
+	}
+	firsts := make([][]kv.FutureRange, len(runs))
+	for i, r := range runs {
+		for _, prio := range r.prios {
+			firsts[i] = append(firsts[i], kv.GetRangeAsync(snap, q.runPlaces(r, prio), kv.RangeOptions{Limit: 1}))
+		}
+	}
+	for i, r := range runs {
+		found, other := false, false
+		for j, f := range firsts[i] {
+			rows, err := f.Get()
+			if err != nil {
+				return nil, err
+			}
+			if len(rows) == 0 {
+				continue
+			}
+			own, err := q.filedBy(r, r.prios[j], rows[0].Key)
+			if err != nil {
+				return nil, err
+			}
+			found = found || own
+			other = other || !own
+		}
+		switch {
+		case found:
+		case !other:
+			empty[i] = true
+		default:
+			var err error
+			if empty[i], err = q.runEmpty(snap, r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return empty, nil
+}
+
+// runPlaces is the range of the keys where r files items under prio:
+// seqs r.seq to r.seq+r.n-1 under tag 0.
+func (q *Queue) runPlaces(r run, prio int64) kv.Range {
+	var vs []int64
+	if q.kind == Priority {
+		vs = []int64{prio}
+	}
+	return kv.Range{Begin: q.key(tagItems, append(vs, r.seq)...), End: q.key(tagItems, append(vs, r.seq+r.n)...)}
+}
+
+// filedBy reports whether the item key k, under prio, is one r files.
+func (q *Queue) filedBy(r run, prio int64, k []byte) (bool, error) {
+	p, err := q.decodeKeyUnder(tagItems, k)
+	if err != nil {
+		return false, err
+	}
+	return r.holds(p.id) && r.posOf(p.id, prio) == p, nil
 }
 
 // runEmpty reports whether none of the items r alone files is left where
@@ -349,19 +463,10 @@ func (q *Queue) sweepRuns(tr kv.Transaction) error {
 // their priority emptied and its seqs started over: a read passes them.)
 func (q *Queue) runEmpty(snap kv.ReadTransaction, r run) (bool, error) {
 	for _, prio := range r.prios {
-		var vs []int64
-		if q.kind == Priority {
-			vs = []int64{prio}
-		}
-		span := kv.Range{Begin: q.key(tagItems, append(vs, r.seq)...), End: q.key(tagItems, append(vs, r.seq+r.n)...)}
-		it := snap.GetRange(span, kv.RangeOptions{Mode: kv.StreamingModeIterator})
+		it := snap.GetRange(q.runPlaces(r, prio), kv.RangeOptions{Mode: kv.StreamingModeIterator})
 		for it.Next() {
-			p, err := q.decodeKeyUnder(tagItems, it.KeyValue().Key)
-			if err != nil {
+			if own, err := q.filedBy(r, prio, it.KeyValue().Key); err != nil || own {
 				return false, err
-			}
-			if r.holds(p.id) && r.posOf(p.id, prio) == p {
-				return false, nil
 			}
 		}
 		if err := it.Err(); err != nil {

@@ -528,6 +528,24 @@ func TestRunsThroughRemote(t *testing.T) {
 		require.False(t, ok)
 		return err
 	}))
+
+	// The client's sweeps, whose reads go out together: the queue
+	// emptied, single rows at the runs' first seqs (other ids where the
+	// runs file theirs), then two more runs, whose pushes clear the two
+	// empty ones and leave each other.
+	require.NoError(t, client.Transact(ctx, func(tr kv.Transaction) error {
+		_, err := q.PopN(tr, Min, 100)
+		return err
+	}))
+	for _, id := range []int64{50, 51} {
+		require.NoError(t, client.Transact(ctx, func(tr kv.Transaction) error { return q.Push(tr, Item{ID: id}) }))
+	}
+	pushRun(client, 300)
+	pushRun(client, 400)
+	runs := runKeys(t, db, q)
+	require.Len(t, runs, 2, "%v", runs)
+	require.Equal(t, []int64{300, 400}, []int64{runs[0].first, runs[1].first})
+	requireChecks(t, db, q)
 }
 
 // TestSweepLeavesARunMadeAgain: a push's sweep read a run whose rows were

@@ -195,6 +195,21 @@ func testExplicitConflictRanges(t *testing.T, in Instance) {
 		}
 	}
 	require.Empty(t, rangeKeys(t, newTr(t, in.DB), "r/", "r0", kv.RangeOptions{}), "a write conflict range writes nothing")
+	// Nor does it conflict with a reader through the snapshot, or one
+	// that began after it committed.
+	snapReader := newTr(t, in.DB)
+	_, err = snapReader.Snapshot().Get([]byte("r/b"))
+	require.NoError(t, err)
+	ranger := newTr(t, in.DB)
+	require.NoError(t, kv.AddWriteConflictRange(ranger, kv.Range{Begin: []byte("r/a"), End: []byte("r/c")}))
+	require.NoError(t, ranger.Commit())
+	laterReader := newTr(t, in.DB)
+	_, err = laterReader.Get([]byte("r/b"))
+	require.NoError(t, err)
+	for _, tr := range []kv.Transaction{snapReader, laterReader} {
+		tr.Set([]byte("out"), []byte("2"))
+		require.NoError(t, tr.Commit())
+	}
 	inverted := newTr(t, in.DB)
 	require.Equal(t, kv.CodeInvertedRange, kv.Code(kv.AddWriteConflictRange(inverted, kv.Range{Begin: []byte("r/c"), End: []byte("r/a")})))
 }
