@@ -334,17 +334,24 @@ type sweepRead struct {
 }
 
 // readSweep issues sweepRuns' reads through snap, to be in flight with a
-// push's others.
+// push's others. Where reads are answered when issued, the read round the
+// runs waits until sweepRuns finds it needs it: it seldom does.
 func (q *Queue) readSweep(snap kv.ReadTransaction) sweepRead {
-	from := q.runSweep.Load()
-	all := kv.PrefixRange(q.sub[tagRuns])
-	sw := sweepRead{from: from}
-	sw.after = kv.GetRangeAsync(snap, kv.Range{Begin: q.runKey(from), End: all.End}, kv.RangeOptions{Limit: runsSwept})
-	if from > 0 {
-		sw.wrap = kv.GetRangeAsync(snap, kv.Range{Begin: all.Begin, End: q.runKey(from)}, kv.RangeOptions{Limit: runsSwept})
+	sw := sweepRead{from: q.runSweep.Load()}
+	sw.after = kv.GetRangeAsync(snap, kv.Range{Begin: q.runKey(sw.from), End: q.runsEnd()}, kv.RangeOptions{Limit: runsSwept})
+	if sw.from > 0 && !kv.AnswersAtIssue(snap) {
+		sw.wrap = q.readSweepWrap(snap, sw.from)
 	}
 	return sw
 }
+
+// readSweepWrap issues the read of the first runs, before the cursor's.
+func (q *Queue) readSweepWrap(snap kv.ReadTransaction, from int64) kv.FutureRange {
+	return kv.GetRangeAsync(snap, kv.Range{Begin: q.sub[tagRuns], End: q.runKey(from)}, kv.RangeOptions{Limit: runsSwept})
+}
+
+// runsEnd is the end of the runs' keys.
+func (q *Queue) runsEnd() []byte { return kv.PrefixRange(q.sub[tagRuns]).End }
 
 // sweepRuns checks the runs sw read (up to runsSwept, on from where this
 // process's last sweep of the queue stopped, round the runs) for the rows
@@ -356,7 +363,10 @@ func (q *Queue) sweepRuns(tr kv.Transaction, sw sweepRead) error {
 	if err != nil {
 		return err
 	}
-	if len(rows) < runsSwept && sw.wrap != nil {
+	if len(rows) < runsSwept && sw.from > 0 {
+		if sw.wrap == nil {
+			sw.wrap = q.readSweepWrap(tr.Snapshot(), sw.from)
+		}
 		more, err := sw.wrap.Get()
 		if err != nil {
 			return err
@@ -463,7 +473,21 @@ func (q *Queue) filedBy(r run, prio int64, k []byte) (bool, error) {
 // their priority emptied and its seqs started over: a read passes them.)
 func (q *Queue) runEmpty(snap kv.ReadTransaction, r run) (bool, error) {
 	for _, prio := range r.prios {
-		it := snap.GetRange(q.runPlaces(r, prio), kv.RangeOptions{Mode: kv.StreamingModeIterator})
+		// The first item there first, as one read: it is the run's own
+		// in a run that lives, and there is none in an empty one.
+		places := q.runPlaces(r, prio)
+		e, found, err := kv.First(snap, places, false)
+		if err != nil || !found {
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
+		if own, err := q.filedBy(r, prio, e.Key); err != nil || own {
+			return false, err
+		}
+		places.Begin = kv.KeyAfter(e.Key)
+		it := snap.GetRange(places, kv.RangeOptions{Mode: kv.StreamingModeIterator})
 		for it.Next() {
 			if own, err := q.filedBy(r, prio, it.KeyValue().Key); err != nil || own {
 				return false, err
