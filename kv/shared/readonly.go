@@ -32,8 +32,8 @@ func (t *roTxn) AddWriteConflictKey(key []byte) error {
 }
 
 // AddWriteConflictRange and WriteConflictRanges are the transaction's
-// (kv.AddWriteConflictRange): the queues read runs where the engine takes
-// such ranges.
+// (kv.AddWriteConflictRange): the queues make runs where the engine takes
+// such ranges, and read them unless it never does.
 func (t *roTxn) AddWriteConflictRange(r kv.Range) error {
 	t.wrote = true
 	return kv.AddWriteConflictRange(t.Transaction, r)
