@@ -14,11 +14,16 @@ func (q *Queue) Get(tr kv.ReadTransaction, id int64) (Item, bool, error) {
 
 // getByID returns the item with id and its position.
 func (q *Queue) getByID(tr kv.ReadTransaction, id int64) (Item, pos, bool, error) {
-	p, ok, err := q.lookup(tr, id)
+	p, v, ok, err := q.lookup(tr, id)
 	if err != nil || !ok {
 		return Item{}, pos{}, false, err
 	}
-	it, ok, err := q.getAt(tr, p)
+	var it Item
+	if v != nil { // a run's: lookup read the item
+		it, _, err = q.decodeItemUnder(tagItems, q.itemKey(p), v)
+	} else {
+		it, ok, err = q.getAt(tr, p)
+	}
 	if err != nil {
 		return Item{}, pos{}, false, err
 	}
@@ -33,10 +38,11 @@ func (q *Queue) getByID(tr kv.ReadTransaction, id int64) (Item, pos, bool, error
 
 // lookup returns the position of the item with id: from the id index,
 // or else, where there may be runs (see Runs), from the run that holds
-// id. Where reads wait for their answer (kv/remote) the run is read with
-// the id index key, in one round trip; where they are answered when
+// id, with the item's value, which it read there (nil from the id
+// index). Where reads wait for their answer (kv/remote) the run is read
+// with the id index key, in one round trip; where they are answered when
 // issued, only if the key is absent.
-func (q *Queue) lookup(tr kv.ReadTransaction, id int64) (pos, bool, error) {
+func (q *Queue) lookup(tr kv.ReadTransaction, id int64) (pos, []byte, bool, error) {
 	var runRead kv.FutureRange
 	idRead := kv.GetAsync(tr, q.idKey(id))
 	runs := mayHoldRuns(tr)
@@ -46,23 +52,23 @@ func (q *Queue) lookup(tr kv.ReadTransaction, id int64) (pos, bool, error) {
 	}
 	v, err := idRead.Get()
 	if err != nil {
-		return pos{}, false, err
+		return pos{}, nil, false, err
 	}
 	if v != nil {
 		p, err := q.decodeIDValue(id, v)
-		return p, true, err
+		return p, nil, true, err
 	}
 	if !runs {
-		return pos{}, false, nil
+		return pos{}, nil, false, nil
 	}
 	if atIssue {
 		runRead = q.readRunAt(tr.Snapshot(), id)
 	}
 	r, ok, err := q.runOf(runRead)
 	if err != nil || !ok || !r.holds(id) {
-		return pos{}, false, err
+		return pos{}, nil, false, err
 	}
-	return q.findInRun(tr, r, id)
+	return q.findInRun(tr, r, id, id)
 }
 
 // Remove deletes the item with id, visible or not, and reports whether it

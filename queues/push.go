@@ -458,7 +458,7 @@ func (q *Queue) duplicateID(k []byte) error {
 // adds to the count, PushAll once for all its items. dirs, if not nil,
 // holds the directory keys this transaction already made sure of.
 func (q *Queue) pushAt(tr kv.Transaction, it Item, seq int64, dirs *dirSet) error {
-	if _, queued, err := q.lookup(tr, it.ID); err != nil {
+	if _, _, queued, err := q.lookup(tr, it.ID); err != nil {
 		return err
 	} else if queued {
 		return &DuplicateIDError{ID: it.ID}
@@ -650,27 +650,36 @@ func (s *nextSeqs) find(prio int64) int {
 // next returns the next seq of prio, one of the priorities readSeqs was
 // given, and takes it.
 func (s *nextSeqs) next(prio int64) (int64, error) {
-	seq, err := s.peek(prio)
+	t, err := s.tail(prio)
 	if err != nil {
 		return 0, err
 	}
-	s.tails[s.find(prio)].seq++
-	return seq, nil
+	t.seq++
+	return t.seq - 1, nil
 }
 
 // peek returns the next seq of prio, as next does, without taking it.
 func (s *nextSeqs) peek(prio int64) (int64, error) {
+	t, err := s.tail(prio)
+	if err != nil {
+		return 0, err
+	}
+	return t.seq, nil
+}
+
+// tail returns prio's tail, its seq the next one, read if it was not yet.
+func (s *nextSeqs) tail(prio int64) (*seqTail, error) {
 	t := &s.tails[s.find(prio)]
 	if t.seq == 0 {
 		seq, err := s.q.afterTail(t.items, tagItems, 1)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if t.seq, err = s.q.afterTail(t.hidden, tagHidden, seq); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	return t.seq, nil
+	return t, nil
 }
 
 // afterTail returns the seq after the last item f found under tag, or seq

@@ -119,16 +119,28 @@ func (q *Queue) appendRunValue(dst []byte, r run) []byte {
 	return dst
 }
 
+// decodeRunSpan decodes a run's first id, from its key k, and its size,
+// the first integer of its value v, which it returns with the rest of v.
+func (q *Queue) decodeRunSpan(k, v []byte) (first, n int64, rest []byte, err error) {
+	first, krest, kerr := tuple.DecodeInt(k[len(q.sub[tagRuns]):])
+	if kerr == nil && len(krest) == 0 {
+		n, rest, err = tuple.DecodeInt(v)
+	}
+	if kerr != nil || len(krest) > 0 || err != nil || first < 1 || n < 1 || n > math.MaxInt64-first {
+		return 0, 0, nil, fmt.Errorf("%w: run key %x, value %x", ErrCorrupt, k, v)
+	}
+	return first, n, rest, nil
+}
+
 // decodeRun decodes a run's key and value.
 func (q *Queue) decodeRun(k, v []byte) (run, error) {
 	var r run
-	first, rest, err := tuple.DecodeInt(k[len(q.sub[tagRuns]):])
-	if err != nil || len(rest) > 0 || first < 1 {
-		return r, fmt.Errorf("%w: run key %x", ErrCorrupt, k)
+	first, n, rest, err := q.decodeRunSpan(k, v)
+	if err != nil {
+		return r, err
 	}
-	r.first = first
-	var vs []int64
-	for rest = v; len(rest) > 0; {
+	vs := []int64{n}
+	for len(rest) > 0 {
 		var x int64
 		if x, rest, err = tuple.DecodeInt(rest); err != nil {
 			return r, fmt.Errorf("%w: run of id %d: %v", ErrCorrupt, first, err)
@@ -141,10 +153,13 @@ func (q *Queue) decodeRun(k, v []byte) (run, error) {
 		want = len(vs) > fixed && len(vs) <= fixed+maxRunPrios
 	}
 	// The id and the seq after its last are int64s too (run.fits).
-	if !want || vs[0] < 1 || vs[1] < 1 || !(run{first: first, n: vs[0], seq: vs[1]}).fits() {
-		return r, fmt.Errorf("%w: run of id %d holds %v", ErrCorrupt, first, vs)
+	r = run{first: first, n: n}
+	if want {
+		r.seq, r.nonce = vs[1], vs[2]
 	}
-	r.n, r.seq, r.nonce = vs[0], vs[1], vs[2]
+	if !want || r.seq < 1 || !r.fits() {
+		return run{}, fmt.Errorf("%w: run of id %d holds %v", ErrCorrupt, first, vs)
+	}
 	r.prios = []int64{0}
 	if q.kind == Priority {
 		r.prios = vs[fixed:]
@@ -175,14 +190,8 @@ func (q *Queue) runSpanAt(snap kv.ReadTransaction, id int64) (first, n int64, _ 
 	if err != nil || !ok {
 		return 0, 0, false, err
 	}
-	first, rest, err := tuple.DecodeInt(e.Key[len(q.sub[tagRuns]):])
-	if err == nil && len(rest) == 0 {
-		n, _, err = tuple.DecodeInt(e.Value)
-	}
-	if err != nil || len(rest) > 0 || first < 1 || n < 1 || n > math.MaxInt64-first {
-		return 0, 0, false, fmt.Errorf("%w: run key %x", ErrCorrupt, e.Key)
-	}
-	return first, n, true, nil
+	first, n, _, err = q.decodeRunSpan(e.Key, e.Value)
+	return first, n, err == nil, err
 }
 
 // runOf returns the run a readRunAt found, if it found one.
@@ -195,24 +204,29 @@ func (q *Queue) runOf(f kv.FutureRange) (run, bool, error) {
 	return r, err == nil, err
 }
 
-// findInRun returns the position of the item id, one of r's ids, if it is
-// queued where r files it, reading the item under each of r's priorities
-// through tr.
-func (q *Queue) findInRun(tr kv.ReadTransaction, r run, id int64) (pos, bool, error) {
-	keys := make([][]byte, len(r.prios))
-	for i, prio := range r.prios {
-		keys[i] = q.itemKey(r.posOf(id, prio))
+// findInRun returns the position and the value of the first item with
+// an id in [lo, hi], ids of r, queued where r files it, if there is one:
+// the items' keys under each of r's priorities, read through tr in one
+// kv.GetMany
+// (one round trip where reads wait for their answer: a push of given ids
+// over a run whose rows are gone is no slower than another).
+func (q *Queue) findInRun(tr kv.ReadTransaction, r run, lo, hi int64) (pos, []byte, bool, error) {
+	keys := make([][]byte, 0, int(hi-lo+1)*len(r.prios))
+	for id := lo; id <= hi; id++ {
+		for _, prio := range r.prios {
+			keys = append(keys, q.itemKey(r.posOf(id, prio)))
+		}
 	}
 	vals, err := kv.GetMany(tr, keys)
 	if err != nil {
-		return pos{}, false, err
+		return pos{}, nil, false, err
 	}
 	for i, v := range vals {
 		if v != nil {
-			return r.posOf(id, r.prios[i]), true, nil
+			return r.posOf(lo+int64(i/len(r.prios)), r.prios[i%len(r.prios)]), v, true, nil
 		}
 	}
-	return pos{}, false, nil
+	return pos{}, nil, false, nil
 }
 
 // planRun returns the run items would make pushed at now (its seq still to
@@ -281,8 +295,10 @@ func (q *Queue) runsMet(tr kv.Transaction, segs []runSeg) (bool, error) {
 				break
 			}
 			met = true
-			if err := q.noneQueuedIn(tr, r, max(s.first, r.first), min(s.last, r.end()-1)); err != nil {
+			if p, _, queued, err := q.findInRun(tr, r, max(s.first, r.first), min(s.last, r.end()-1)); err != nil {
 				return false, err
+			} else if queued {
+				return false, &DuplicateIDError{ID: p.id}
 			}
 			if r.first <= s.first {
 				break
@@ -291,30 +307,6 @@ func (q *Queue) runsMet(tr kv.Transaction, segs []runSeg) (bool, error) {
 		}
 	}
 	return met, nil
-}
-
-// noneQueuedIn fails with ErrDuplicateID if an item with an id in [lo,
-// hi], ids of r, is queued where r files it: the items' keys under each
-// of r's priorities, read in one kv.GetMany (one round trip where reads
-// wait for their answer: a push of given ids over a run whose rows are
-// gone is no slower than another).
-func (q *Queue) noneQueuedIn(tr kv.Transaction, r run, lo, hi int64) error {
-	keys := make([][]byte, 0, int(hi-lo+1)*len(r.prios))
-	for id := lo; id <= hi; id++ {
-		for _, prio := range r.prios {
-			keys = append(keys, q.itemKey(r.posOf(id, prio)))
-		}
-	}
-	vals, err := kv.GetMany(tr, keys)
-	if err != nil {
-		return err
-	}
-	for i, v := range vals {
-		if v != nil {
-			return &DuplicateIDError{ID: lo + int64(i/len(r.prios))}
-		}
-	}
-	return nil
 }
 
 // runSeg is a push's run of consecutive ids, [first, last], and the read
