@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -618,4 +619,44 @@ func TestRunsThroughAWrapper(t *testing.T) {
 	}))
 	require.Len(t, runKeys(t, db, q), 1, "the wrapper's push made no run")
 	requireChecks(t, db, q)
+}
+
+// TestCorruptRun: a run key or value that does not decode (too short, an
+// id or seq run past int64, a size below 1, a FIFO run with priorities)
+// makes lookups, pushes over its ids and Check fail with ErrCorrupt, and
+// nothing panics.
+func TestCorruptRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, c := range map[string]struct {
+		kind  Kind
+		first int64
+		value []int64
+	}{
+		"too short":        {Priority, 100, []int64{20, 1}},
+		"no priorities":    {Priority, 100, []int64{20, 1, 7}},
+		"size 0":           {FIFO, 100, []int64{0, 1, 7}},
+		"ids past int64":   {FIFO, math.MaxInt64 - 5, []int64{20, 1, 7}},
+		"seqs past int64":  {FIFO, 100, []int64{20, math.MaxInt64 - 5, 7}},
+		"fifo, priorities": {FIFO, 100, []int64{20, 1, 7, 3}},
+		"17 priorities":    {Priority, 100, append([]int64{20, 1, 7}, make([]int64, 17)...)},
+		"first id below 1": {FIFO, 0, []int64{20, 1, 7}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db, q, _ := clockedQueue(t, "corrupt", c.kind)
+			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+				tr.Set(q.runKey(c.first), appendInts(nil, c.value...))
+				return nil
+			}))
+			id := max(c.first, 1) + 1
+			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error {
+				_, _, err := q.Get(tr, id)
+				require.ErrorIs(t, err, ErrCorrupt, "get")
+				require.ErrorIs(t, q.Push(tr, Item{ID: id}), ErrCorrupt, "push")
+				require.ErrorIs(t, q.Check(tr), ErrCorrupt, "check")
+				return nil
+			}))
+		})
+	}
 }
